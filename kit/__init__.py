@@ -1,0 +1,3 @@
+"""kit: containerized reproducibility kit for LLM benchmark sweeps on HPC clusters."""
+
+__version__ = "0.1.0"

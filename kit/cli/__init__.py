@@ -1,0 +1,1 @@
+"""The click CLI: thin commands that parse, call one library function, and print."""

@@ -1,0 +1,64 @@
+"""Options and output helpers shared by the commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kit.results.keys import RESULT_VERSION
+
+roster_option = click.option(
+    "--roster", type=click.Path(path_type=Path), default="roster.toml", show_default=True, envvar="KIT_ROSTER",
+    help="Roster file ([[run]] entries). Env: KIT_ROSTER.",
+)
+benchmark_option = click.option(
+    "--benchmark", type=click.Path(path_type=Path), default=None, envvar="KIT_BENCHMARK",
+    help="Benchmark folder (manifest.json or translations/manifest.json, prompt files). "
+         "Default: the roster's `benchmark` key. Env: KIT_BENCHMARK.",
+)
+sites_option = click.option(
+    "--sites-file", "sites_file", type=click.Path(path_type=Path), default="sites.toml", show_default=True,
+    envvar="KIT_SITES_FILE",
+    help="Sites file ([site.NAME] tables). Env: KIT_SITES_FILE.",
+)
+models_option = click.option(
+    "--model", "models", multiple=True, metavar="MODEL",
+    help="Only this run (name or model id); repeat for several. Default: every run.",
+)
+languages_option = click.option(
+    "--languages", default=None, metavar="en,fr,...",
+    help="Only these languages (comma-separated). Default: every language the runs cover.",
+)
+unpinned_option = click.option(
+    "--allow-unpinned", is_flag=True, help="Accept roster runs without a 40-hex revision (recorded as unpinned).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope instead of tables.")
+
+
+def split_languages(text: str | None) -> list[str] | None:
+    """'en, fr' -> ['en', 'fr']; None or '' -> None."""
+    if not text:
+        return None
+    langs = [t.strip() for t in text.split(",") if t.strip()]
+    return langs or None
+
+
+def envelope(command: str, status: str, data: Any, errors: list[str] | None = None) -> dict:
+    """The versioned JSON envelope every --json output uses."""
+    return {"kit_result_version": RESULT_VERSION, "command": command, "status": status,
+            "data": data, "errors": list(errors or [])}
+
+
+def print_json(command: str, status: str, data: Any, errors: list[str] | None = None) -> None:
+    """Print the envelope on stdout."""
+    sys.stdout.write(json.dumps(envelope(command, status, data, errors), indent=2, sort_keys=True,
+                                ensure_ascii=False, default=str) + "\n")
+
+
+def say(message: str) -> None:
+    """A progress line on stderr (stdout stays for results)."""
+    click.echo(message, err=True)

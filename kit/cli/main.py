@@ -1,0 +1,84 @@
+"""Entry point: the `kit` group with lazily loaded subcommands and one error printer."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+import kit
+from kit.errors import KitError
+
+# command -> "module:attribute"; modules load only when their command runs (fast --help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("kit.cli.demo_cmd:demo", "Run the embedded tiny sweep end to end (no files, no network)."),
+    "plan": ("kit.cli.plan_cmd:plan", "Show runs, languages, prompts, pairs, shards and checkpoint states."),
+    "run": ("kit.cli.run_cmd:run", "Submit the pending pairs of a sweep to a site (or several)."),
+    "shard": ("kit.cli.shard_cmd:shard", "Worker: run one shard's pairs and write checkpoints (inside the image)."),
+    "status": ("kit.cli.status_cmd:status", "Say where every pair stands: complete, pending, invalid."),
+    "verify": ("kit.cli.verify_cmd:verify", "Recompute checkpoint metrics from predictions; fail on any mismatch."),
+    "report": ("kit.cli.report_cmd:report", "Write leaderboard, aggregates, summary and F1 heatmap."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when it is invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[name]
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "KIT"})
+@click.version_option(kit.__version__, prog_name="kit")
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks for errors.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool) -> None:
+    """kit: pinned images, deterministic shards and provenance for LLM benchmark sweeps.
+
+    \b
+    Start here:
+      kit demo                       tiny end-to-end sweep on this machine
+      kit plan --roster roster.toml  what would run, and what is already done
+      kit run --site lyon --model M  submit the pending pairs of model M to a site
+      kit status RESULTS             where every pair stands
+
+    Options can also come from KIT_<OPTION> environment variables (e.g. KIT_ROSTER).
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; KitErrors become one stderr line and their exit code."""
+    verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="kit", standalone_mode=False)
+    except KitError as exc:
+        if verbose:
+            raise
+        click.echo(f"kit: error: {exc.one_line()}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("kit: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("kit: interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,88 @@
+"""`kit run`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kit.cli import common as C
+from kit.config.project import load_project
+from kit.config.sites import load_sites
+
+
+@click.command()
+@click.option("--site", "site_names", multiple=True, metavar="NAME", help="Site to submit to (repeatable).")
+@click.option("--sites", "sites_csv", default=None, metavar="a,b", help="Several sites; each gets consecutive shard slots by weight.")
+@C.sites_option
+@C.roster_option
+@C.benchmark_option
+@C.models_option
+@C.languages_option
+@click.option("--array", type=click.IntRange(1, 100000), default=None,
+              help="Split the pending pairs into N shards, one array task each (one site).")
+@click.option("--walltime", default=None, metavar="H:MM", help="Walltime per job (default: the site's).")
+@click.option("--dry-run", is_flag=True, help="Print the plan, the job script and the exact command; submit nothing.")
+@C.unpinned_option
+@C.json_option
+def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, roster: Path, benchmark: Path | None,
+        models: tuple[str, ...], languages: str | None, array: int | None, walltime: str | None, dry_run: bool,
+        allow_unpinned: bool, as_json: bool) -> None:
+    """Submit the pairs that are not complete yet to a site's scheduler.
+
+    Plans the pairs of the chosen runs, drops those with a complete checkpoint, shards
+    the rest, writes the pair list to a plan file the jobs read, renders the job script
+    (clean environment, every value quoted) and submits it. After a failure kit never
+    resubmits by itself: look at `kit status`, then run again.
+
+    \b
+    Examples:
+      kit run --site local --model kit-demo/tiny-llama
+      kit run --site lyon --model LiquidAI/LFM2.5-2.6B --array 4 --dry-run
+      kit run --sites nancy,grenoble --model LiquidAI/LFM2.5-2.6B
+    """
+    from kit.launch.submit import prepare_run, submit_run
+
+    names = list(site_names) + (C.split_languages(sites_csv) or [])
+    sites_cfg = load_sites(sites_file)
+    sites = [sites_cfg.get(n) for n in names]
+    project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
+    runs = project.roster.select(models)
+    plan = prepare_run(project, sites, sites_file.resolve().parent, runs, C.split_languages(languages),
+                       array=array, walltime=walltime, allow_unpinned=allow_unpinned)
+    if not as_json:
+        click.echo(f"plan: {len(plan.planned)} pairs, {plan.complete} complete, {len(plan.pending)} pending, "
+                   f"{len(plan.invalid)} invalid (kept; rerun those with `kit shard --force`)")
+    if not plan.pending:
+        if as_json:
+            C.print_json("run", "ok", {**plan.as_dict(), "submitted": []})
+        else:
+            click.echo("nothing to submit: every planned pair is complete")
+        return
+    if dry_run:
+        if as_json:
+            C.print_json("run", "dry-run", {**plan.as_dict(), "scripts": {s.site.name: s.script_text for s in plan.sites}})
+            return
+        for sp in plan.sites:
+            click.echo(f"\n# site {sp.site.name}: shard slots {sp.slots} of {sp.shard_count}, plan file {sp.plan_path}")
+            click.echo(f"# job script {sp.script_path}:")
+            click.echo(sp.script_text)
+            click.echo("# submit command:")
+            import shlex
+            click.echo(shlex.join(sp.submit_argv))
+        return
+    submissions = submit_run(plan)
+    failed = any(code != 0 for s in submissions for code in s.exit_codes.values())
+    if as_json:
+        C.print_json("run", "failed" if failed else "ok",
+                     {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids, "exit_codes": s.exit_codes}
+                                                       for s in submissions]})
+    else:
+        for s in submissions:
+            click.echo(f"site {s.site}: job ids {', '.join(s.job_ids)}")
+            for job, code in s.exit_codes.items():
+                if code:
+                    click.echo(f"  job {job} exited {code}; see its log, then `kit status` (kit does not resubmit by itself)")
+    if failed:
+        sys.exit(1)

@@ -1,0 +1,80 @@
+"""`kit shard`: the worker entry point."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kit.cli import common as C
+from kit.config.project import load_project
+from kit.errors import ConfigError
+from kit.plan import parse_shard, select_pairs
+
+
+@click.command()
+@C.roster_option
+@C.benchmark_option
+@click.option("--results", type=click.Path(path_type=Path), required=True, help="Results tree to write checkpoints into.")
+@C.models_option
+@C.languages_option
+@click.option("--pairs", "pairs_file", type=click.Path(path_type=Path), default=None,
+              help="Plan file written by `kit run` (the exact pair list the shards divide).")
+@click.option("--shard", "shard_text", default="0/1", show_default=True, envvar="KIT_SHARD", metavar="I/N",
+              help="Run shard I of N.")
+@click.option("--force", is_flag=True, help="Replace invalid checkpoints of this shard (complete ones are always kept).")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None, envvar="HF_HUB_CACHE",
+              help="Hugging Face hub cache with the staged snapshots. Env: HF_HUB_CACHE.")
+@C.unpinned_option
+@C.json_option
+def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str, ...], languages: str | None,
+          pairs_file: Path | None, shard_text: str, force: bool, cache_dir: Path | None, allow_unpinned: bool,
+          as_json: bool) -> None:
+    """Run one shard's pairs and write one checkpoint per pair (the in-image worker).
+
+    Groups the shard's pairs by run so each model loads once, skips pairs whose
+    checkpoint is complete, reports invalid checkpoints and leaves them alone unless
+    --force. Weights are read offline from the hub cache at the pinned revision.
+    Exits 0 when every pair of the shard is complete afterwards, 1 otherwise.
+
+    \b
+    Example (what a job runs):
+      kit shard --roster roster.toml --results results --shard 3/8
+    """
+    from kit.launch.submit import read_plan  # plan-file format lives with its writer
+    from kit.worker.shard import run_shard
+
+    index_count = parse_shard(shard_text)
+    project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
+    runs = project.roster.select(models)
+    if pairs_file is not None:
+        pairs = read_plan(pairs_file)
+        names = {r.name for r in project.roster.run}
+        unknown = sorted({p.run for p in pairs} - names)
+        if unknown:
+            raise ConfigError(f"{pairs_file}: runs not in the roster: {', '.join(unknown)}",
+                              fix="submit again with the current roster")
+        if models:
+            keep = {r.name for r in runs}
+            pairs = [p for p in pairs if p.run in keep]
+        runs = [r for r in project.roster.run if r.name in {p.run for p in pairs}]
+    else:
+        pairs = select_pairs(runs, project.benchmark, C.split_languages(languages))
+    report = run_shard(runs=runs, pairs=pairs, benchmark=project.benchmark, results=results, shard=index_count,
+                       force=force, cache_dir=cache_dir, progress=C.say)
+    data = {
+        "shard": shard_text, "assigned": len(report.assigned), "written": len(report.written),
+        "skipped": len(report.skipped),
+        "invalid": [{"run": p.run, "language": p.language, "reasons": r} for p, r in report.invalid],
+        "failed": [{"run": p.run, "language": p.language, "error": e} for p, e in report.failed],
+    }
+    if as_json:
+        C.print_json("shard", "ok" if report.ok else "failed", data)
+    else:
+        click.echo(f"shard {shard_text}: {len(report.written)} written, {len(report.skipped)} already complete, "
+                   f"{len(report.invalid)} invalid kept, {len(report.failed)} failed")
+        for p, err in report.failed:
+            click.echo(f"  failed  {p}: {err}")
+    if not report.ok:
+        sys.exit(1)

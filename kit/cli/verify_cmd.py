@@ -1,0 +1,52 @@
+"""`kit verify`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kit.cli import common as C
+from kit.results.checkpoint import verify_files
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@C.json_option
+def verify(paths: tuple[Path, ...], as_json: bool) -> None:
+    """Recompute each checkpoint's metrics from its predictions; exit 1 unless all match exactly.
+
+    PATHS are checkpoint files or folders (searched recursively for *.json). Legacy lrb
+    files without metadata.language are accepted with a notice.
+
+    \b
+    Example:
+      kit verify results/fr/LiquidAI__LFM2.5-350M.json
+      kit verify results/
+    """
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted(q for q in p.rglob("*.json") if not q.name.startswith(".")))
+        else:
+            files.append(p)
+    if not files:
+        click.echo(f"kit: error: no checkpoint files under {', '.join(map(str, paths))}; fix: pass *.json files or folders holding them", err=True)
+        sys.exit(2)
+    outcomes = verify_files(files)
+    bad = [(p, st) for p, st in outcomes if st.state != "complete"]
+    if as_json:
+        C.print_json("verify", "ok" if not bad else "failed",
+                     [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices}
+                      for p, st in outcomes])
+    else:
+        for p, st in outcomes:
+            if st.state == "complete":
+                note = f"  ({'; '.join(st.notices)})" if st.notices else ""
+                click.echo(f"OK    {p}{note}")
+            else:
+                click.echo(f"FAIL  {p}: {'; '.join(st.reasons)}")
+        click.echo(f"{len(outcomes) - len(bad)} verified, {len(bad)} failed")
+    if bad:
+        sys.exit(1)

@@ -1,0 +1,491 @@
+"""A benchmark folder: the dataset manifest, one CSV per language, and the prompt templates.
+
+The layout is the land-use relevance benchmark (lrb) one: `translations/manifest.json`
+beside one folder per language (`<lang>/v3-final-<lang>.csv`), and prompt files holding
+exactly one `{}` where the target sentence goes. A `benchmark.toml` may name the files;
+without one they are found by their lrb names.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from kit.config.loading import config_error_from, load_model
+from kit.errors import ConfigError
+
+PLACEHOLDER = "{}"
+TASKS = ("generate", "score")
+LABELS = ("yes", "no")
+CSV_COLUMNS = (
+    "sentence", "label", "polygon_name", "h3_cell", "latitude", "longitude",
+    "source", "region", "source_url", "source_item_id", "language",
+)
+# The columns kit reads; the others are carried along by the format but unused.
+REQUIRED_COLUMNS = ("sentence", "label", "source_item_id", "language")
+KIT_DATASET_PREFIX = "kit/"
+DEFAULT_GENERATE_PROMPT = Path(__file__).resolve().parent.parent / "defaults" / "prompt_generate.txt"
+AUTO_PROMPTS = {"generate": "prompt_generate.txt", "score": "prompt_reranker.txt"}
+AUTO_MANIFESTS = ("manifest.json", "translations/manifest.json")
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_LANG = re.compile(r"^[a-z]{2,3}([-_][A-Za-z0-9]+)*$")
+
+
+# --- the manifest -------------------------------------------------------------------
+
+
+class ManifestFile(BaseModel):
+    """One language file as the manifest records it; `path` is relative to the manifest folder."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    path: str
+    rows: int = Field(ge=0)
+    sha256: str
+
+    @field_validator("path")
+    @classmethod
+    def _inside(cls, v: str) -> str:
+        parts = PurePosixPath(v).parts
+        if not v or "\\" in v or PurePosixPath(v).is_absolute() or ".." in parts:
+            raise ValueError(
+                "must be a relative path inside the manifest folder ; fix: write it like 'fr/v3-final-fr.csv'"
+            )
+        return v
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        return _check_hex64(v)
+
+
+class Manifest(BaseModel):
+    """The dataset manifest (`manifest.json`); keys beyond the named ones are kept, unchecked."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    dataset: str = Field(min_length=1)
+    revision: str = Field(min_length=1)
+    split: str = Field(min_length=1)
+    languages: tuple[str, ...] = Field(min_length=1)
+    row_count: int = Field(ge=1)
+    source_item_ids: tuple[str, ...]
+    files: dict[str, ManifestFile]
+    whole_set_sha256: str
+
+    @field_validator("languages")
+    @classmethod
+    def _codes(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for lang in v:
+            if not _LANG.match(lang):
+                raise ValueError(f"bad language code {lang!r} ; fix: use ISO codes such as 'en', 'fr', 'ceb'")
+        dupes = sorted({lang for lang in v if v.count(lang) > 1})
+        if dupes:
+            raise ValueError(f"languages lists {', '.join(dupes)} twice ; fix: list each language once")
+        return v
+
+    @field_validator("whole_set_sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        return _check_hex64(v)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Manifest":
+        for lang in self.languages:
+            if lang not in self.files:
+                raise ValueError(
+                    f"files has no entry for language {lang!r} ; fix: add files.{lang} with path, rows and sha256, or drop {lang!r} from languages"
+                )
+        for lang in self.files:
+            if lang not in self.languages:
+                raise ValueError(f"files.{lang} names a language missing from languages ; fix: add {lang!r} to languages or remove files.{lang}")
+        if len(self.source_item_ids) != self.row_count:
+            raise ValueError(
+                f"row_count is {self.row_count} but source_item_ids has {len(self.source_item_ids)} ids ; fix: list one source item id per row"
+            )
+        first: dict[str, int] = {}
+        for i, sid in enumerate(self.source_item_ids):
+            if sid in first:
+                raise ValueError(
+                    f"source_item_ids[{i}] {sid!r} repeats source_item_ids[{first[sid]}] ; fix: give every source item its own id"
+                )
+            first[sid] = i
+        for lang in self.languages:
+            if self.files[lang].rows != self.row_count:
+                raise ValueError(
+                    f"files.{lang}.rows is {self.files[lang].rows} but row_count is {self.row_count} ; fix: every language file holds all row_count items"
+                )
+        return self
+
+
+def _check_hex64(v: str) -> str:
+    if not _HEX64.match(v):
+        raise ValueError("not a sha256 digest ; fix: write the 64 lowercase hex digits of the file's sha256")
+    return v
+
+
+# --- items, files, prompts ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """One benchmark sentence in one language with its expected answer ("yes" or "no")."""
+
+    item_id: str
+    source_item_id: str
+    sentence: str
+    label: str
+
+
+@dataclass(frozen=True)
+class LanguageData:
+    """The checked items of one language file, in manifest order, and the file's digest."""
+
+    language: str
+    items: tuple[Item, ...]
+    file_sha256: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt template for one task ("generate" or "score"), as read from its file."""
+
+    task: str
+    text: str
+    sha256: str
+    path: Path
+
+
+def item_id(source_item_id: str, language: str) -> str:
+    """The item id of a source item in one language: first 16 hex of sha256(source id, NUL, language)."""
+    return hashlib.sha256(f"{source_item_id}\0{language}".encode("utf-8")).hexdigest()[:16]
+
+
+def whole_set_sha256(file_digests: Mapping[str, str]) -> str:
+    """The whole-set digest of {language: file sha256}, by the lrb rule.
+
+    The rule was checked against the lrb manifest: sha256 of the lines
+    "<language>:<file sha256>" for the languages in sorted order, joined by "\\n"
+    with no final newline. It pins the inventory; each file's own digest pins its bytes.
+    """
+    inventory = "\n".join(f"{lang}:{file_digests[lang]}" for lang in sorted(file_digests))
+    return hashlib.sha256(inventory.encode("utf-8")).hexdigest()
+
+
+def read_prompt(path: Path, task: str, named_by: str) -> Prompt:
+    """Read a prompt template that must hold exactly one `{}`; `named_by` says where the path came from."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: prompt file for task {task!r} not found ({named_by})", fix="create it or correct the path")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: prompt file is not UTF-8 text", fix="save the file as UTF-8") from None
+    count = text.count(PLACEHOLDER)
+    if count != 1:
+        raise ConfigError(
+            f"{path}: prompt for task {task!r} has {count} '{{}}' placeholders, needs exactly one",
+            fix="keep a single {} where the target sentence goes and write no other empty brace pair",
+        )
+    return Prompt(task=task, text=text, sha256=hashlib.sha256(data).hexdigest(), path=path)
+
+
+# --- the benchmark ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Benchmark:
+    """A loaded benchmark: its checked manifest and prompts; language files are read on demand."""
+
+    name: str
+    root: Path
+    manifest: Manifest
+    manifest_path: Path
+    manifest_sha256: str
+    prompts: dict[str, Prompt]
+    config_path: Path | None = None
+
+    @property
+    def is_kit_dataset(self) -> bool:
+        """True for datasets kit itself publishes (their whole-set digest must match at load)."""
+        return self.manifest.dataset.startswith(KIT_DATASET_PREFIX)
+
+    def language_path(self, language: str) -> Path:
+        """Where the manifest says the CSV of `language` lives."""
+        self._known(language)
+        return self.manifest_path.parent / self.manifest.files[language].path
+
+    def available_languages(self) -> list[str]:
+        """Manifest languages whose CSV file exists, in manifest order."""
+        return [lang for lang in self.manifest.languages if self.language_path(lang).is_file()]
+
+    def resolve_languages(self, selected: list[str] | None) -> list[str]:
+        """The languages to run, in manifest order: all of them when `selected` is None.
+
+        Every language returned has its file present; anything else is a ConfigError.
+        """
+        present = self.available_languages()
+        fix = f"pass --languages with those present: {','.join(present)}" if present else (
+            f"put the language files listed in {self.manifest_path} beside it"
+        )
+        if selected is None:
+            missing = [lang for lang in self.manifest.languages if lang not in present]
+            if missing:
+                raise ConfigError(
+                    f"{self.manifest_path}: {len(missing)} of {len(self.manifest.languages)} language files are missing "
+                    f"({_preview(missing, 5)})",
+                    fix=fix,
+                )
+            return list(self.manifest.languages)
+        if not selected:
+            raise ConfigError(f"{self.manifest_path}: no language selected", fix=fix)
+        for lang in selected:
+            self._known(lang)
+            if lang not in present:
+                raise ConfigError(f"{self.language_path(lang)}: file for language {lang!r} not found", fix=fix)
+        return [lang for lang in self.manifest.languages if lang in selected]
+
+    def item_ids(self, language: str) -> list[str]:
+        """The item ids of `language` in manifest order, computed from the manifest alone."""
+        self._known(language)
+        return [item_id(sid, language) for sid in self.manifest.source_item_ids]
+
+    def load_language(self, language: str) -> LanguageData:
+        """Read one language CSV, refusing it unless its digest, row count, id order,
+        language column and labels agree with the manifest."""
+        path = self.language_path(language)
+        entry = self.manifest.files[language]
+        if not path.is_file():
+            raise ConfigError(f"{path}: file for language {language!r} not found", fix=f"copy it from dataset revision {self.manifest.revision}")
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != entry.sha256:
+            raise ConfigError(
+                f"{path}: sha256 {digest} differs from the manifest's files.{language}.sha256 {entry.sha256}",
+                fix=f"restore the file from dataset revision {self.manifest.revision}, or update the manifest if the change is intended",
+            )
+        rows = _read_rows(path, data)
+        if len(rows) != entry.rows:
+            raise ConfigError(
+                f"{path}: {len(rows)} rows but the manifest's files.{language}.rows is {entry.rows}",
+                fix=f"restore the file from dataset revision {self.manifest.revision}",
+            )
+        expected = self.manifest.source_item_ids
+        for n, ((line, row), want) in enumerate(zip(rows, expected), start=1):
+            if row["source_item_id"] != want:
+                raise ConfigError(
+                    f"{path}: row {n} (line {line}) has source_item_id {row['source_item_id']!r} "
+                    f"where the manifest's source_item_ids[{n - 1}] is {want!r}",
+                    fix="keep the rows in the manifest's source_item_ids order",
+                )
+        items = []
+        for n, (line, row) in enumerate(rows, start=1):
+            if row["language"] != language:
+                raise ConfigError(
+                    f"{path}: row {n} (line {line}) has language {row['language']!r}, expected {language!r}",
+                    fix=f"check that files.{language}.path points at the {language!r} file",
+                )
+            if row["label"] not in LABELS:
+                raise ConfigError(f"{path}: row {n} (line {line}) has label {row['label']!r}", fix="write yes or no")
+            sid = row["source_item_id"]
+            items.append(Item(item_id(sid, language), sid, row["sentence"], row["label"]))
+        return LanguageData(language=language, items=tuple(items), file_sha256=digest, path=path)
+
+    def whole_set_status(self) -> tuple[str, str]:
+        """("checked" | "not checked" | "mismatch", detail): whether the whole language set is verified.
+
+        "checked" needs the manifest's whole-set digest to match its file list and every
+        file to be present with its recorded digest; with files absent it is "not checked".
+        """
+        m = self.manifest
+        inventory = whole_set_sha256({lang: m.files[lang].sha256 for lang in m.languages})
+        if inventory != m.whole_set_sha256:
+            return "mismatch", (
+                f"{self.manifest_path}: whole_set_sha256 is {m.whole_set_sha256} but the files' digests give {inventory}"
+            )
+        present = self.available_languages()
+        if len(present) < len(m.languages):
+            return "not checked", f"{len(present)} of {len(m.languages)} files present"
+        for lang in m.languages:
+            path = self.language_path(lang)
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if digest != m.files[lang].sha256:
+                return "mismatch", f"{path}: sha256 {digest} differs from the manifest's {m.files[lang].sha256}"
+        return "checked", f"all {len(m.languages)} files match; whole_set_sha256 {inventory}"
+
+    def prompt(self, task: str) -> Prompt:
+        """The prompt template of `task`; a task without one is a ConfigError naming the benchmark.toml key."""
+        if task not in TASKS:
+            raise ConfigError(f"unknown task {task!r}", fix=f"use one of {', '.join(TASKS)}")
+        if task not in self.prompts:
+            where = self.config_path or self.root / "benchmark.toml"
+            fix = f'set [prompts] {task} = "<file>" in {where}'
+            if self.config_path is None:
+                fix += f" or add {AUTO_PROMPTS[task]} to {self.root}"
+            raise ConfigError(f"{self.root}: benchmark {self.name!r} has no prompt for task {task!r}", fix=fix)
+        return self.prompts[task]
+
+    def format_prompt(self, task: str, sentence: str) -> str:
+        """The prompt of `task` with its `{}` replaced by `sentence`; other braces stay as written."""
+        before, after = self.prompt(task).text.split(PLACEHOLDER)
+        return before + sentence + after
+
+    def _known(self, language: str) -> None:
+        if language not in self.manifest.files:
+            raise ConfigError(
+                f"{self.manifest_path}: language {language!r} is not in the manifest",
+                fix=f"use one of {_preview(list(self.manifest.languages), 12)}",
+            )
+
+
+def _preview(values: list[str], n: int) -> str:
+    shown = ", ".join(values[:n])
+    return shown if len(values) <= n else f"{shown}, ... ({len(values)} in all)"
+
+
+def _read_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
+    """Parse a language CSV into (line number, row) pairs; malformed files are a ConfigError."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})", fix="save the file as UTF-8") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    header = reader.fieldnames or []
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise ConfigError(
+            f"{path}: header lacks column {', '.join(missing)}", fix=f"the header row must name {','.join(CSV_COLUMNS)}"
+        )
+    rows = []
+    try:
+        for row in reader:
+            if None in row or None in row.values():
+                raise ConfigError(
+                    f"{path}: line {reader.line_num} does not have the header's {len(header)} fields",
+                    fix="quote fields that contain commas, quotes or newlines",
+                )
+            rows.append((reader.line_num, row))
+    except csv.Error as exc:
+        raise ConfigError(f"{path}: line {reader.line_num}: malformed CSV: {exc}", fix="restore the file") from None
+    return rows
+
+
+# --- loading ------------------------------------------------------------------------
+
+
+class PromptFiles(BaseModel):
+    """[prompts] of benchmark.toml: one template file per task, relative to benchmark.toml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    generate: str | None = None
+    score: str | None = None
+
+
+class BenchmarkFile(BaseModel):
+    """benchmark.toml: the name of a benchmark, its manifest and its prompt files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    manifest: str = Field(min_length=1, description="manifest.json, relative to benchmark.toml")
+    prompts: PromptFiles = Field(default_factory=PromptFiles)
+
+
+def load_benchmark(path: Path) -> Benchmark:
+    """Load the benchmark in folder `path`: from its benchmark.toml, or by the lrb file names."""
+    root = Path(path)
+    if not root.is_dir():
+        raise ConfigError(
+            f"{root}: benchmark folder not found",
+            fix="pass the folder that holds benchmark.toml or translations/manifest.json (kit demo writes one)",
+        )
+    config = root / "benchmark.toml"
+    if config.is_file():
+        return _from_config(root, config)
+    return _auto_detect(root)
+
+
+def _from_config(root: Path, config: Path) -> Benchmark:
+    spec = load_model(BenchmarkFile, config, "benchmark")
+    manifest_path = root / spec.manifest
+    if not manifest_path.is_file():
+        raise ConfigError(
+            f"{config}: manifest: {manifest_path} not found",
+            fix="point manifest at the dataset's manifest.json, relative to benchmark.toml",
+        )
+    prompts = {}
+    for task in TASKS:
+        name = getattr(spec.prompts, task)
+        if name is not None:
+            prompts[task] = read_prompt(root / name, task, named_by=f"{config}: prompts.{task}")
+    return _build(spec.name, root, manifest_path, prompts, config)
+
+
+def _auto_detect(root: Path) -> Benchmark:
+    candidates = [root / rel for rel in AUTO_MANIFESTS]
+    manifest_path = next((p for p in candidates if p.is_file()), None)
+    if manifest_path is None:
+        raise ConfigError(
+            f"{root}: no benchmark.toml, {' or '.join(AUTO_MANIFESTS)} in this folder",
+            fix="pass the benchmark folder (the one holding translations/), or add a benchmark.toml naming the manifest",
+        )
+    prompts = {}
+    generate = root / AUTO_PROMPTS["generate"]
+    if generate.is_file():
+        prompts["generate"] = read_prompt(generate, "generate", named_by="found by name")
+    else:
+        prompts["generate"] = read_prompt(DEFAULT_GENERATE_PROMPT, "generate", named_by="kit's default")
+    score = root / AUTO_PROMPTS["score"]
+    if score.is_file():
+        prompts["score"] = read_prompt(score, "score", named_by="found by name")
+    return _build(None, root, manifest_path, prompts, None)
+
+
+def _build(
+    name: str | None, root: Path, manifest_path: Path, prompts: dict[str, Prompt], config: Path | None
+) -> Benchmark:
+    """Read the manifest and assemble the Benchmark; `name` None means the manifest's dataset name."""
+    manifest, digest = _read_manifest(manifest_path)
+    bench = Benchmark(
+        name=name or manifest.dataset, root=root, manifest=manifest, manifest_path=manifest_path,
+        manifest_sha256=digest, prompts=prompts, config_path=config,
+    )
+    if bench.is_kit_dataset:
+        # Only the inventory part of the check: it needs no file read. A changed file is
+        # still refused by load_language through its own digest.
+        expected = whole_set_sha256({lang: manifest.files[lang].sha256 for lang in manifest.languages})
+        if expected != manifest.whole_set_sha256:
+            raise ConfigError(
+                f"{manifest_path}: whole_set_sha256 is {manifest.whole_set_sha256} but the files' digests give {expected}",
+                fix="regenerate the dataset (kit demo rewrites its own) or restore the manifest",
+            )
+    return bench
+
+
+def _read_manifest(path: Path) -> tuple[Manifest, str]:
+    """Parse and validate manifest.json; returns it with the sha256 of its bytes."""
+    data = path.read_bytes()
+    try:
+        payload: Any = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc}", fix="restore the manifest from the dataset") from None
+    if not isinstance(payload, dict):
+        raise ConfigError(f"{path}: the manifest is not a JSON object", fix="restore the manifest from the dataset")
+    try:
+        manifest = Manifest.model_validate(payload)
+    except ValidationError as exc:
+        raise config_error_from(exc, path, None) from None
+    return manifest, hashlib.sha256(data).hexdigest()

@@ -1,0 +1,114 @@
+"""Read a TOML file into a pydantic model; every failure becomes one ConfigError line
+naming the file, the key (and its line when it can be found) and the fix."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from kit.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+_HINTS = {
+    "extra_forbidden": "remove it or check its spelling",
+    "missing": "add it",
+    "literal_error": "use one of the listed values",
+}
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """Parse a TOML file; a missing file or a syntax error is a ConfigError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: {what} file not found", fix=f"create it or pass the right path")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}", fix="correct the syntax at that line") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text", fix="save the file as UTF-8") from None
+
+
+def validate(model: type[M], data: dict[str, Any], path: Path, text: str | None = None) -> M:
+    """Validate `data` against `model`; the first error becomes a one-line ConfigError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise config_error_from(exc, Path(path), text) from None
+
+
+def load_model(model: type[M], path: Path, what: str) -> M:
+    """Read and validate one TOML file."""
+    path = Path(path)
+    data = read_toml(path, what)
+    return validate(model, data, path, path.read_text(encoding="utf-8"))
+
+
+def config_error_from(exc: ValidationError, path: Path, text: str | None) -> ConfigError:
+    """Turn the first pydantic error into one ConfigError line (file:line: key: problem; fix)."""
+    err = exc.errors()[0]
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    key = format_loc(loc)
+    line = locate(text, loc) if text else None
+    where = f"{path}:{line}" if line else f"{path}"
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    fix = None
+    if " ; fix: " in msg:
+        msg, fix = msg.split(" ; fix: ", 1)
+    if fix is None:
+        fix = _HINTS.get(err["type"])
+    if fix is None and err["type"].endswith("_type") or err["type"].endswith("_parsing"):
+        fix = "give a value of the expected type"
+    got = err.get("input")
+    shown = "" if err["type"] == "missing" or isinstance(got, dict) else f" (got {got!r})"
+    if len(shown) > 90:
+        shown = shown[:87] + "...)"
+    return ConfigError(f"{where}: {key}: {msg}{shown}" if key else f"{where}: {msg}{shown}", fix=fix)
+
+
+def format_loc(loc: list[Any]) -> str:
+    """('run', 2, 'revision') -> 'run[2].revision'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def locate(text: str, loc: list[Any]) -> int | None:
+    """Best-effort 1-based line of a key path in TOML text: the n-th [[table]], then tables and keys."""
+    lines = text.splitlines()
+    start = 0
+    matched = False
+    i = 0
+    while i < len(loc):
+        part = loc[i]
+        nxt = loc[i + 1] if i + 1 < len(loc) else None
+        if isinstance(part, str) and isinstance(nxt, int):
+            header = re.compile(rf"^\s*\[\[\s*{re.escape(part)}\s*\]\]")
+            hits = [n for n in range(start, len(lines)) if header.match(lines[n])]
+            if nxt >= len(hits):
+                return None
+            start, matched = hits[nxt], True
+            i += 2
+            continue
+        if isinstance(part, str):
+            table = re.compile(rf"^\s*\[\s*(?:[\w.\"-]+\.)?\"?{re.escape(part)}\"?\s*\]")
+            keyline = re.compile(rf"^\s*\"?{re.escape(part)}\"?\s*=")
+            for n in range(start, len(lines)):
+                if n > start and matched and lines[n].lstrip().startswith("["):
+                    break  # the key is not in the current table
+                if keyline.match(lines[n]) or table.match(lines[n]):
+                    start, matched = n, True
+                    break
+        i += 1
+    return start + 1 if matched else None

@@ -1,0 +1,156 @@
+"""roster.toml: the runs of a sweep (one [[run]] per model or model@variant)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from kit.config.backends import BACKENDS
+from kit.config.loading import config_error_from, read_toml
+from kit.errors import ConfigError
+
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_VARIANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT]?)\s*$", re.IGNORECASE)
+_SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+Dtype = Literal["auto", "float32", "float16", "bfloat16"]
+
+
+def parse_param_count(value: int | str | None) -> int | None:
+    """'2.6B' -> 2_600_000_000; ints pass through; None stays None."""
+    if value is None or isinstance(value, int):
+        return value
+    m = _SIZE.match(str(value))
+    if not m:
+        raise ValueError(f"not a parameter count ; fix: write an integer or a size like '2.6B' or '350M'")
+    return int(round(float(m.group(1)) * _SCALE[m.group(2).upper()]))
+
+
+class Run(BaseModel):
+    """One roster entry: a model (maybe model@variant) at a pinned revision on one backend."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(description="Hub id, optionally with @variant: 'org/name@variant'")
+    # before `revision`, so the revision check can see it
+    trust_remote_code: bool = False
+    revision: str | None = Field(None, description="the model's 40-hex commit", validate_default=True)
+    backend: str
+    task: Literal["generate", "score"] = "generate"
+    params: int | None = Field(None, description="parameter count, for GPU sizing")
+    dtype: Dtype = "auto"
+    batch_size: int = Field(16, ge=1, le=4096)
+    max_new_tokens: int = Field(4096, ge=1, le=1_000_000)
+    seed: int = 0
+    languages: tuple[str, ...] | None = None
+    options: dict[str, Any] = Field(default_factory=dict, description="backend kwargs, recorded in results")
+
+    @field_validator("model")
+    @classmethod
+    def _model_id(cls, v: str) -> str:
+        base, _, variant = v.partition("@")
+        if not _MODEL_ID.match(base) or ".." in base:
+            raise ValueError("not a model id ; fix: write 'org/name' or 'org/name@variant' (letters, digits, . _ -)")
+        if "@" in v and not _VARIANT.match(variant):
+            raise ValueError("bad @variant ; fix: use letters, digits, . _ + - after '@'")
+        return v
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, v: str) -> str:
+        if v not in BACKENDS:
+            raise ValueError(f"unknown backend ; fix: use one of {', '.join(BACKENDS)}")
+        return v
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _params(cls, v: Any) -> Any:
+        return parse_param_count(v)
+
+    @field_validator("languages")
+    @classmethod
+    def _languages(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is None:
+            return v
+        for lang in v:
+            if not _LANG.match(lang):
+                raise ValueError(f"bad language code {lang!r} ; fix: use ISO codes such as 'en', 'fr', 'ceb'")
+        return tuple(sorted(set(v)))
+
+    @field_validator("revision")
+    @classmethod
+    def _pinning(cls, v: str | None, info: ValidationInfo) -> str | None:
+        allow_unpinned = bool((info.context or {}).get("allow_unpinned"))
+        if v is not None and not HEX40.match(v):
+            raise ValueError(f"revision {v!r} is not a 40-hex commit ; fix: pin the model's full commit hash from its Hub page")
+        if v is None and info.data.get("trust_remote_code"):
+            raise ValueError(
+                "trust_remote_code needs a pinned 40-hex revision ; fix: add revision = '<commit>' so the remote code is the reviewed one"
+            )
+        if v is None and not allow_unpinned:
+            raise ValueError("revision is missing ; fix: add revision = '<40-hex commit>' or pass --allow-unpinned")
+        return v
+
+    @property
+    def name(self) -> str:
+        """The run name: the model string as written, variant included."""
+        return self.model
+
+    @property
+    def model_id(self) -> str:
+        """The Hub id without the @variant."""
+        return self.model.partition("@")[0]
+
+    @property
+    def file_stem(self) -> str:
+        """Checkpoint file name stem: '/' becomes '__'."""
+        return self.model.replace("/", "__")
+
+
+class Roster(BaseModel):
+    """The whole roster file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    benchmark: str | None = Field(None, description="benchmark folder, relative to the roster file")
+    run: tuple[Run, ...] = Field(default=(), description="[[run]] entries")
+
+    @model_validator(mode="after")
+    def _unique(self) -> "Roster":
+        seen: set[str] = set()
+        for i, r in enumerate(self.run):
+            if r.name in seen:
+                raise ValueError(f"duplicate run run[{i}] {r.name!r} ; fix: give each variant its own @suffix or remove the duplicate")
+            seen.add(r.name)
+        return self
+
+    def select(self, models: tuple[str, ...] | list[str] | None) -> list[Run]:
+        """Runs whose name or model id is in `models` (all when empty); unknown names are a ConfigError."""
+        if not models:
+            return list(self.run)
+        out = []
+        for m in models:
+            hits = [r for r in self.run if r.name == m] or [r for r in self.run if r.model_id == m]
+            if not hits:
+                names = ", ".join(r.name for r in self.run) or "(empty roster)"
+                raise ConfigError(f"model {m!r} is not in the roster", fix=f"add a [[run]] for it or use one of: {names}")
+            out.extend(h for h in hits if h not in out)
+        return out
+
+
+def load_roster(path: Path, *, allow_unpinned: bool = False) -> tuple[Roster, Path]:
+    """Load and validate roster.toml; returns the roster and its folder (for relative paths)."""
+    path = Path(path)
+    data = read_toml(path, "roster")
+    text = path.read_text(encoding="utf-8")
+    try:
+        roster = Roster.model_validate(data, context={"allow_unpinned": allow_unpinned})
+    except ValidationError as exc:
+        raise config_error_from(exc, path, text) from None
+    return roster, path.resolve().parent

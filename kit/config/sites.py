@@ -1,0 +1,134 @@
+"""sites.toml: one [site.NAME] table per cluster (scheduler, runtime, paths, job defaults, policy)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kit.config.loading import load_model
+from kit.errors import ConfigError
+
+G5K_JOB_TYPES = ("night",)
+G5K_GPU_FILTER = "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
+_WALLTIME = re.compile(r"^(?:(\d+)-)?(\d+):([0-5]?\d)(?::([0-5]?\d))?$")
+_SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+def walltime_seconds(text: str) -> int:
+    """'1:30' (H:MM), '1:30:00' (H:MM:SS) or '2-00:00' (D-H:MM) -> seconds."""
+    m = _WALLTIME.match(text.strip())
+    if not m:
+        raise ValueError(f"walltime {text!r} is not H:MM, H:MM:SS or D-H:MM ; fix: write e.g. '1:30' for ninety minutes")
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+class Site(BaseModel):
+    """A cluster entry: where and how jobs run, and where results and images live."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = ""
+    scheduler: Literal["oar", "slurm", "local"]
+    runtime: Literal["apptainer", "pyxis", "enroot", "docker", "host"] = "host"
+    frontend: str = Field("local", description="'local' or an ssh host that runs the scheduler commands")
+    root: str = Field(".", description="kit's working folder on the frontend (job scripts, logs)")
+    results: str = Field("results", description="results tree, as the job sees it")
+    images: str = Field("images", description="where SIF/sqsh artifacts live on the cluster")
+    scratch: str = Field("/tmp", description="node-local scratch for caches")
+    weights: str | None = Field(None, description="staged Hugging Face cache (HF_HOME/hub layout)")
+    job_types: tuple[str, ...] = ()
+    queue: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    gpu_filter: str | None = None
+    gres: str | None = None
+    gpus_per_node: int = Field(1, ge=0, le=64)
+    cpus_per_task: int | None = Field(None, ge=1)
+    mem_gb: int | None = Field(None, ge=1)
+    walltime: str = "1:00"
+    weight: int = Field(1, ge=1)
+    policy_checks: tuple[str, ...] = ()
+    forward_env: tuple[str, ...] = ()
+    python: str | None = Field(None, description="host runtime: the python that has kit's worker installed")
+    docker_image: str | None = Field(None, description="docker runtime: image reference")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _grid5000_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("scheduler") == "oar":
+            data = dict(data)
+            data.setdefault("job_types", list(G5K_JOB_TYPES))
+            data.setdefault("gpu_filter", G5K_GPU_FILTER)
+            data.setdefault("runtime", "apptainer")
+        return data
+
+    @field_validator("walltime")
+    @classmethod
+    def _walltime(cls, v: str) -> str:
+        walltime_seconds(v)
+        return v
+
+    @field_validator("forward_env")
+    @classmethod
+    def _env_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name ; fix: use names like HF_HOME")
+        return v
+
+    @property
+    def walltime_s(self) -> int:
+        """The default walltime in seconds."""
+        return walltime_seconds(self.walltime)
+
+    @property
+    def is_remote(self) -> bool:
+        """True when scheduler commands run over ssh."""
+        return self.frontend != "local"
+
+
+class SitesFile(BaseModel):
+    """The whole sites.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    site: dict[str, Site] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("site"), dict):
+            data = dict(data)
+            named = {}
+            for key, value in data["site"].items():
+                if isinstance(value, dict):
+                    value = {**value, "name": key}
+                named[key] = value
+            data["site"] = named
+        return data
+
+    @field_validator("site")
+    @classmethod
+    def _site_names(cls, v: dict[str, Site]) -> dict[str, Site]:
+        for key in v:
+            if not _SITE_NAME.match(key):
+                raise ValueError(f"site name {key!r} ; fix: use lower-case letters, digits, '-' and '_'")
+        return v
+
+    def get(self, name: str) -> Site:
+        """The named site, or a ConfigError listing the configured ones."""
+        if name not in self.site:
+            known = ", ".join(self.site) or "(none)"
+            raise ConfigError(f"site {name!r} is not configured", fix=f"use one of: {known}, or add [site.{name}] to sites.toml")
+        return self.site[name]
+
+
+def load_sites(path: Path) -> SitesFile:
+    """Load and validate sites.toml."""
+    return load_model(SitesFile, Path(path), "sites")

@@ -1,0 +1,301 @@
+"""Tiny random-weight models built locally into a Hugging Face hub cache (no network).
+
+Each model is written as `hub_cache/models--org--name/snapshots/<revision>/` plus
+`refs/main`, the layout `huggingface_hub.snapshot_download(local_files_only=True)` reads,
+so the worker resolves a demo model by the same code path as a real one. The revision is
+a content hash of the saved folder: the same bytes always get the same revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SEED = 0
+CONTEXT = 512
+WEIGHT_STD = 0.02
+
+# The chat template renders the bos token itself, so a rendered prompt is tokenized
+# without special tokens (as transformers' and vLLM's chat paths both do).
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "<|{{ message['role'] }}|>\n{{ message['content'] }}\n"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+# Land-use vocabulary in English, French and German, plus the answer words, so the demo
+# prompts split into sensible pieces rather than single bytes.
+CORPUS = (
+    "Answer yes or no. Yes. No. yes no yes no",
+    "Réponds par oui ou non. Oui. Non. oui non",
+    "Antworte mit ja oder nein. Ja. Nein. ja nein",
+    "Does this sentence describe the land use or land cover of the place?",
+    "Cette phrase décrit-elle l'occupation du sol ou l'usage des terres du lieu ?",
+    "Beschreibt dieser Satz die Landnutzung oder die Landbedeckung des Ortes?",
+    "A dense forest of oak and pine covers the hills above the village.",
+    "Une forêt dense de chênes et de pins couvre les collines au-dessus du village.",
+    "Ein dichter Wald aus Eichen und Kiefern bedeckt die Hügel über dem Dorf.",
+    "Farmland with wheat fields, vineyards and orchards surrounds the town.",
+    "Des terres agricoles avec des champs de blé, des vignes et des vergers entourent la ville.",
+    "Ackerland mit Weizenfeldern, Weinbergen und Obstgärten umgibt die Stadt.",
+    "The river flows past a wetland, a lake and a small harbour.",
+    "La rivière longe une zone humide, un lac et un petit port.",
+    "Der Fluss fließt an einem Feuchtgebiet, einem See und einem kleinen Hafen vorbei.",
+    "Residential buildings, roads, a railway station and an industrial zone.",
+    "Des bâtiments résidentiels, des routes, une gare et une zone industrielle.",
+    "Wohngebäude, Straßen, ein Bahnhof und ein Industriegebiet.",
+    "Grassland and pasture for cattle, a quarry and a mine in the mountains.",
+    "Des prairies et des pâturages pour le bétail, une carrière et une mine en montagne.",
+    "Grünland und Weiden für Rinder, ein Steinbruch und ein Bergwerk in den Bergen.",
+    "The mayor was elected in 1998 and the festival attracts many visitors.",
+    "Le maire a été élu en 1998 et le festival attire de nombreux visiteurs.",
+    "Der Bürgermeister wurde 1998 gewählt und das Fest zieht viele Besucher an.",
+    "Private tennis lessons offered. One of a number of sites in the area.",
+    "Cours de tennis particuliers proposés. L'un des nombreux sites de la région.",
+    "Privater Tennisunterricht wird angeboten. Einer von vielen Orten in der Gegend.",
+    "Judge whether the document carries land use information. Query: Document:",
+    "sentence label relevant not relevant urban rural soil water terrain settlement",
+)
+
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+def build_tiny_llama(
+    hub_cache: Path,
+    repo_id: str = "kit-demo/tiny-llama",
+    *,
+    hidden: int = 128,
+    heads: int = 2,
+    kv_heads: int = 1,
+    layers: int = 2,
+) -> tuple[str, str]:
+    """Build (once) a tiny random Llama causal LM with a chat template; returns (repo_id, revision).
+
+    The defaults give head_dim 64, which vLLM's CPU attention also accepts.
+    """
+    shape = {"hidden_size": hidden, "num_attention_heads": heads,
+             "num_key_value_heads": kv_heads, "num_hidden_layers": layers}
+    return repo_id, _install(Path(hub_cache), repo_id, shape, lambda out: _write_llama(out, shape))
+
+
+def build_tiny_classifier(hub_cache: Path, repo_id: str = "kit-demo/tiny-reranker") -> tuple[str, str]:
+    """Build (once) a tiny random BERT sequence classifier (one logit); returns (repo_id, revision)."""
+    shape = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+    return repo_id, _install(Path(hub_cache), repo_id, shape, lambda out: _write_classifier(out, shape))
+
+
+def content_revision(folder: Path) -> str:
+    """The 40-hex sha1 of a folder's sorted relative file names, sizes and bytes."""
+    digest = hashlib.sha1()
+    files = sorted((p.relative_to(folder).as_posix(), p) for p in Path(folder).rglob("*") if p.is_file())
+    for rel, path in files:
+        data = path.read_bytes()
+        digest.update(f"{rel}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def repo_folder(hub_cache: Path, repo_id: str) -> Path:
+    """The hub cache folder of a model repo: `models--org--name`."""
+    return Path(hub_cache) / ("models--" + repo_id.replace("/", "--"))
+
+
+# --- cache layout -------------------------------------------------------------------
+
+
+def _install(hub_cache: Path, repo_id: str, shape: dict[str, int], write: Callable[[Path], None]) -> str:
+    repo = repo_folder(hub_cache, repo_id)
+    current = _current_revision(repo, shape)
+    if current is not None:
+        return current
+    (repo / "snapshots").mkdir(parents=True, exist_ok=True)
+    # Built beside its final place so the move into snapshots/ is one rename on one filesystem.
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=repo))
+    try:
+        write(tmp)
+        revision = content_revision(tmp)
+        target = repo / "snapshots" / revision
+        if not _is_complete(target, revision):
+            if target.exists():
+                shutil.rmtree(target)  # a damaged leftover of an earlier build
+            try:
+                os.rename(tmp, target)
+            except OSError:
+                # Another process moved identical bytes in first; anything else is real.
+                if not _is_complete(target, revision):
+                    raise
+        _write_atomic(repo / "refs" / "main", revision)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return revision
+
+
+def _current_revision(repo: Path, shape: dict[str, int]) -> str | None:
+    """refs/main's revision when its snapshot is complete and has the wanted shape."""
+    try:
+        revision = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    snapshot = repo / "snapshots" / revision
+    if not _HEX40.match(revision) or not _is_complete(snapshot, revision):
+        return None
+    config = json.loads((snapshot / "config.json").read_text(encoding="utf-8"))
+    return revision if all(config.get(k) == v for k, v in shape.items()) else None
+
+
+def _is_complete(snapshot: Path, revision: str) -> bool:
+    return snapshot.is_dir() and content_revision(snapshot) == revision
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    # No trailing newline: huggingface_hub reads refs/<name> verbatim.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+# --- model writers -----------------------------------------------------------------------
+
+
+def _write_llama(out: Path, shape: dict[str, int]) -> None:
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = _bpe_tokenizer()
+    hidden = shape["hidden_size"]
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), intermediate_size=2 * hidden, max_position_embeddings=CONTEXT,
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False, **shape,
+    )
+    model = LlamaForCausalLM(config)
+    _fill_seeded(model)
+    model.generation_config = GenerationConfig(
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    _normalize_json(out)
+
+
+def _write_classifier(out: Path, shape: dict[str, int]) -> None:
+    from transformers import BertConfig, BertForSequenceClassification
+
+    tokenizer = _wordpiece_tokenizer()
+    config = BertConfig(
+        vocab_size=len(tokenizer), intermediate_size=2 * shape["hidden_size"],
+        max_position_embeddings=CONTEXT, num_labels=1, pad_token_id=tokenizer.pad_token_id, **shape,
+    )
+    model = BertForSequenceClassification(config)
+    _fill_seeded(model)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    _normalize_json(out)
+
+
+def _fill_seeded(model: Any) -> None:
+    """Overwrite every parameter from one seeded generator (norms 1, biases 0, the rest N(0, std)).
+
+    Seeded `from_config` init differs across transformers versions for some models (BERT),
+    so the weights must not depend on it.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for name, param in sorted(model.named_parameters()):
+            if name.endswith(".bias"):
+                param.zero_()
+            elif "norm" in name.lower():
+                param.fill_(1.0)
+            else:
+                param.copy_(torch.randn(param.shape, generator=generator, dtype=torch.float32) * WEIGHT_STD)
+
+
+def _normalize_json(out: Path) -> None:
+    """Make the saved JSON loadable by transformers 4.57 and 5.x and free of the writer's version."""
+    for path in sorted(out.glob("*.json")):
+        if path.name == "tokenizer.json":
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        # The writer's version would change the content hash from one image to the next.
+        data.pop("transformers_version", None)
+        if path.name == "tokenizer_config.json":
+            # 5.x writes "TokenizersBackend", which 4.57 cannot load.
+            data["tokenizer_class"] = "PreTrainedTokenizerFast"
+        path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+# --- tokenizers ----------------------------------------------------------------------------
+
+
+def _bpe_tokenizer() -> Any:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=384, special_tokens=["<pad>", "<unk>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS, trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tok.token_to_id("<s>"))],
+    )
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+        padding_side="left", model_max_length=CONTEXT, model_input_names=["input_ids", "attention_mask"],
+    )
+    hf.chat_template = CHAT_TEMPLATE
+    return hf
+
+
+def _wordpiece_tokenizer() -> Any:
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok = Tokenizer(models.WordPiece(_wordpiece_vocab(normalizer, pre_tokenizer, 512), unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, pre_tokenizer, decoders.WordPiece()
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", model_max_length=CONTEXT,
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+    )
+
+
+def _wordpiece_vocab(normalizer: Any, pre_tokenizer: Any, size: int) -> dict[str, int]:
+    """Specials, every corpus character alone and as ##suffix, then the most frequent corpus words.
+
+    Counted here rather than by tokenizers' WordPieceTrainer, whose vocabulary order (and so
+    its ids and the content hash) changes from one run to the next.
+    """
+    counts: Counter[str] = Counter()
+    for line in CORPUS:
+        counts.update(word for word, _span in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line)))
+    alphabet = sorted({c for word in counts for c in word})
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *alphabet, *("##" + c for c in alphabet)]
+    taken = set(tokens)
+    words = [w for w, _n in sorted(counts.items(), key=lambda item: (-item[1], item[0])) if w not in taken]
+    tokens += words[: max(0, size - len(tokens))]
+    return {token: i for i, token in enumerate(tokens)}

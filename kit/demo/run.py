@@ -1,0 +1,99 @@
+"""`kit demo`: the embedded default sweep, end to end on this machine.
+
+Creates once (cached under the user cache dir) a tiny random-weight Llama and a tiny
+reranker in Hugging Face cache layout, and a tiny three-language benchmark in the lrb
+format; writes a roster and a `local` site; then plans, runs the shard through the
+same launcher a cluster uses, shows status and writes the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit.results.store import write_text_atomic
+
+DEMO_VERSION = "v1"
+
+
+@dataclass
+class DemoFiles:
+    """Where the demo's inputs and outputs live."""
+
+    workdir: Path
+    cache: Path
+    hub: Path
+    benchmark: Path
+    roster: Path
+    sites: Path
+    results: Path
+    report: Path
+
+
+def demo_cache_dir() -> Path:
+    """The user cache folder for the demo's model and dataset (KIT_CACHE_DIR overrides)."""
+    import os
+
+    from platformdirs import user_cache_dir
+
+    return Path(os.environ.get("KIT_CACHE_DIR") or user_cache_dir("kit")) / f"demo-{DEMO_VERSION}"
+
+
+def roster_text(llm: tuple[str, str], reranker: tuple[str, str]) -> str:
+    """The demo roster: the tiny Llama generating, the tiny reranker scoring."""
+    return f'''# kit demo roster: tiny local models, loaded offline from the hub cache layout.
+benchmark = "{{benchmark}}"
+
+[[run]]
+model = "{llm[0]}"
+revision = "{llm[1]}"
+backend = "transformers-5.17"
+task = "generate"
+dtype = "float32"
+batch_size = 8
+max_new_tokens = 8
+params = 400_000
+
+[[run]]
+model = "{reranker[0]}"
+revision = "{reranker[1]}"
+backend = "transformers-5.17"
+task = "score"
+dtype = "float32"
+batch_size = 8
+max_new_tokens = 1
+'''
+
+
+def sites_text(hub: Path) -> str:
+    """The demo's one site: the local scheduler with the host runtime."""
+    return f'''# kit demo site: run jobs here, in this Python environment.
+[site.local]
+scheduler = "local"
+runtime = "host"
+root = "."
+results = "results"
+weights = "{hub}"
+gpus_per_node = 0
+walltime = "0:30"
+'''
+
+
+def prepare_demo(workdir: Path, progress=lambda msg: None) -> DemoFiles:
+    """Build (or reuse) the cached assets and write the demo's roster and sites files."""
+    from kit.demo.dataset import write_demo_benchmark
+    from kit.demo.model import build_tiny_classifier, build_tiny_llama
+
+    workdir = Path(workdir).resolve()
+    cache = demo_cache_dir()
+    hub = cache / "hub"
+    progress(f"demo assets in {cache}")
+    benchmark = write_demo_benchmark(cache / "data")
+    llm = build_tiny_llama(hub)
+    reranker = build_tiny_classifier(hub)
+    progress(f"tiny models: {llm[0]}@{llm[1][:12]}, {reranker[0]}@{reranker[1][:12]}")
+    files = DemoFiles(workdir, cache, hub, benchmark, workdir / "roster.toml", workdir / "sites.toml",
+                      workdir / "results", workdir / "results" / "report")
+    roster = roster_text(llm, reranker).replace("{benchmark}", str(benchmark).replace("\\", "/"))
+    write_text_atomic(files.roster, roster)
+    write_text_atomic(files.sites, sites_text(hub))
+    return files

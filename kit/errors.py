@@ -1,0 +1,54 @@
+"""The few exceptions kit raises on purpose; the CLI prints them as one line.
+
+Bottom of the import graph: imports nothing from kit.
+"""
+
+from __future__ import annotations
+
+
+class KitError(Exception):
+    """A failure kit explains in one line; `exit_code` is what the CLI returns."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        """The message and, when known, the fix, on one line."""
+        text = " ".join(self.message.split())
+        if self.fix:
+            text = f"{text}; fix: {' '.join(self.fix.split())}"
+        return text
+
+
+class ConfigError(KitError):
+    """Bad input: a config file, an option, a dataset file. Exit code 2."""
+
+    exit_code = 2
+
+
+class SubmitError(KitError):
+    """A scheduler refused or failed a submission, or a policy check blocked it."""
+
+
+class ImageError(KitError):
+    """An image could not be built, converted, found or verified."""
+
+
+class CheckpointError(KitError):
+    """A checkpoint is invalid, or would be overwritten without --force."""
+
+
+class MissingExtraError(KitError):
+    """A backend or command needs an optional dependency that is not installed."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, module: str, extra: str) -> None:
+        super().__init__(
+            f"{what} needs the Python module {module!r}, which is not installed",
+            fix=f"pip install 'kit-sweep[{extra}]' (or run inside the kit image that ships it)",
+        )

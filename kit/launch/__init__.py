@@ -1,0 +1,1 @@
+"""Launching jobs: job requests, job scripts, runtimes, schedulers, submission."""

@@ -1,0 +1,67 @@
+"""Render the job script every scheduler runs: a clean environment, the job's facts as
+KIT_* variables, then the runtime's command running `kit shard` for one shard slot.
+
+Pure functions returning text; every interpolated value goes through shlex.quote."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+# Variables a job always gets from the submitter's side, rebuilt from this allow-list.
+BASE_ENV = ("PATH", "HOME", "USER", "LANG", "TZ")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class JobScript:
+    """Everything a job script needs, already resolved."""
+
+    job_name: str
+    worker_argv: tuple[str, ...]          # the runtime's full argv up to and including `kit shard ...` (no --shard)
+    shard_slots: tuple[int, ...]          # the shard indexes this job's array tasks run, in array order
+    shard_count: int
+    env: Mapping[str, str] = field(default_factory=dict)      # explicit exports (values known at submit time)
+    array_index_expr: str = "${KIT_ARRAY_INDEX:-0}"           # shell expression giving the 0-based array index
+    prelude: tuple[str, ...] = ()                             # scheduler directives (#SBATCH / #OAR lines)
+    setup: tuple[str, ...] = ()                               # extra shell lines, already quoted by their renderer
+
+
+def render_exports(env: Mapping[str, str]) -> list[str]:
+    """`export NAME=value` lines, sorted, values quoted; bad names are refused."""
+    lines = []
+    for name in sorted(env):
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"bad environment variable name {name!r}")
+        lines.append(f"export {name}={shlex.quote(str(env[name]))}")
+    return lines
+
+
+def render_job_script(spec: JobScript) -> str:
+    """The bash text of a job script."""
+    slots = " ".join(str(int(s)) for s in spec.shard_slots)
+    lines = ["#!/bin/bash", *spec.prelude, f"# kit job {shlex.quote(spec.job_name)}", "set -euo pipefail", ""]
+    lines += render_exports(spec.env)
+    lines += list(spec.setup)
+    lines += [
+        "",
+        f"KIT_SLOTS=({slots})",
+        f"KIT_ARRAY_POS={spec.array_index_expr}",
+        'if [ "$KIT_ARRAY_POS" -lt 0 ] || [ "$KIT_ARRAY_POS" -ge "${#KIT_SLOTS[@]}" ]; then',
+        '  echo "kit: array index $KIT_ARRAY_POS has no shard slot (${#KIT_SLOTS[@]} slots)" >&2; exit 2',
+        "fi",
+        'KIT_SHARD_INDEX="${KIT_SLOTS[$KIT_ARRAY_POS]}"',
+        "export KIT_SHARD_INDEX",
+        f'echo "kit: job ${{KIT_JOB_ID:-?}} shard $KIT_SHARD_INDEX/{int(spec.shard_count)} on $(hostname)" >&2',
+        f"exec {shlex.join(spec.worker_argv)} --shard \"$KIT_SHARD_INDEX/{int(spec.shard_count)}\"",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def allow_listed_env(source: Mapping[str, str], forward: Sequence[str]) -> dict[str, str]:
+    """The submitter's variables that may reach the job: the base allow-list plus the site's forward_env."""
+    names = list(BASE_ENV) + [n for n in forward if n not in BASE_ENV]
+    return {n: source[n] for n in names if n in source}

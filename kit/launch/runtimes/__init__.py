@@ -1,0 +1,1 @@
+"""Container runtimes: how a job runs `kit shard` (apptainer, pyxis, docker, host)."""

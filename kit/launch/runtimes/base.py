@@ -1,0 +1,59 @@
+"""The runtime interface and its registry."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+from kit.config.sites import Site
+from kit.errors import ConfigError
+
+KNOWN_RUNTIMES = ("host", "docker", "apptainer", "pyxis", "enroot")
+_REGISTRY: dict[str, type["Runtime"]] = {}
+
+
+@dataclass(frozen=True)
+class RuntimeContext:
+    """What a runtime needs to build its command."""
+
+    kit_args: tuple[str, ...]                   # arguments after `kit`, e.g. ("shard", "--roster", ...)
+    binds: tuple[str, ...] = ()                 # host folders the job reads or writes
+    env_names: tuple[str, ...] = ()             # variables to pass into the container by name
+    image: str | None = None                    # docker reference, .sif or .sqsh path
+
+
+class Runtime:
+    """Builds the argv that runs kit inside (or outside) a container."""
+
+    name = ""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+
+    def worker_argv(self, ctx: RuntimeContext) -> list[str]:
+        """The full command line of the worker."""
+        raise NotImplementedError
+
+
+def register_runtime(name: str):
+    """Class decorator adding a runtime to the registry."""
+
+    def deco(cls: type[Runtime]) -> type[Runtime]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def get_runtime(name: str) -> type[Runtime]:
+    """The runtime class registered under `name`; a ConfigError lists the known ones."""
+    if name not in _REGISTRY and name in KNOWN_RUNTIMES:
+        try:
+            importlib.import_module(f"kit.launch.runtimes.{name}")
+        except ModuleNotFoundError:
+            pass
+    if name not in _REGISTRY:
+        known = ", ".join(sorted(set(KNOWN_RUNTIMES) & set(_REGISTRY) | {"host"}))
+        raise ConfigError(f"runtime {name!r} is not available", fix=f"use one of: {known}")
+    return _REGISTRY[name]

@@ -1,0 +1,25 @@
+"""The `host` runtime: the worker runs in a Python environment on the node, no container.
+
+Settings (sites.toml): `python` — the interpreter that has kit's worker extra installed
+(default: the Python running the launcher). Example::
+
+    [site.workstation]
+    scheduler = "local"
+    runtime = "host"
+    python = "/opt/kit/.venv/bin/python"
+"""
+
+from __future__ import annotations
+
+import sys
+
+from kit.launch.runtimes.base import Runtime, RuntimeContext, register_runtime
+
+
+@register_runtime("host")
+class HostRuntime(Runtime):
+    """Runs `python -m kit ...` directly."""
+
+    def worker_argv(self, ctx: RuntimeContext) -> list[str]:
+        """`<python> -m kit <args>`."""
+        return [self.site.python or sys.executable, "-m", "kit", *ctx.kit_args]

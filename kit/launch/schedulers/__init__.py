@@ -1,0 +1,1 @@
+"""Schedulers: one module per scheduler (local, slurm, oar) behind a registry."""

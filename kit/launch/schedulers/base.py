@@ -1,0 +1,78 @@
+"""The scheduler interface, its registry, and the submission record."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.config.sites import Site
+from kit.errors import ConfigError
+from kit.launch.jobscript import JobScript
+from kit.launch.request import JobRequest
+
+KNOWN_SCHEDULERS = ("local", "slurm", "oar")
+_REGISTRY: dict[str, type["Scheduler"]] = {}
+
+
+@dataclass
+class Submission:
+    """What a submission produced: job ids (one per array task when known) and the command run."""
+
+    site: str
+    job_ids: list[str]
+    command: list[str]
+    script: Path
+    output: str = ""
+    exit_codes: dict[str, int] = field(default_factory=dict)
+
+
+class Scheduler:
+    """Renders directives, submits scripts, polls and cancels jobs for one site."""
+
+    name = ""
+    array_index_expr = "${KIT_ARRAY_INDEX:-0}"
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+
+    def prelude(self, request: JobRequest, log_dir: str) -> list[str]:
+        """Directive lines for the top of the job script (#SBATCH, #OAR); none by default."""
+        return []
+
+    def submit_argv(self, request: JobRequest, script: Path, log_dir: str) -> list[str]:
+        """The exact command that submits the script."""
+        raise NotImplementedError
+
+    def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str]) -> Submission:
+        """Submit the script; returns the job ids."""
+        raise NotImplementedError
+
+    def job_script(self, base: JobScript, request: JobRequest, log_dir: str) -> JobScript:
+        """The scheduler's version of a job script: its directives and array index variable."""
+        from dataclasses import replace
+
+        return replace(base, prelude=tuple(self.prelude(request, log_dir)), array_index_expr=self.array_index_expr)
+
+
+def register_scheduler(name: str):
+    """Class decorator adding a scheduler to the registry."""
+
+    def deco(cls: type[Scheduler]) -> type[Scheduler]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def get_scheduler(name: str) -> type[Scheduler]:
+    """The scheduler class registered under `name`; a ConfigError lists the known ones."""
+    if name not in _REGISTRY and name in KNOWN_SCHEDULERS:
+        try:
+            importlib.import_module(f"kit.launch.schedulers.{name}")
+        except ModuleNotFoundError:
+            pass
+    if name not in _REGISTRY:
+        raise ConfigError(f"scheduler {name!r} is not available", fix=f"use one of: {', '.join(KNOWN_SCHEDULERS)}")
+    return _REGISTRY[name]

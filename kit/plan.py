@@ -1,0 +1,109 @@
+"""Pure planning: pairs (run x language), deterministic shards and weighted site slots.
+
+The same inputs give the same plan on every node, so shards computed independently are
+disjoint and complete. Used alike by the launcher (`kit plan`, `kit run`) and the worker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from typing import TYPE_CHECKING
+
+from kit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kit.config.benchmark import Benchmark
+    from kit.config.roster import Run
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True, order=True)
+class Pair:
+    """The unit of work: one run on one language; one checkpoint file."""
+
+    run: str
+    language: str
+
+    def __str__(self) -> str:
+        return f"{self.run} [{self.language}]"
+
+
+def plan_pairs(run_languages: Iterable[tuple[str, Iterable[str]]]) -> list[Pair]:
+    """All (run, language) pairs, sorted by run then language, duplicates removed."""
+    return sorted({Pair(run, lang) for run, langs in run_languages for lang in langs})
+
+
+def shard_pairs(pairs: Sequence[Pair], index: int, count: int) -> list[Pair]:
+    """Shard `index` of `count`: the pairs whose position in the sorted list is index mod count."""
+    check_shard(index, count)
+    ordered = sorted(pairs)
+    return [p for i, p in enumerate(ordered) if i % count == index]
+
+
+def check_shard(index: int, count: int) -> None:
+    """A ConfigError unless 0 <= index < count."""
+    if count < 1 or not 0 <= index < count:
+        raise ConfigError(
+            f"shard {index}/{count} is out of range",
+            fix="write INDEX/COUNT with 0 <= INDEX < COUNT, e.g. --shard 0/4",
+        )
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'2/4' -> (2, 4)."""
+    m = _SHARD.match(text or "")
+    if not m:
+        raise ConfigError(f"--shard {text!r} is not INDEX/COUNT", fix="write e.g. --shard 0/4 (shards count from 0)")
+    index, count = int(m.group(1)), int(m.group(2))
+    check_shard(index, count)
+    return index, count
+
+
+def site_slots(weights: Sequence[tuple[str, int]]) -> tuple[dict[str, list[int]], int]:
+    """Give each site consecutive shard slots by weight, in config order.
+
+    [("nancy", 2), ("grenoble", 1)] -> ({"nancy": [0, 1], "grenoble": [2]}, 3).
+    """
+    slots: dict[str, list[int]] = {}
+    nxt = 0
+    for name, weight in weights:
+        if weight < 1:
+            raise ConfigError(f"site {name!r} has weight {weight}", fix="give every site a weight of 1 or more")
+        if name in slots:
+            raise ConfigError(f"site {name!r} is listed twice", fix="name each site once")
+        slots[name] = list(range(nxt, nxt + weight))
+        nxt += weight
+    return slots, nxt
+
+
+def group_by_run(pairs: Iterable[Pair]) -> dict[str, list[str]]:
+    """run -> its languages, in plan order (so each model loads once)."""
+    out: dict[str, list[str]] = {}
+    for p in sorted(pairs):
+        out.setdefault(p.run, []).append(p.language)
+    return out
+
+
+def run_languages(run: "Run", benchmark: "Benchmark", selected: Sequence[str] | None) -> list[str]:
+    """The languages a run covers: its own list (if any) intersected with the selection."""
+    if run.languages:
+        unknown = [lang for lang in run.languages if lang not in benchmark.manifest.languages]
+        if unknown:
+            raise ConfigError(
+                f"run {run.name!r} lists languages the benchmark manifest does not: {', '.join(unknown)}",
+                fix="remove them from the run's languages or use another benchmark",
+            )
+        langs = [lang for lang in run.languages if not selected or lang in set(selected)]
+        return benchmark.resolve_languages(langs) if langs else []
+    return benchmark.resolve_languages(list(selected) if selected else None)
+
+
+def select_pairs(runs: Sequence["Run"], benchmark: "Benchmark", languages: Sequence[str] | None) -> list[Pair]:
+    """Every (run, language) pair of the selected runs, sorted."""
+    if languages:
+        benchmark.resolve_languages(list(languages))
+    return plan_pairs((run.name, run_languages(run, benchmark, languages)) for run in runs)

@@ -1,0 +1,1 @@
+"""Checkpoint schema, validation, atomic store, status, report."""

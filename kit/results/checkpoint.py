@@ -1,0 +1,200 @@
+"""Read and validate checkpoint files: complete, invalid (with reasons) or missing.
+
+A checkpoint is complete only if it parses, its run and language match its path, its
+item ids are unique (and equal the benchmark's, in order, when those are given), its
+labels are valid and its metrics recompute exactly from its predictions
+(docs/checkpoint-format.md). Nothing here raises on a bad file: the reasons are
+returned, one short line each, naming the key, for the caller to report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.results import keys
+from kit.results.metrics import PREDICTED_LABELS, compute_metrics, metrics_equal
+from kit.results.store import run_file_stem
+
+# keys.py has no checkpoint-side name for "no file yet"; kept here until it does.
+MISSING = "missing"
+LEGACY_LANGUAGE_NOTICE = "legacy lrb file without metadata.language; language not checked"
+
+_REQUIRED_SECTIONS = {keys.METADATA: dict, keys.METRICS: dict, keys.PREDICTIONS: list}
+
+
+@dataclass
+class CheckpointState:
+    """What a checkpoint file is: `state` is keys.COMPLETE, keys.INVALID or MISSING."""
+
+    state: str
+    reasons: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    data: dict[str, Any] | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when the checkpoint counts as done."""
+        return self.state == keys.COMPLETE
+
+
+def read_checkpoint(path: str | os.PathLike[str]) -> CheckpointState:
+    """Parse a checkpoint and check its three lrb sections exist; no content checks.
+
+    `complete` here only means "parses, sections present": validate_checkpoint decides
+    whether the checkpoint counts.
+    """
+    path = Path(path)
+    if not path.exists():
+        return CheckpointState(MISSING)
+    if not path.is_file():
+        return _invalid("not a regular file")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return _invalid(f"not valid UTF-8 (byte {exc.start})")
+    except json.JSONDecodeError as exc:
+        return _invalid(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    except OSError as exc:
+        return _invalid(f"cannot be read ({exc.strerror})")
+    if not isinstance(data, dict):
+        return _invalid(f"top level is a JSON {type(data).__name__}, not an object")
+    reasons = []
+    for section, kind in _REQUIRED_SECTIONS.items():
+        if section not in data:
+            reasons.append(f"section {section!r} is missing")
+        elif not isinstance(data[section], kind):
+            reasons.append(f"section {section!r} is not a JSON {'object' if kind is dict else 'array'}")
+    if reasons:
+        return CheckpointState(keys.INVALID, reasons=reasons, data=data)
+    return CheckpointState(keys.COMPLETE, data=data)
+
+
+def validate_checkpoint(
+    path: str | os.PathLike[str],
+    *,
+    run: str | None = None,
+    language: str | None = None,
+    item_ids: Sequence[str] | None = None,
+) -> CheckpointState:
+    """Read a checkpoint and decide whether it is complete, listing every reason it is not.
+
+    `run`, `language` and `item_ids` (the benchmark's, in order) are checked when given;
+    the file name and folder are always checked against metadata.run and metadata.language.
+    """
+    path = Path(path)
+    read = read_checkpoint(path)
+    if read.state != keys.COMPLETE:
+        return read
+    data = read.data
+    reasons: list[str] = []
+    notices: list[str] = []
+    reasons += _run_reasons(data[keys.METADATA], path, run)
+    reasons += _language_reasons(data[keys.METADATA], path, language, notices)
+    predictions = data[keys.PREDICTIONS]
+    shape = _prediction_reasons(predictions)
+    reasons += shape
+    if not shape:
+        reasons += _item_id_reasons([p[keys.ITEM_ID] for p in predictions], item_ids)
+        differing = metrics_equal(data[keys.METRICS], compute_metrics(predictions))
+        if differing:
+            reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
+    return CheckpointState(keys.INVALID if reasons else keys.COMPLETE, reasons, notices, data)
+
+
+def verify_files(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, CheckpointState]]:
+    """Validate each file on its own (structure, path and metric recomputation), in order."""
+    return [(Path(p), validate_checkpoint(p)) for p in paths]
+
+
+def _run_reasons(metadata: Mapping[str, Any], path: Path, run: str | None) -> list[str]:
+    key = keys.RUN if keys.RUN in metadata else keys.MODEL_ID
+    recorded = metadata.get(key)
+    if not isinstance(recorded, str) or not recorded:
+        return [f"metadata.{keys.RUN} (or metadata.{keys.MODEL_ID}) is missing or not a string"]
+    reasons = []
+    # Compare encoded names: decoding "__" back to "/" is ambiguous for ids containing "__".
+    expected_name = f"{run_file_stem(recorded)}.json"
+    if path.name != expected_name:
+        reasons.append(
+            f"metadata.{key} {recorded!r} does not match the file name {path.name!r} (expected {expected_name!r})"
+        )
+    if run is not None and recorded != run:
+        reasons.append(f"metadata.{key} {recorded!r} is not the expected run {run!r}")
+    return reasons
+
+
+def _language_reasons(
+    metadata: Mapping[str, Any], path: Path, language: str | None, notices: list[str]
+) -> list[str]:
+    if keys.LANGUAGE not in metadata:
+        notices.append(LEGACY_LANGUAGE_NOTICE)
+        return []
+    recorded = metadata[keys.LANGUAGE]
+    if not isinstance(recorded, str) or not recorded:
+        return [f"metadata.{keys.LANGUAGE} is {recorded!r}, not a language code"]
+    reasons = []
+    if recorded != path.parent.name:
+        reasons.append(f"metadata.{keys.LANGUAGE} {recorded!r} does not match the folder {path.parent.name!r}")
+    if language is not None and recorded != language:
+        reasons.append(f"metadata.{keys.LANGUAGE} {recorded!r} is not the expected language {language!r}")
+    return reasons
+
+
+def _prediction_reasons(predictions: list[Any]) -> list[str]:
+    """Structure of each prediction; one line per kind of fault, with its first offender."""
+    if not predictions:
+        return [f"{keys.PREDICTIONS} is empty"]
+    faults: dict[str, list[int]] = {}
+    for index, item in enumerate(predictions):
+        if not isinstance(item, dict):
+            faults.setdefault("is not a JSON object", []).append(index)
+            continue
+        if not isinstance(item.get(keys.ITEM_ID), str) or not item[keys.ITEM_ID]:
+            faults.setdefault(f"{keys.ITEM_ID} is missing or not a string", []).append(index)
+        if item.get(keys.EXPECTED) not in keys.LABELS:
+            faults.setdefault(f"{keys.EXPECTED} is not yes/no", []).append(index)
+        if item.get(keys.PREDICTED) not in PREDICTED_LABELS:
+            faults.setdefault(f"{keys.PREDICTED} is not yes/no/unparsed", []).append(index)
+    return [f"{keys.PREDICTIONS}[{at[0]}]: {fault}{_more(len(at) - 1, 'item')}" for fault, at in faults.items()]
+
+
+def _item_id_reasons(found: list[str], expected: Sequence[str] | None) -> list[str]:
+    reasons = []
+    duplicated = [item for item, count in Counter(found).items() if count > 1]
+    if duplicated:
+        reasons.append(
+            f"{keys.PREDICTIONS}: {keys.ITEM_ID} {duplicated[0]!r} is duplicated{_more(len(duplicated) - 1, 'id')}"
+        )
+    if expected is None or found == list(expected):
+        return reasons
+    found_set, expected_set = set(found), set(expected)
+    missing = [i for i in expected if i not in found_set]
+    extra = [i for i in found if i not in expected_set]
+    if missing or extra:
+        example = missing[0] if missing else extra[0]
+        reasons.append(
+            f"{keys.PREDICTIONS}: {keys.ITEM_ID}s differ from the benchmark's "
+            f"({len(missing)} missing, {len(extra)} not in the benchmark, e.g. {example!r})"
+        )
+    elif len(found) == len(expected):
+        first = next(i for i, (a, b) in enumerate(zip(found, expected)) if a != b)
+        reasons.append(
+            f"{keys.PREDICTIONS}: {keys.ITEM_ID}s are the benchmark's in a different order (first at position {first})"
+        )
+    else:
+        reasons.append(f"{keys.PREDICTIONS}: {len(found)} items, the benchmark has {len(expected)}")
+    return reasons
+
+
+def _more(count: int, noun: str) -> str:
+    return f" (and {count} more {noun}{'s' if count > 1 else ''})" if count else ""
+
+
+def _invalid(reason: str) -> CheckpointState:
+    return CheckpointState(keys.INVALID, reasons=[reason])

@@ -1,0 +1,101 @@
+"""Checkpoint metrics: computed from `expected` and `predicted` only, and compared exactly.
+
+The formulas are the lrb ones (docs/checkpoint-format.md), evaluated in the same order,
+so they reproduce the archived lrb metrics bit for bit: `yes` is the positive class, an
+`unparsed` prediction counts in `confusion.unparsed` (and in `n_items`) and in no other
+cell, and a zero denominator gives 0.0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kit.errors import CheckpointError
+from kit.results import keys
+
+_CELLS = (keys.TRUE_POSITIVE, keys.FALSE_POSITIVE, keys.TRUE_NEGATIVE, keys.FALSE_NEGATIVE, keys.UNPARSED)
+# what `predicted` may hold; `expected` is one of keys.LABELS
+PREDICTED_LABELS = (*keys.LABELS, keys.UNPARSED)
+
+
+def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Count predictions into the five confusion cells (yes is the positive class)."""
+    counts = dict.fromkeys(_CELLS, 0)
+    for index, item in enumerate(predictions):
+        expected, predicted = item.get(keys.EXPECTED), item.get(keys.PREDICTED)
+        if expected not in keys.LABELS or predicted not in PREDICTED_LABELS:
+            raise CheckpointError(
+                f"predictions[{index}] (item_id {item.get(keys.ITEM_ID)!r}) has "
+                f"{keys.EXPECTED}={expected!r}, {keys.PREDICTED}={predicted!r}",
+                fix="expected must be yes/no and predicted yes/no/unparsed",
+            )
+        counts[_cell(expected, predicted)] += 1
+    return counts
+
+
+def compute_metrics(predictions: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The `metrics` section for these predictions: rates, `n_items` and `confusion`."""
+    c = confusion_counts(predictions)
+    tp, fp = c[keys.TRUE_POSITIVE], c[keys.FALSE_POSITIVE]
+    tn, fn = c[keys.TRUE_NEGATIVE], c[keys.FALSE_NEGATIVE]
+    n_items = sum(c.values())
+    precision = _ratio(tp, tp + fp)
+    recall = _ratio(tp, tp + fn)
+    mcc_denominator = math.sqrt(float((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)))
+    # The operation order below is lrb's; reordering (e.g. 2tp / (2tp + fp + fn) for f1)
+    # changes the last bits and breaks exact recomputation of archived files.
+    return {
+        keys.ACCURACY: _ratio(tp + tn, n_items),
+        keys.BALANCED_ACCURACY: (recall + _ratio(tn, tn + fp)) / 2,
+        keys.F1: _ratio(2 * precision * recall, precision + recall),
+        keys.PRECISION: precision,
+        keys.RECALL: recall,
+        keys.MCC: _ratio(float(tp * tn - fp * fn), mcc_denominator),
+        keys.UNPARSED_RATE: _ratio(c[keys.UNPARSED], n_items),
+        keys.N_ITEMS: n_items,
+        keys.CONFUSION: c,
+    }
+
+
+def metrics_equal(stored: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
+    """The keys whose values differ (exact equality), sorted; nested ones as `confusion.unparsed`.
+
+    A key present on one side only is a difference. An empty list means equal.
+    """
+    return sorted(_differences(stored, recomputed, prefix=""))
+
+
+def _differences(stored: Mapping[str, Any], recomputed: Mapping[str, Any], prefix: str) -> list[str]:
+    out: list[str] = []
+    for key in stored.keys() | recomputed.keys():
+        name = f"{prefix}{key}"
+        if key not in stored or key not in recomputed:
+            out.append(name)
+            continue
+        a, b = stored[key], recomputed[key]
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            out.extend(_differences(a, b, prefix=f"{name}."))
+        elif not _same_value(a, b):
+            out.append(name)
+    return out
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    # True == 1 in Python; a boolean where a count or rate belongs is a difference.
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False
+    return a == b
+
+
+def _cell(expected: str, predicted: str) -> str:
+    if predicted == keys.UNPARSED:
+        return keys.UNPARSED
+    if predicted == keys.YES:
+        return keys.TRUE_POSITIVE if expected == keys.YES else keys.FALSE_POSITIVE
+    return keys.FALSE_NEGATIVE if expected == keys.YES else keys.TRUE_NEGATIVE
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else 0.0

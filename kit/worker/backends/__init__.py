@@ -1,0 +1,1 @@
+"""Inference engines behind one small interface (base.Backend), one module each, loaded by name."""

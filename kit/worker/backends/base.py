@@ -1,0 +1,122 @@
+"""The interface every inference engine implements, its result types, and the registry by name.
+
+An engine module (`kit.worker.backends.<engine>`) registers its class with
+`@register_backend("<engine>")`; `get_backend` imports the module only when that engine
+is picked, so importing this module never imports torch or any other heavy library.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from kit.config.backends import BACKENDS
+from kit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kit.config.roster import Run
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated answer: decoded new text, whether it hit max_new_tokens, tokens generated."""
+
+    text: str
+    truncated: bool
+    generated_tokens: int
+
+
+@dataclass(frozen=True)
+class Score:
+    """One classifier verdict: yes/no probabilities (sum 1) and the model's native score."""
+
+    yes: float
+    no: float
+    native: float
+
+
+class Backend(abc.ABC):
+    """One loaded model on one engine; `run` holds the settings, `snapshot` the weights folder."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, run: Run, snapshot: Path) -> None:
+        self.run = run
+        self.snapshot = Path(snapshot)
+
+    @abc.abstractmethod
+    def load(self) -> None:
+        """Load tokenizer and model from the snapshot, offline."""
+
+    def generate(self, prompts: list[str]) -> list[Generation]:
+        """Greedy answers to `prompts`, in input order."""
+        raise self._unsupported("generate")
+
+    def score(self, texts: list[str]) -> list[Score]:
+        """Classifier scores of `texts`, in input order."""
+        raise self._unsupported("score")
+
+    @abc.abstractmethod
+    def versions(self) -> dict[str, str | None]:
+        """Versions of the packages this engine uses (None when one is not installed)."""
+
+    def close(self) -> None:
+        """Release the model and its memory; the backend may not be used afterwards."""
+
+    def _unsupported(self, task: str) -> ConfigError:
+        return ConfigError(
+            f"backend {self.name or type(self).__name__} does not support task {task}",
+            fix="set the run's task to one the backend supports, or pick another backend",
+        )
+
+
+_REGISTRY: dict[str, type[Backend]] = {}
+
+
+def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:
+    """Class decorator: make a Backend subclass available to `get_backend(name)`."""
+
+    def decorate(cls: type[Backend]) -> type[Backend]:
+        other = _REGISTRY.get(name)
+        if other is not None and other is not cls:
+            raise ValueError(f"backend {name!r} is already registered by {other.__module__}.{other.__qualname__}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def known_backends() -> list[str]:
+    """Every name `get_backend` accepts: backend families and the engines they run on."""
+    return sorted(set(BACKENDS) | set(BACKENDS.values()))
+
+
+def get_backend(name: str) -> type[Backend]:
+    """The Backend class of an engine ("transformers") or a backend family ("transformers-5.17")."""
+    engine = BACKENDS.get(name, name)
+    if engine not in _REGISTRY:
+        if engine not in set(BACKENDS.values()):
+            raise ConfigError(f"unknown backend {name!r}", fix=f"use one of: {', '.join(known_backends())}")
+        module = f"{__package__}.{engine}"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            raise ConfigError(
+                f"backend engine {engine!r} is not implemented in this kit version",
+                fix=f"use a backend whose engine is implemented: {', '.join(sorted(_implemented()))}",
+            ) from None
+    if engine not in _REGISTRY:
+        raise ConfigError(f"module {__package__}.{engine} registers no backend named {engine!r}")
+    return _REGISTRY[engine]
+
+
+def _implemented() -> set[str]:
+    folder = Path(__file__).parent
+    return {e for e in BACKENDS.values() if (folder / f"{e}.py").is_file()}

@@ -1,0 +1,16 @@
+#!/bin/bash
+# kit job kit-ci
+set -euo pipefail
+
+export HF_HUB_OFFLINE=1
+export KIT_SITE=ci
+
+KIT_SLOTS=(0 1)
+KIT_ARRAY_POS=${KIT_ARRAY_INDEX:-0}
+if [ "$KIT_ARRAY_POS" -lt 0 ] || [ "$KIT_ARRAY_POS" -ge "${#KIT_SLOTS[@]}" ]; then
+  echo "kit: array index $KIT_ARRAY_POS has no shard slot (${#KIT_SLOTS[@]} slots)" >&2; exit 2
+fi
+KIT_SHARD_INDEX="${KIT_SLOTS[$KIT_ARRAY_POS]}"
+export KIT_SHARD_INDEX
+echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
+exec /venv/bin/python -m kit shard --results /r --pairs /p.json --shard "$KIT_SHARD_INDEX/2"

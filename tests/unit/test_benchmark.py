@@ -1,0 +1,353 @@
+"""Benchmark loading against the real lrb data (en, fr, ja present) and kit's demo dataset."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kit.config.benchmark import (
+    DEFAULT_GENERATE_PROMPT,
+    item_id,
+    load_benchmark,
+    whole_set_sha256,
+)
+from kit.demo.dataset import write_demo_benchmark
+from kit.errors import ConfigError
+
+LRB = Path(__file__).resolve().parents[3] / "shared/third_party/lrb/data"
+# From ../shared/third_party/lrb/NOTICE.md.
+LRB_MANIFEST_SHA256 = "f31cca03aba95b31b3619dfd6249744bfe29fa062be0039b233256019164e7b0"
+LRB_FR_SHA256 = "6de660af250b4d59ec0bdfa5cb081f27b5c7254808d2e40fa9f6cd7a523f1fab"
+LRB_RERANKER_SHA256 = "68480b32ff0c9956431ac2dbe1f87359a440e71a745e1f40966f1f3747598026"
+
+needs_lrb = pytest.mark.skipif(
+    not LRB.is_dir(), reason=f"lrb test data not found at {LRB} (shared/ sits beside the repo; CI has it)"
+)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree_digests(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): sha256(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def rewrite_manifest(manifest_path: Path, **changes: object) -> None:
+    data = json.loads(manifest_path.read_text(encoding="utf-8"))
+    data.update(changes)
+    manifest_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def record_file_digest(manifest_path: Path, language: str) -> None:
+    """Make the manifest agree with the (edited) file, so a later check is what fails."""
+    data = json.loads(manifest_path.read_text(encoding="utf-8"))
+    data["files"][language]["sha256"] = sha256(manifest_path.parent / data["files"][language]["path"])
+    data["whole_set_sha256"] = whole_set_sha256({lang: f["sha256"] for lang, f in data["files"].items()})
+    manifest_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+@pytest.fixture
+def lrb_copy(tmp_path: Path) -> Path:
+    if not LRB.is_dir():
+        pytest.skip(f"lrb test data not found at {LRB}")
+    dest = tmp_path / "lrb"
+    shutil.copytree(LRB, dest)
+    return dest
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    return write_demo_benchmark(tmp_path / "demo")
+
+
+# --- the real lrb data --------------------------------------------------------------
+
+
+@needs_lrb
+def test_lrb_present_languages_load_and_check():
+    bench = load_benchmark(LRB)
+    assert bench.manifest_sha256 == LRB_MANIFEST_SHA256
+    assert bench.available_languages() == ["en", "fr", "ja"]
+    assert bench.resolve_languages(["ja", "fr", "en"]) == ["en", "fr", "ja"]
+    for lang in ("en", "fr", "ja"):
+        data = bench.load_language(lang)
+        assert len(data.items) == 300
+        assert data.file_sha256 == bench.manifest.files[lang].sha256
+        assert [i.item_id for i in data.items] == bench.item_ids(lang)
+        assert [i.source_item_id for i in data.items] == list(bench.manifest.source_item_ids)
+        assert {i.label for i in data.items} == {"yes", "no"}
+    assert bench.load_language("fr").file_sha256 == LRB_FR_SHA256
+    status, detail = bench.whole_set_status()
+    assert status == "not checked"
+    assert "3 of 85" in detail
+
+
+@needs_lrb
+def test_item_id_rule_by_hand():
+    # printf '332917270763f114\0fr' | sha256sum
+    assert item_id("332917270763f114", "fr") == "f0723335c2c5359e"
+    bench = load_benchmark(LRB)
+    first = bench.load_language("fr").items[0]
+    assert (first.source_item_id, first.item_id) == ("332917270763f114", "f0723335c2c5359e")
+    assert bench.item_ids("en")[0] != bench.item_ids("fr")[0]
+
+
+@needs_lrb
+def test_whole_set_rule_reproduces_lrb_manifest():
+    manifest = json.loads((LRB / "translations/manifest.json").read_text(encoding="utf-8"))
+    digests = {lang: entry["sha256"] for lang, entry in manifest["files"].items()}
+    assert whole_set_sha256(digests) == manifest["whole_set_sha256"]
+
+
+@needs_lrb
+def test_lrb_sentences_kept_exactly():
+    import csv
+
+    with open(LRB / "translations/ja/v3-final-ja.csv", encoding="utf-8", newline="") as fh:
+        raw = [row["sentence"] for row in csv.DictReader(fh)]
+    assert [i.sentence for i in load_benchmark(LRB).load_language("ja").items] == raw
+
+
+@needs_lrb
+def test_lrb_prompts_auto_detected():
+    bench = load_benchmark(LRB)
+    # lrb ships no prompt_generate.txt: kit's default stands in.
+    assert bench.prompt("generate").path == DEFAULT_GENERATE_PROMPT
+    assert bench.prompt("generate").text.rstrip().endswith("TARGET SENTENCE: {}\nANSWER:")
+    assert bench.prompt("score").sha256 == LRB_RERANKER_SHA256
+
+
+@needs_lrb
+def test_all_languages_refused_when_files_missing():
+    with pytest.raises(ConfigError) as exc:
+        load_benchmark(LRB).resolve_languages(None)
+    msg = str(exc.value)
+    assert "82 of 85" in msg
+    assert "--languages" in msg and "en,fr,ja" in msg
+
+
+@needs_lrb
+def test_language_not_in_manifest():
+    bench = load_benchmark(LRB)
+    with pytest.raises(ConfigError, match="'xx' is not in the manifest"):
+        bench.resolve_languages(["en", "xx"])
+    with pytest.raises(ConfigError, match="'xx' is not in the manifest"):
+        bench.item_ids("xx")
+
+
+@needs_lrb
+def test_selected_language_without_file():
+    with pytest.raises(ConfigError, match=r"v3-final-de\.csv.*--languages with those present: en,fr,ja"):
+        load_benchmark(LRB).resolve_languages(["en", "de"])
+
+
+def test_changed_byte_refused_naming_both_digests(lrb_copy: Path):
+    path = lrb_copy / "translations/fr/v3-final-fr.csv"
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(ConfigError) as exc:
+        load_benchmark(lrb_copy).load_language("fr")
+    msg = str(exc.value)
+    assert str(path) in msg
+    assert sha256(path) in msg and LRB_FR_SHA256 in msg
+    load_benchmark(lrb_copy).load_language("en")  # the other files still load
+
+
+def test_swapped_rows_refused_as_id_order(lrb_copy: Path):
+    path = lrb_copy / "translations/fr/v3-final-fr.csv"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[3], lines[4] = lines[4], lines[3]  # data rows 3 and 4
+    path.write_text("".join(lines), encoding="utf-8")
+    record_file_digest(lrb_copy / "translations/manifest.json", "fr")
+    with pytest.raises(ConfigError, match=r"row 3 .*source_item_ids\[2\].*order"):
+        load_benchmark(lrb_copy).load_language("fr")
+
+
+def test_removed_row_refused_as_row_count(lrb_copy: Path):
+    path = lrb_copy / "translations/fr/v3-final-fr.csv"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    del lines[10]
+    path.write_text("".join(lines), encoding="utf-8")
+    record_file_digest(lrb_copy / "translations/manifest.json", "fr")
+    with pytest.raises(ConfigError, match=r"299 rows but the manifest's files\.fr\.rows is 300"):
+        load_benchmark(lrb_copy).load_language("fr")
+
+
+def test_prompt_with_two_placeholders_refused(lrb_copy: Path):
+    (lrb_copy / "prompt_generate.txt").write_text("Sentence: {}\nAgain: {}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"prompt_generate\.txt: prompt for task 'generate' has 2"):
+        load_benchmark(lrb_copy)
+
+
+def test_prompt_without_placeholder_refused(lrb_copy: Path):
+    (lrb_copy / "prompt_reranker.txt").write_text("No slot here.\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"prompt_reranker\.txt: prompt for task 'score' has 0"):
+        load_benchmark(lrb_copy)
+
+
+def test_own_generate_prompt_wins_over_default(lrb_copy: Path):
+    (lrb_copy / "prompt_generate.txt").write_text("Is it land use? {}\n", encoding="utf-8")
+    bench = load_benchmark(lrb_copy)
+    assert bench.format_prompt("generate", "A farm.") == "Is it land use? A farm.\n"
+
+
+def test_foreign_whole_set_mismatch_is_reported_not_refused(lrb_copy: Path):
+    rewrite_manifest(lrb_copy / "translations/manifest.json", whole_set_sha256="0" * 64)
+    bench = load_benchmark(lrb_copy)
+    status, detail = bench.whole_set_status()
+    assert status == "mismatch" and "0" * 64 in detail
+
+
+# --- folders, benchmark.toml, manifest checks ---------------------------------------
+
+
+def test_missing_folder(tmp_path: Path):
+    with pytest.raises(ConfigError, match="benchmark folder not found"):
+        load_benchmark(tmp_path / "nowhere")
+
+
+def test_folder_without_manifest(tmp_path: Path):
+    with pytest.raises(ConfigError, match=r"translations/manifest\.json.*fix: pass the benchmark folder"):
+        load_benchmark(tmp_path)
+
+
+def test_benchmark_toml_unknown_key_refused(demo: Path):
+    toml = demo / "benchmark.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + 'metric = "f1"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"benchmark\.toml.*metric.*remove it"):
+        load_benchmark(demo)
+
+
+def test_benchmark_toml_without_score_prompt(demo: Path):
+    toml = demo / "benchmark.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace('score = "prompt_reranker.txt"\n', ""), encoding="utf-8")
+    bench = load_benchmark(demo)
+    with pytest.raises(ConfigError, match=r"no prompt for task 'score'.*\[prompts\] score"):
+        bench.prompt("score")
+
+
+def test_benchmark_toml_manifest_not_found(demo: Path):
+    toml = demo / "benchmark.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace("translations/manifest.json", "nope.json"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"benchmark\.toml: manifest: .*nope\.json not found"):
+        load_benchmark(demo)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m.update(row_count=19), "row_count is 19 but source_item_ids has 20"),
+        (lambda m: m["source_item_ids"].__setitem__(5, m["source_item_ids"][0]), r"source_item_ids\[5\].*repeats source_item_ids\[0\]"),
+        (lambda m: m["files"].pop("fr"), "files has no entry for language 'fr'"),
+        (lambda m: m["files"]["de"].update(path="../de.csv"), r"files\.de\.path: must be a relative path"),
+        (lambda m: m["files"]["de"].update(rows=19), r"files\.de\.rows is 19 but row_count is 20"),
+        (lambda m: m.pop("split"), "split: Field required"),
+    ],
+)
+def test_manifest_checks(demo: Path, change, message):
+    path = demo / "translations/manifest.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"manifest\.json: .*{message}"):
+        load_benchmark(demo)
+
+
+def test_manifest_extra_keys_kept(demo: Path):
+    rewrite_manifest(demo / "translations/manifest.json", license="CC-BY-4.0")
+    assert load_benchmark(demo).manifest.model_extra == {"license": "CC-BY-4.0"}
+
+
+def test_label_other_than_yes_no_refused(demo: Path):
+    path = demo / "translations/de/v3-final-de.csv"
+    path.write_text(path.read_text(encoding="utf-8").replace(",yes,Kiefernau,", ",Yes,Kiefernau,"), encoding="utf-8")
+    record_file_digest(demo / "translations/manifest.json", "de")
+    with pytest.raises(ConfigError, match=r"row 3 \(line 4\) has label 'Yes'; fix: write yes or no"):
+        load_benchmark(demo).load_language("de")
+
+
+def test_language_column_checked(demo: Path):
+    manifest = demo / "translations/manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["files"]["de"] = dict(data["files"]["en"])  # de points at the English file
+    data["whole_set_sha256"] = whole_set_sha256({lang: f["sha256"] for lang, f in data["files"].items()})
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"row 1 \(line 2\) has language 'en', expected 'de'"):
+        load_benchmark(demo).load_language("de")
+
+
+# --- the demo dataset ---------------------------------------------------------------
+
+
+def test_demo_loads_and_is_fully_checked(demo: Path):
+    bench = load_benchmark(demo)
+    assert bench.name == "kit-demo"
+    assert bench.manifest.dataset == "kit/demo-landuse"
+    assert bench.resolve_languages(None) == ["de", "en", "fr"]
+    assert bench.whole_set_status()[0] == "checked"
+    for lang in ("de", "en", "fr"):
+        items = bench.load_language(lang).items
+        assert len(items) == 20
+        assert 8 <= sum(i.label == "yes" for i in items) <= 12
+    en = bench.load_language("en").items
+    assert en[0].source_item_id == hashlib.sha256(en[0].sentence.encode()).hexdigest()[:16]
+    assert any('"the Basin"' in i.sentence for i in en)  # CSV quoting round-trips
+    assert [i.label for i in en] == [i.label for i in bench.load_language("fr").items]
+    manifest = bench.manifest
+    assert len(manifest.revision) == 40
+    assert manifest.revision == hashlib.sha1(
+        b"".join((demo / "translations" / lang / f"v3-final-{lang}.csv").read_bytes() for lang in ("de", "en", "fr"))
+    ).hexdigest()
+    assert (demo / "prompt_generate.txt").read_bytes() == DEFAULT_GENERATE_PROMPT.read_bytes()
+
+
+def test_demo_is_byte_identical_and_left_untouched(tmp_path: Path):
+    first = write_demo_benchmark(tmp_path / "a")
+    before = tree_digests(first)
+    mtimes = {p: p.stat().st_mtime_ns for p in first.rglob("*")}
+    write_demo_benchmark(first)
+    assert tree_digests(first) == before
+    assert {p: p.stat().st_mtime_ns for p in first.rglob("*")} == mtimes
+    assert tree_digests(write_demo_benchmark(tmp_path / "b")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]  # no temporary folder left
+
+
+def test_demo_damaged_copy_is_rewritten(demo: Path, tmp_path: Path):
+    good = tree_digests(demo)
+    (demo / "translations/fr/v3-final-fr.csv").write_text("broken\n", encoding="utf-8")
+    write_demo_benchmark(demo)
+    assert tree_digests(demo) == good
+
+
+def test_demo_refuses_foreign_folder(tmp_path: Path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not kit's demo benchmark"):
+        write_demo_benchmark(tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text(encoding="utf-8") == "keep me\n"
+
+
+def test_demo_whole_set_mismatch_refused_at_load(demo: Path):
+    rewrite_manifest(demo / "translations/manifest.json", whole_set_sha256="f" * 64)
+    with pytest.raises(ConfigError, match="whole_set_sha256 is f+ but the files' digests give"):
+        load_benchmark(demo)
+
+
+def test_demo_changed_file_makes_whole_set_mismatch(demo: Path):
+    path = demo / "translations/fr/v3-final-fr.csv"
+    path.write_bytes(path.read_bytes().replace(b"1998", b"1999"))
+    status, detail = load_benchmark(demo).whole_set_status()
+    assert status == "mismatch" and "v3-final-fr.csv" in detail
+
+
+def test_format_prompt_keeps_other_braces(demo: Path):
+    (demo / "prompt_generate.txt").write_text('Reply as JSON {"answer": "yes|no"}.\nText: {}\n', encoding="utf-8")
+    bench = load_benchmark(demo)
+    out = bench.format_prompt("generate", "A sentence with {braces} and {}.")
+    assert out == 'Reply as JSON {"answer": "yes|no"}.\nText: A sentence with {braces} and {}.\n'

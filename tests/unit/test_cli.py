@@ -1,0 +1,74 @@
+"""The CLI face: --help on every command teaches and imports no heavy library; --json envelope."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from kit.cli.main import COMMANDS, cli
+
+HEAVY = ("torch", "transformers", "vllm", "llama_cpp", "docker", "mlperf_logging", "matplotlib", "numpy")
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_has_help_with_an_example(command):
+    result = CliRunner().invoke(cli, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage: " in result.output
+    assert len(result.output.splitlines()) > 5
+
+
+def test_help_imports_no_heavy_module():
+    code = (
+        "import sys, runpy\n"
+        "from click.testing import CliRunner\n"
+        "from kit.cli.main import cli, COMMANDS\n"
+        "r = CliRunner()\n"
+        "assert r.invoke(cli, ['--help']).exit_code == 0\n"
+        "for c in COMMANDS: assert r.invoke(cli, [c, '--help']).exit_code == 0, c\n"
+        f"bad = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"heavy modules imported by --help: {out}"
+
+
+def test_unknown_command_exits_2():
+    r = subprocess.run([sys.executable, "-m", "kit", "frobnicate"], capture_output=True, text=True)
+    assert r.returncode == 2 and "No such command" in r.stderr
+
+
+def test_json_envelope_contract(tmp_path, lrb_dir):
+    r = subprocess.run([sys.executable, "-m", "kit", "plan", "--benchmark", str(lrb_dir / "data"),
+                        "--languages", "en,fr,ja", "--json"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    env = json.loads(r.stdout)
+    assert set(env) == {"kit_result_version", "command", "status", "data", "errors"}
+    assert env["kit_result_version"] == 1 and env["command"] == "plan" and env["status"] == "ok"
+    data = env["data"]
+    assert data["prompts_per_language"] == {"en": 300, "fr": 300, "ja": 300}
+    assert data["file_sha256"]["fr"] == "6de660af250b4d59ec0bdfa5cb081f27b5c7254808d2e40fa9f6cd7a523f1fab"
+    assert data["whole_set"]["status"] == "not checked"
+
+
+def test_verify_passes_on_every_shared_lrb_result(lrb_dir):
+    files = sorted((lrb_dir / "results").rglob("*.json"))
+    assert len(files) == 4
+    r = subprocess.run([sys.executable, "-m", "kit", "verify", *map(str, files)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("OK ") == 4 and "without metadata.language" in r.stdout
+
+
+def test_verify_fails_on_an_altered_prediction(tmp_path, lrb_dir):
+    src = lrb_dir / "results/archive/historical-single-language/LiquidAI__LFM2.5-350M.json"
+    data = json.loads(src.read_text())
+    data["predictions"][3]["predicted"] = "no" if data["predictions"][3]["predicted"] == "yes" else "yes"
+    bad = tmp_path / "LiquidAI__LFM2.5-350M.json"
+    bad.write_text(json.dumps(data))
+    r = subprocess.run([sys.executable, "-m", "kit", "verify", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "FAIL" in r.stdout and "accuracy" in r.stdout

@@ -1,0 +1,132 @@
+"""Every bad-input class: one stderr line naming the file and key (and line), the fix, exit 2,
+no traceback, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.config.images import load_images
+from kit.config.roster import load_roster
+from kit.config.sites import load_sites
+from kit.errors import ConfigError
+
+REV = "0123456789abcdef0123456789abcdef01234567"
+
+
+def run_kit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kit", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def roster(body: str) -> str:
+    return 'benchmark = "data"\n\n' + body
+
+
+GOOD_RUN = f'[[run]]\nmodel = "org/m"\nrevision = "{REV}"\nbackend = "transformers-5.17"\n'
+
+ROSTER_CASES = {
+    "unknown key": (GOOD_RUN + 'temperature = 0.7\n', ["run[0].temperature", ":7:", "remove it"]),
+    "wrong type": (GOOD_RUN + 'batch_size = "big"\n', ["run[0].batch_size", ":7:", "'big'"]),
+    "unpinned revision": ('[[run]]\nmodel = "org/m"\nbackend = "transformers-5.17"\n', ["revision is missing", "--allow-unpinned"]),
+    "short revision": ('[[run]]\nmodel = "org/m"\nrevision = "main"\nbackend = "vllm"\n', ["'main'", "40-hex", ":5:", "run[0].revision"]),
+    "remote code unpinned": ('[[run]]\nmodel = "org/m"\nbackend = "vllm"\ntrust_remote_code = true\n',
+                             ["trust_remote_code", "pinned 40-hex revision"]),
+    "unknown backend": (f'[[run]]\nmodel = "org/m"\nrevision = "{REV}"\nbackend = "sglang"\n',
+                        ["run[0].backend", "unknown backend", "transformers-5.17", ":6:"]),
+    "duplicate run": (GOOD_RUN + "\n" + GOOD_RUN, ["duplicate run", "org/m", "@suffix"]),
+    "toml syntax": (GOOD_RUN + 'batch_size = = 3\n', ["invalid TOML", "line 7"]),
+    "bad language": (GOOD_RUN + 'languages = ["en", "French"]\n', ["'French'", "ISO codes"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROSTER_CASES))
+def test_roster_errors_are_one_line_with_exit_2(tmp_path, case):
+    body, expected = ROSTER_CASES[case]
+    (tmp_path / "roster.toml").write_text(roster(body))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = run_kit("plan", "--roster", "roster.toml", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    line = lines[0]
+    assert "Traceback" not in r.stderr
+    assert "roster.toml" in line and "fix:" in line
+    for piece in expected:
+        assert piece in line, (piece, line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing half-written
+
+
+def test_missing_roster_file_names_it(tmp_path):
+    r = run_kit("plan", "--roster", "nope.toml", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "nope.toml" in r.stderr and "not found" in r.stderr and "fix:" in r.stderr
+
+
+def test_unpinned_allowed_with_flag(tmp_path):
+    p = tmp_path / "roster.toml"
+    p.write_text(roster('[[run]]\nmodel = "org/m"\nbackend = "vllm"\n'))
+    with pytest.raises(ConfigError):
+        load_roster(p)
+    r, _ = load_roster(p, allow_unpinned=True)
+    assert r.run[0].revision is None
+
+
+def test_variant_runs_are_distinct(tmp_path):
+    p = tmp_path / "roster.toml"
+    p.write_text(roster(GOOD_RUN + "\n" + GOOD_RUN.replace('"org/m"', '"org/m@fast"')))
+    r, _ = load_roster(p)
+    assert [x.name for x in r.run] == ["org/m", "org/m@fast"]
+    assert {x.model_id for x in r.run} == {"org/m"}
+    assert r.run[1].file_stem == "org__m@fast"
+
+
+@pytest.mark.parametrize("body,pieces", [
+    ('[site.x]\nscheduler = "pbs"\n', ["site.x.scheduler", "'pbs'"]),
+    ('[site.x]\nscheduler = "slurm"\nwalltime = "90 minutes"\n', ["walltime", "H:MM", ":3:"]),
+    ('[site.x]\nscheduler = "slurm"\nfoo = 1\n', ["site.x.foo", "remove it"]),
+    ('[site.X]\nscheduler = "slurm"\n', ["'X'", "lower-case"]),
+    ('[site.x]\nscheduler = "oar"\nforward_env = ["hf token"]\n', ["forward_env", "environment variable"]),
+])
+def test_sites_errors(tmp_path, body, pieces):
+    p = tmp_path / "sites.toml"
+    p.write_text(body)
+    with pytest.raises(ConfigError) as exc:
+        load_sites(p)
+    line = exc.value.one_line()
+    assert "sites.toml" in line and "fix:" in line and "\n" not in line
+    for piece in pieces:
+        assert piece in line, (piece, line)
+
+
+def test_oar_site_gets_grid5000_defaults(tmp_path):
+    p = tmp_path / "sites.toml"
+    p.write_text('[site.nancy]\nscheduler = "oar"\n[site.lyon]\nscheduler = "oar"\njob_types = ["exotic"]\nqueue = "default"\n')
+    s = load_sites(p)
+    assert s.site["nancy"].job_types == ("night",)
+    assert s.site["nancy"].gpu_filter == "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
+    assert s.site["nancy"].runtime == "apptainer"
+    assert s.site["lyon"].job_types == ("exotic",) and s.site["lyon"].queue == "default"
+    with pytest.raises(ConfigError) as exc:
+        s.get("rennes")
+    assert "nancy" in exc.value.one_line() and "lyon" in exc.value.one_line()
+
+
+def test_images_file_refuses_unknown_image(tmp_path):
+    p = tmp_path / "images.toml"
+    p.write_text('[image.sglang]\ndockerfile = "D"\nlock = "l"\nbase = "b"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_images(p)
+    assert "'sglang'" in exc.value.one_line() and "images.toml" in exc.value.one_line()
+
+
+def test_unknown_model_selection(tmp_path):
+    from kit.demo.dataset import write_demo_benchmark
+
+    write_demo_benchmark(tmp_path / "data")
+    (tmp_path / "roster.toml").write_text(roster(GOOD_RUN))
+    r = run_kit("plan", "--roster", "roster.toml", "--model", "org/other", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "'org/other'" in r.stderr and "org/m" in r.stderr

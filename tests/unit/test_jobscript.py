@@ -1,0 +1,77 @@
+"""Job scripts: pure rendering, golden files, and hostile values that must stay inert."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kit.config.sites import Site
+from kit.launch.jobscript import JobScript, allow_listed_env, render_job_script
+from kit.launch.request import JobRequest
+from kit.launch.schedulers.base import get_scheduler
+
+GOLDEN = Path(__file__).parent / "golden"
+HOSTILE = ["$(touch PWNED)", "`touch PWNED2`", "a'b\"c", "x\ny", "../../etc/passwd", "; touch PWNED3 #", "sp ace", "${HOME}"]
+
+
+def render_for(scheduler: str, runtime: str, argv: list[str]) -> str:
+    site = Site(name="ci", scheduler=scheduler, runtime=runtime)
+    sched = get_scheduler(scheduler)(site)
+    request = JobRequest(name="kit-ci", gpus=1, walltime_s=3600, array_size=2)
+    spec = JobScript(job_name="kit-ci", worker_argv=tuple(argv), shard_slots=(0, 1), shard_count=2,
+                     env={"KIT_SITE": "ci", "HF_HUB_OFFLINE": "1"})
+    return render_job_script(sched.job_script(spec, request, "/logs"))
+
+
+@pytest.mark.parametrize("scheduler,runtime", [("local", "host")])
+def test_golden(scheduler, runtime):
+    text = render_for(scheduler, runtime, ["/venv/bin/python", "-m", "kit", "shard", "--results", "/r", "--pairs", "/p.json"])
+    golden = GOLDEN / f"{scheduler}-{runtime}.sh"
+    if os.environ.get("KIT_UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert text == golden.read_text(), f"rendered script differs from {golden}; KIT_UPDATE_GOLDEN=1 rewrites it"
+
+
+def test_script_is_valid_bash():
+    text = render_for("local", "host", ["true"])
+    r = subprocess.run(["bash", "-n"], input=text, text=True, capture_output=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed (apt-get install shellcheck)")
+def test_script_passes_shellcheck(tmp_path):
+    p = tmp_path / "job.sh"
+    p.write_text(render_for("local", "host", ["/venv/bin/python", "-m", "kit", "shard", *HOSTILE]))
+    r = subprocess.run(["shellcheck", "-S", "warning", str(p)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+
+def test_hostile_values_are_passed_literally_and_never_executed(tmp_path):
+    argv = ["printf", "%s\\n", *HOSTILE]
+    text = render_for("local", "host", argv).replace('export HF_HUB_OFFLINE=1', "export HF_HUB_OFFLINE=1\nexport HOSTILE=" + __import__("shlex").quote(HOSTILE[0]))
+    script = tmp_path / "job.sh"
+    script.write_text(text)
+    r = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True,
+                       env={"PATH": os.environ["PATH"], "KIT_ARRAY_INDEX": "1"})
+    assert r.returncode == 0, r.stderr
+    assert not list(tmp_path.glob("PWNED*"))
+    expected = "\n".join(HOSTILE + ["--shard", "1/2"]) + "\n"
+    assert r.stdout == expected
+
+
+def test_array_index_without_a_slot_fails_cleanly(tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text(render_for("local", "host", ["true"]))
+    r = subprocess.run(["bash", str(script)], capture_output=True, text=True,
+                       env={"PATH": os.environ["PATH"], "KIT_ARRAY_INDEX": "5"})
+    assert r.returncode == 2 and "no shard slot" in r.stderr
+
+
+def test_environment_is_allow_listed():
+    source = {"PATH": "/bin", "HOME": "/h", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "HF_TOKEN": "hf_x", "CUDA_VISIBLE_DEVICES": "3", "MY_VAR": "1"}
+    env = allow_listed_env(source, ["MY_VAR"])
+    assert env == {"PATH": "/bin", "HOME": "/h", "MY_VAR": "1"}

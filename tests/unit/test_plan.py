@@ -1,0 +1,63 @@
+"""Planner: pairs, shards and weighted site slots."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kit.errors import ConfigError
+from kit.plan import Pair, parse_shard, plan_pairs, shard_pairs, site_slots
+
+runs = st.lists(st.text("abcxyz/@-.", min_size=1, max_size=6), min_size=1, max_size=5, unique=True)
+langs = st.lists(st.sampled_from(["en", "fr", "ja", "de", "ceb", "zh", "sw"]), min_size=1, max_size=7, unique=True)
+
+
+@given(runs, langs, st.integers(1, 12))
+@settings(max_examples=200, deadline=None)
+def test_shards_are_disjoint_and_complete(run_names, languages, count):
+    pairs = plan_pairs((r, languages) for r in run_names)
+    shards = [shard_pairs(pairs, i, count) for i in range(count)]
+    flat = [p for s in shards for p in s]
+    assert len(flat) == len(set(flat)) == len(pairs)
+    assert set(flat) == set(pairs)
+
+
+@given(runs, langs, st.integers(1, 6), st.randoms(use_true_random=False))
+@settings(max_examples=100, deadline=None)
+def test_plan_is_stable_under_input_order(run_names, languages, count, rnd):
+    a = plan_pairs((r, languages) for r in run_names)
+    shuffled_runs = list(run_names)
+    rnd.shuffle(shuffled_runs)
+    shuffled_langs = list(languages)
+    rnd.shuffle(shuffled_langs)
+    b = plan_pairs((r, shuffled_langs) for r in shuffled_runs)
+    assert a == b
+    for i in range(count):
+        assert shard_pairs(a, i, count) == shard_pairs(list(reversed(b)), i, count)
+
+
+def test_shard_is_index_mod_count_of_the_sorted_list():
+    pairs = plan_pairs([("b/m", ["fr", "en"]), ("a/m", ["en"])])
+    assert pairs == [Pair("a/m", "en"), Pair("b/m", "en"), Pair("b/m", "fr")]
+    assert shard_pairs(pairs, 0, 2) == [Pair("a/m", "en"), Pair("b/m", "fr")]
+    assert shard_pairs(pairs, 1, 2) == [Pair("b/m", "en")]
+
+
+def test_weighted_site_slots_are_consecutive_in_config_order():
+    slots, total = site_slots([("nancy", 2), ("grenoble", 1)])
+    assert slots == {"nancy": [0, 1], "grenoble": [2]}
+    assert total == 3
+    slots, total = site_slots([("lille", 1), ("nancy", 3), ("lyon", 2)])
+    assert slots == {"lille": [0], "nancy": [1, 2, 3], "lyon": [4, 5]}
+    assert total == 6
+
+
+@pytest.mark.parametrize("text", ["4/4", "-1/2", "1", "a/b", "0/0", ""])
+def test_bad_shard_text_is_a_config_error(text):
+    with pytest.raises(ConfigError):
+        parse_shard(text)
+
+
+def test_parse_shard():
+    assert parse_shard(" 3 / 8 ") == (3, 8)

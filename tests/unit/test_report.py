@@ -1,0 +1,255 @@
+"""kit report: leaderboard, per-pair and per-language tables, summary, heatmap, refusals."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.errors import CheckpointError, ConfigError, MissingExtraError
+from kit.results import report
+from kit.results.metrics import compute_metrics
+from kit.results.store import checkpoint_path, write_checkpoint
+
+RUN_A = "org/model-a"
+RUN_B = "org/model-b@fast"
+LANGS = ("en", "fr", "ja")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# (tp, fp, tn, fn, unparsed-with-expected-yes) per pair; 10 items each: 5 yes, 5 no.
+CELLS = {
+    (RUN_A, "en"): (4, 0, 5, 1, 0),
+    (RUN_A, "fr"): (5, 0, 5, 0, 0),
+    (RUN_A, "ja"): (3, 2, 3, 2, 0),
+    (RUN_B, "en"): (0, 0, 5, 4, 1),
+    (RUN_B, "fr"): (2, 0, 5, 3, 0),
+    (RUN_B, "ja"): (5, 5, 0, 0, 0),
+}
+DIGEST = {"manifest": "a" * 64, "prompt": "b" * 64}
+
+
+def _predictions(tp: int, fp: int, tn: int, fn: int, unparsed: int) -> list[dict]:
+    pairs = [("yes", "yes")] * tp + [("yes", "no")] * fn + [("yes", "unparsed")] * unparsed
+    pairs += [("no", "yes")] * fp + [("no", "no")] * tn
+    return [
+        {
+            "item_id": f"i{n:03d}",
+            "expected": expected,
+            "predicted": predicted,
+            "raw_output": predicted,
+            "truncated": predicted == "unparsed",
+            "parse_mode": "truncated" if predicted == "unparsed" else "exact",
+        }
+        for n, (expected, predicted) in enumerate(pairs)
+    ]
+
+
+def make_checkpoint(results: Path, run_name: str, lang: str, /, cells=None, **metadata) -> Path:
+    """Write a valid checkpoint for (run, language); `metadata` overrides the defaults (None drops a key)."""
+    predictions = _predictions(*(cells or CELLS[(run_name, lang)]))
+    meta = {
+        "model_id": run_name.split("@")[0],
+        "run": run_name,
+        "model_revision": "0" * 40,
+        "language": lang,
+        "backend": "transformers-5.17",
+        "task": "generate",
+        "decoding": "greedy",
+        "max_new_tokens": 64,
+        "manifest_sha256": DIGEST["manifest"],
+        "benchmark_sha256": lang.ljust(64, "c"),
+        "prompt_sha256": DIGEST["prompt"],
+        "duration_seconds": 1.25,
+    }
+    meta.update(metadata)
+    meta = {k: v for k, v in meta.items() if v is not None or k == "model_revision"}
+    data = {"metadata": meta, "metrics": compute_metrics(predictions), "predictions": predictions, "speed": {}}
+    path = checkpoint_path(results, run_name, lang)
+    write_checkpoint(path, data)
+    return path
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    root = tmp_path / "results"
+    for run, language in CELLS:
+        make_checkpoint(root, run, language)
+    return root
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _outputs(paths: report.ReportPaths) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in paths.files}
+
+
+def test_report_two_runs_three_languages(results: Path, tmp_path: Path) -> None:
+    paths = report.write_report(results, tmp_path / "out")
+    assert (paths.pairs, paths.invalid) == (6, 0)
+
+    board = _rows(paths.leaderboard)
+    assert list(board[0]) == list(report.LEADERBOARD_COLUMNS)
+    assert [row["run"] for row in board] == [RUN_A, RUN_B]
+    a, b = board
+    # Hand-computed macro means over en, fr, ja.
+    assert float(a["f1"]) == round((8 / 9 + 1.0 + 0.6) / 3, 4) == 0.8296
+    assert float(a["accuracy"]) == round((0.9 + 1.0 + 0.6) / 3, 4)
+    assert float(a["precision"]) == round((1.0 + 1.0 + 0.6) / 3, 4)
+    assert float(a["recall"]) == round((0.8 + 1.0 + 0.6) / 3, 4)
+    assert float(a["balanced_accuracy"]) == round((0.9 + 1.0 + 0.6) / 3, 4)
+    assert float(b["f1"]) == round((0.0 + 4 / 7 + 2 / 3) / 3, 4) == 0.4127
+    assert float(b["unparsed_rate"]) == round((0.1 + 0.0 + 0.0) / 3, 4)
+    assert float(b["recall"]) == round((0.0 + 0.4 + 1.0) / 3, 4)
+    assert a["matthews_corrcoef"] == repr(round((0.8164965809277261 + 1.0 + 0.2) / 3, 4))
+    assert (a["languages"], a["n_items"], a["truncated"], a["duration_seconds"]) == ("3", "30", "0", "3.75")
+    assert (b["truncated"], b["model_id"], b["task"], b["backend"]) == ("1", "org/model-b", "generate", "transformers-5.17")
+    assert a["model_revision"] == "0" * 40
+
+    aggregates = _rows(paths.aggregates)
+    assert len(aggregates) == 6
+    assert [(r["run"], r["language"]) for r in aggregates] == sorted(CELLS)
+    fr_a = aggregates[1]
+    assert (fr_a["f1"], fr_a["true_positive"], fr_a["file"]) == ("1.0", "5", "fr/org__model-a.json")
+
+    by_language = _rows(paths.by_language)
+    assert [r["language"] for r in by_language] == list(LANGS)
+    assert by_language[2] == {
+        "language": "ja", "runs": "2", "f1_mean": repr(round((0.6 + 2 / 3) / 2, 4)),
+        "f1_min": "0.6", "f1_max": "0.6667", "best_run": RUN_B,
+    }
+
+    summary = paths.summary.read_text(encoding="utf-8")
+    assert RUN_A in summary and RUN_B in summary
+    assert "2 runs, 3 languages, 6 pairs counted; 0 invalid files" in summary
+    assert DIGEST["prompt"] in summary and DIGEST["manifest"] in summary
+
+
+def test_heatmap_is_a_png_of_the_expected_size(results: Path, tmp_path: Path) -> None:
+    image = pytest.importorskip("matplotlib.image")
+    paths = report.write_report(results, tmp_path / "out")
+    data = paths.heatmap.read_bytes()
+    assert data.startswith(PNG_SIGNATURE)
+    assert b"Software" not in data and b"matplotlib" not in data.lower()
+    pixels = image.imread(paths.heatmap)
+    width, height = report.heatmap_figsize([RUN_A, RUN_B], LANGS)
+    assert pixels.shape[:2] == (round(height * report.HEATMAP_DPI), round(width * report.HEATMAP_DPI))
+
+
+def test_report_is_byte_identical_when_run_twice(results: Path, tmp_path: Path) -> None:
+    first = _outputs(report.write_report(results, tmp_path / "one"))
+    again = _outputs(report.write_report(results, tmp_path / "one"))
+    other = _outputs(report.write_report(results, tmp_path / "two"))
+    assert first == again == other  # the PNG included
+    assert not [p.name for p in (tmp_path / "one").iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_invalid_file_is_listed_and_not_counted(results: Path, tmp_path: Path) -> None:
+    broken = make_checkpoint(results, "org/model-c", "fr", cells=(5, 0, 5, 0, 0))
+    broken.write_bytes(broken.read_bytes()[:200])  # truncated JSON
+    paths = report.write_report(results, tmp_path / "out")
+    assert (paths.pairs, paths.invalid) == (6, 1)
+    assert [row["run"] for row in _rows(paths.leaderboard)] == [RUN_A, RUN_B]
+    assert len(_rows(paths.aggregates)) == 6
+    summary = paths.summary.read_text(encoding="utf-8")
+    assert "## Invalid files (1, not counted)" in summary
+    assert "`fr/org__model-c.json` (invalid): not valid JSON" in summary
+
+
+def test_checkpoint_with_tampered_metrics_is_invalid(results: Path) -> None:
+    path = make_checkpoint(results, "org/model-c", "en", cells=(5, 0, 5, 0, 0))
+    text = path.read_text(encoding="utf-8").replace('"f1": 1.0', '"f1": 0.99')
+    path.write_text(text, encoding="utf-8")
+    records = {r.name: r for r in report.collect_checkpoints(results)}
+    assert len(records) == 7
+    bad = records["en/org__model-c.json"]
+    assert not bad.valid and "f1" in bad.reasons[0]
+
+
+def test_different_prompt_within_a_task_is_refused_naming_both(results: Path, tmp_path: Path) -> None:
+    make_checkpoint(results, RUN_B, "fr", prompt_sha256="d" * 64)
+    with pytest.raises(ConfigError) as err:
+        report.write_report(results, tmp_path / "out")
+    line = str(err.value)
+    assert RUN_A in line and RUN_B in line and "prompt_sha256" in line and "dddddddddddd" in line
+    assert "report them separately (e.g. --model" in line and "\n" not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_different_prompt_in_another_task_is_accepted(results: Path, tmp_path: Path) -> None:
+    for language in LANGS:
+        make_checkpoint(results, "org/scorer", language, cells=(5, 0, 5, 0, 0),
+                        task="score", prompt_sha256="e" * 64, max_new_tokens=1, decoding=None)
+    paths = report.write_report(results, tmp_path / "out")
+    board = _rows(paths.leaderboard)
+    assert [row["run"] for row in board] == ["org/scorer", RUN_A, RUN_B]
+    assert board[0]["task"] == "score"
+    assert "prompt_sha256 (score): `" + "e" * 64 in paths.summary.read_text(encoding="utf-8")
+
+
+def test_different_manifest_is_refused(results: Path) -> None:
+    make_checkpoint(results, RUN_B, "ja", manifest_sha256="f" * 64)
+    with pytest.raises(ConfigError, match=r"manifest_sha256 differs .*aaaaaaaaaaaa vs ffffffffffff"):
+        report.check_comparable(report.collect_checkpoints(results))
+
+
+def test_different_max_new_tokens_among_generate_runs_is_refused(results: Path) -> None:
+    make_checkpoint(results, RUN_B, "en", max_new_tokens=4096)
+    with pytest.raises(ConfigError, match=r"decoding/max_new_tokens differs among generate runs \(greedy/64 vs greedy/4096\)"):
+        report.check_comparable(report.collect_checkpoints(results))
+
+
+def test_different_benchmark_file_within_a_language_is_refused(results: Path) -> None:
+    make_checkpoint(results, RUN_B, "en", benchmark_sha256="9" * 64)
+    with pytest.raises(ConfigError, match=r"benchmark_sha256 differs for language 'en'"):
+        report.check_comparable(report.collect_checkpoints(results))
+
+
+def test_legacy_file_without_manifest_is_held_to_the_benchmark_digest(results: Path) -> None:
+    legacy = dict(run=None, language=None, task=None, manifest_sha256=None)
+    make_checkpoint(results, "org/legacy", "fr", cells=(5, 0, 5, 0, 0), **legacy)
+    records = report.collect_checkpoints(results)
+    report.check_comparable(records)  # same benchmark digest for fr: accepted
+    record = next(r for r in records if r.run == "org/legacy")
+    assert record.valid and record.task == "generate" and record.notices
+
+    make_checkpoint(results, "org/legacy", "fr", cells=(5, 0, 5, 0, 0), benchmark_sha256="1" * 64, **legacy)
+    with pytest.raises(ConfigError, match="benchmark_sha256 differs for language 'fr'"):
+        report.check_comparable(report.collect_checkpoints(results))
+
+
+def test_runs_selects_and_separates(results: Path, tmp_path: Path) -> None:
+    make_checkpoint(results, RUN_B, "fr", prompt_sha256="d" * 64)
+    paths = report.write_report(results, tmp_path / "out", runs=[RUN_A])
+    assert [row["run"] for row in _rows(paths.leaderboard)] == [RUN_A]
+    assert len(_rows(paths.aggregates)) == 3
+    with pytest.raises(ConfigError, match="no complete checkpoint for run 'org/nope'; fix: pick among: org/model-a"):
+        report.write_report(results, tmp_path / "out", runs=["org/nope"])
+
+
+def test_missing_or_empty_results_folder(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        report.write_report(tmp_path / "absent", tmp_path / "out")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="no complete checkpoint"):
+        report.write_report(tmp_path / "empty", tmp_path / "out")
+
+
+def test_missing_matplotlib_names_the_extra_and_writes_nothing(
+    results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(MissingExtraError, match=r"kit report's heatmap needs .*'matplotlib'.*kit-sweep\[report\]"):
+        report.write_report(results, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_numbers_are_stable_text() -> None:
+    assert report._rate(-0.0) == "0.0"
+    assert report._rate(2 / 3) == "0.6667"
+    assert report._rate(0.85) == "0.85"
+    assert report._seconds(507.4949) == "507.49"

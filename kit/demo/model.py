@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 SEED = 0
-CONTEXT = 512
+# RoPE has no position weights, so the Llama's context costs nothing; 2048 fits the demo's
+# generate prompt (474-544 tokens with this 384-token vocabulary) with room to spare.
+LLAMA_CONTEXT = 2048
+CLASSIFIER_CONTEXT = 512
 WEIGHT_STD = 0.02
 
 # The chat template renders the bos token itself, so a rendered prompt is tokenized
@@ -63,6 +66,17 @@ CORPUS = (
     "Privater Tennisunterricht wird angeboten. Einer von vielen Orten in der Gegend.",
     "Judge whether the document carries land use information. Query: Document:",
     "sentence label relevant not relevant urban rural soil water terrain settlement",
+    "You will read a sentence about a place and decide whether it tells something about the ground.",
+    "Could this help to map the land use or land cover of that place from satellite or aerial imagery?",
+    "Answer yes when the sentence describes what covers or occupies the ground, directly or through a proxy.",
+    "Crops, orchards, pasture, forest, wetland, water bodies, bare rock or sand would show up in imagery.",
+    "Buildings, settlements, industry, mines, roads, railways, harbours, airports and other infrastructure.",
+    "Answer no when the sentence is only about history, politics, administration, people or events.",
+    "Culture, prices, opening hours or services: nothing that would be visible on the ground.",
+    "Reply with a single word, yes or no. TARGET SENTENCE: ANSWER: yes",
+    "The village is surrounded by vineyards; the town hall was built in the nineteenth century.",
+    "Le village est entouré de vignes ; la mairie a été construite au dix-neuvième siècle.",
+    "Das Dorf ist von Weinbergen umgeben; das Rathaus wurde im neunzehnten Jahrhundert gebaut.",
 )
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -76,19 +90,22 @@ def build_tiny_llama(
     heads: int = 2,
     kv_heads: int = 1,
     layers: int = 2,
+    context: int = LLAMA_CONTEXT,
 ) -> tuple[str, str]:
     """Build (once) a tiny random Llama causal LM with a chat template; returns (repo_id, revision).
 
-    The defaults give head_dim 64, which vLLM's CPU attention also accepts.
+    The defaults give head_dim 64, which vLLM's CPU attention also accepts; `context` is
+    max_position_embeddings.
     """
-    shape = {"hidden_size": hidden, "num_attention_heads": heads,
-             "num_key_value_heads": kv_heads, "num_hidden_layers": layers}
+    shape = {"hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+             "num_hidden_layers": layers, "max_position_embeddings": context}
     return repo_id, _install(Path(hub_cache), repo_id, shape, lambda out: _write_llama(out, shape))
 
 
 def build_tiny_classifier(hub_cache: Path, repo_id: str = "kit-demo/tiny-reranker") -> tuple[str, str]:
     """Build (once) a tiny random BERT sequence classifier (one logit); returns (repo_id, revision)."""
-    shape = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+    shape = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+             "max_position_embeddings": CLASSIFIER_CONTEXT}
     return repo_id, _install(Path(hub_cache), repo_id, shape, lambda out: _write_classifier(out, shape))
 
 
@@ -121,6 +138,7 @@ def _install(hub_cache: Path, repo_id: str, shape: dict[str, int], write: Callab
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=repo))
     try:
         write(tmp)
+        _apply_umask(tmp)
         revision = content_revision(tmp)
         target = repo / "snapshots" / revision
         if not _is_complete(target, revision):
@@ -163,7 +181,26 @@ def _write_atomic(path: Path, text: str) -> None:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
+    os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, path)
+
+
+def _apply_umask(folder: Path) -> None:
+    """Give the folder and its files the usual umask modes.
+
+    mkdtemp (0700) and the safetensors writer (0600) would otherwise hide a shared cache
+    from other users and from containers running under another uid.
+    """
+    mask = _umask()
+    os.chmod(folder, 0o777 & ~mask)
+    for path in folder.rglob("*"):
+        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~mask)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # --- model writers -----------------------------------------------------------------------
@@ -172,10 +209,9 @@ def _write_atomic(path: Path, text: str) -> None:
 def _write_llama(out: Path, shape: dict[str, int]) -> None:
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    tokenizer = _bpe_tokenizer()
-    hidden = shape["hidden_size"]
+    tokenizer = _bpe_tokenizer(shape["max_position_embeddings"])
     config = LlamaConfig(
-        vocab_size=len(tokenizer), intermediate_size=2 * hidden, max_position_embeddings=CONTEXT,
+        vocab_size=len(tokenizer), intermediate_size=2 * shape["hidden_size"],
         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False, **shape,
     )
@@ -195,8 +231,7 @@ def _write_classifier(out: Path, shape: dict[str, int]) -> None:
 
     tokenizer = _wordpiece_tokenizer()
     config = BertConfig(
-        vocab_size=len(tokenizer), intermediate_size=2 * shape["hidden_size"],
-        max_position_embeddings=CONTEXT, num_labels=1, pad_token_id=tokenizer.pad_token_id, **shape,
+        vocab_size=len(tokenizer), intermediate_size=2 * shape["hidden_size"], num_labels=1, pad_token_id=tokenizer.pad_token_id, **shape,
     )
     model = BertForSequenceClassification(config)
     _fill_seeded(model)
@@ -241,7 +276,7 @@ def _normalize_json(out: Path) -> None:
 # --- tokenizers ----------------------------------------------------------------------------
 
 
-def _bpe_tokenizer() -> Any:
+def _bpe_tokenizer(context: int) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -258,7 +293,7 @@ def _bpe_tokenizer() -> Any:
     )
     hf = PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-        padding_side="left", model_max_length=CONTEXT, model_input_names=["input_ids", "attention_mask"],
+        padding_side="left", model_max_length=context, model_input_names=["input_ids", "attention_mask"],
     )
     hf.chat_template = CHAT_TEMPLATE
     return hf
@@ -279,7 +314,7 @@ def _wordpiece_tokenizer() -> Any:
     )
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-        mask_token="[MASK]", model_max_length=CONTEXT,
+        mask_token="[MASK]", model_max_length=CLASSIFIER_CONTEXT,
         model_input_names=["input_ids", "token_type_ids", "attention_mask"],
     )
 

@@ -130,6 +130,10 @@ pid_of() {
   [ -s "$1" ] || return 1
   read -r pid <"$1" || true
   [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  # A killed daemon whose parent is a slow reaper lingers as a zombie: that is not alive.
+  local st
+  st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [ "${st%% *}" != Z ] || return 1
   echo "$pid"
 }
 
@@ -140,26 +144,43 @@ pid_alive() {
   [ -z "${2:-}" ] || grep -qE "^($2)\$" "/proc/$pid/comm" 2>/dev/null
 }
 
-# stop_pidfile PIDFILE LABEL [SECONDS]: SIGTERM the recorded process, wait, SIGKILL if needed.
-stop_pidfile() {
-  local pf=$1 label=$2 secs=${3:-20} pid i
-  if ! pid=$(pid_of "$pf"); then
-    rm -f "$pf"
-    return 0
-  fi
-  kill -TERM "$pid" 2>/dev/null || true
+# stop_pidfiles SECONDS LABEL=PIDFILE...: SIGTERM every recorded process at once, wait up to
+# SECONDS for all of them, SIGKILL the rest; remove the pid files.
+stop_pidfiles() {
+  local secs=$1 arg label pf pid i alive
+  shift
+  local -a labels=() pids=() pfs=()
+  for arg in "$@"; do
+    label=${arg%%=*} pf=${arg#*=}
+    if pid=$(pid_of "$pf"); then
+      kill -TERM "$pid" 2>/dev/null || true
+      labels+=("$label") pids+=("$pid") pfs+=("$pf")
+    else
+      rm -f "$pf"
+    fi
+  done
   for ((i = 0; i < secs * 10; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
+    alive=0
+    for pid in "${pids[@]}"; do
+      if kill -0 "$pid" 2>/dev/null && [ "$(sed 's/.*) //; s/ .*//' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
+        alive=1
+      fi
+    done
+    [ "$alive" = 1 ] || break
     sleep 0.1
   done
-  if kill -0 "$pid" 2>/dev/null; then
-    warn "$label (pid $pid) ignored SIGTERM for ${secs}s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    sleep 0.2
-  fi
-  rm -f "$pf"
-  step "stopped $label (pid $pid)"
+  for i in "${!pids[@]}"; do
+    if pid_of "${pfs[$i]}" >/dev/null; then
+      warn "${labels[$i]} (pid ${pids[$i]}) ignored SIGTERM for ${secs}s; sending SIGKILL"
+      kill -KILL "${pids[$i]}" 2>/dev/null || true
+    fi
+    rm -f "${pfs[$i]}"
+    step "stopped ${labels[$i]} (pid ${pids[$i]})"
+  done
 }
+
+# stop_pidfile PIDFILE LABEL [SECONDS]: stop one recorded process (see stop_pidfiles).
+stop_pidfile() { stop_pidfiles "${3:-20}" "$2=$1"; }
 
 # wait_until SECONDS CMD...: poll CMD every 0.5 s until it succeeds; fail after SECONDS.
 wait_until() {

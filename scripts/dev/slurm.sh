@@ -112,6 +112,11 @@ install_if_changed() {
 
 munge_ok() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
 ctld_ok() { timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; }
+slurmd_registered_since() {
+  local t
+  t=$(timeout 5 scontrol show node "$NODE" -o 2>/dev/null | tr ' ' '\n' | sed -n 's/^SlurmdStartTime=//p')
+  [ -n "$t" ] && [ "$(date -d "$t" +%s 2>/dev/null || echo 0)" -ge $(( $1 - 1 )) ] && pid_alive "$SLURMD_PID" slurmd
+}
 jobs_gone() { ! timeout 5 squeue -h -j "$1" 2>/dev/null | grep -q .; }
 node_state() { timeout 5 sinfo -h -n "$NODE" -o %T 2>/dev/null | head -n 1; }
 
@@ -186,8 +191,7 @@ start() {
 
   if [ "$changed" = 1 ] && { pid_alive "$CTLD_PID" slurmctld || pid_alive "$SLURMD_PID" slurmd; }; then
     step "configuration changed: restarting slurmctld and slurmd"
-    stop_pidfile "$SLURMD_PID" slurmd
-    stop_pidfile "$CTLD_PID" slurmctld
+    stop_pidfiles 30 slurmd="$SLURMD_PID" slurmctld="$CTLD_PID"
   fi
 
   if ! pid_alive "$CTLD_PID" slurmctld; then
@@ -203,8 +207,13 @@ start() {
   fi
   if ! pid_alive "$SLURMD_PID" slurmd; then
     rm -f "$SLURMD_PID"
+    local since
+    since=$(date +%s)
     must "$LOG" "starting slurmd" slurmd -N "$NODE"
-    step "slurmd started (pid $(pid_of "$SLURMD_PID" || echo ?))"
+    # slurmctld may still show the node idle from before: wait until this slurmd has registered.
+    wait_until 30 slurmd_registered_since "$since" ||
+      die "slurmd did not register with slurmctld within 30 s" "$LOGD/slurmd.log" "$LOGD/slurmctld.log"
+    step "slurmd up and registered (pid $(pid_of "$SLURMD_PID" || echo ?))"
   fi
 
   local state='' resumed=0 end=$(( ${EPOCHREALTIME//[!0-9]/} + 60 * 1000000 ))
@@ -229,9 +238,7 @@ start() {
 }
 
 stop() {
-  stop_pidfile "$SLURMD_PID" slurmd
-  stop_pidfile "$CTLD_PID" slurmctld
-  stop_pidfile "$DBD_PID" slurmdbd
+  stop_pidfiles 30 slurmd="$SLURMD_PID" slurmctld="$CTLD_PID" slurmdbd="$DBD_PID"
   if [ -e "$MARIADB_MARK" ] || [ "$WITH_DBD" = 1 ]; then
     if mysqladmin ping >/dev/null 2>&1; then
       must "$LOG" "service mariadb stop" service mariadb stop

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +66,10 @@ def test_cache_layout(hub):
         tok_config = json.loads((snapshot / "tokenizer_config.json").read_text())
         assert tok_config["tokenizer_class"] == "PreTrainedTokenizerFast"
         assert "transformers_version" not in json.loads((snapshot / "config.json").read_text())
+        umask = os.umask(0)
+        os.umask(umask)
+        modes = {stat.S_IMODE(p.stat().st_mode) for p in snapshot.iterdir()}
+        assert modes == {0o666 & ~umask}  # safetensors writes 0600; a shared cache needs the umask
     llama = repo_folder(hub.cache, hub.llama[0]) / "snapshots" / hub.llama[1]
     config = json.loads((llama / "config.json").read_text())
     assert (config["hidden_size"] // config["num_attention_heads"], config["vocab_size"]) == (64, 384)
@@ -186,11 +192,11 @@ def test_count_generated_stops_at_first_eos():
 
 def test_overlong_input_is_refused(hub):
     backend = _backend(hub, hub.llama, batch_size=2, max_new_tokens=8)
-    long_prompt = "forest " * 600
-    with pytest.raises(ConfigError, match=r"input 2 of this batch .* at most 504 \(512 context - 8"):
+    long_prompt = "forest " * 2100
+    with pytest.raises(ConfigError, match=r"input 2 of this batch .* at most 2040 \(2048 context - 8"):
         backend.generate([PROMPTS[0], PROMPTS[1], long_prompt])
     with pytest.raises(ConfigError, match="leaves no room"):
-        _backend(hub, hub.llama, max_new_tokens=512).generate(PROMPTS[:1])
+        _backend(hub, hub.llama, max_new_tokens=2048).generate(PROMPTS[:1])
 
 
 # --- transformers: score and facts --------------------------------------------------------------------
@@ -227,7 +233,7 @@ def test_versions_and_model_info(hub):
     versions = backend.versions()
     assert versions["torch"] and versions["transformers"] and versions["python"]
     info = backend.model_info()
-    assert (info["num_attention_heads"], info["max_position_embeddings"], info["dtype"]) == (2, 512, "float32")
+    assert (info["num_attention_heads"], info["max_position_embeddings"], info["dtype"]) == (2, 2048, "float32")
     assert info["num_parameters"] > 0
     backend.close()
     assert backend.model is None

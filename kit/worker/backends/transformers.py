@@ -26,7 +26,6 @@ Roster example:
 
 from __future__ import annotations
 
-import importlib.metadata
 import platform
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -266,6 +265,8 @@ def _config_dtype(config: Any) -> str | None:
 
 
 def _version(dist: str) -> str | None:
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:

@@ -1,0 +1,101 @@
+"""`kit demo` end to end, and the worker's determinism, on the tiny local models."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def kit(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kit", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def demo_env(tmp_path_factory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("demo")
+    env = {**os.environ, "KIT_CACHE_DIR": str(root / "cache"), "HF_HUB_OFFLINE": "1"}
+    return root, env
+
+
+@pytest.fixture(scope="module")
+def first_demo(demo_env):
+    root, env = demo_env
+    r = kit("demo", cwd=root, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def test_demo_runs_every_pair_and_writes_the_report(first_demo, demo_env):
+    root, _ = demo_env
+    out = first_demo.stdout
+    assert "2 runs x 3 languages (de, en, fr) = 6 pairs" in out
+    assert "status: 6 complete" in out
+    results = root / "kit-demo" / "results"
+    ckpts = sorted(results.glob("*/*.json"))
+    assert len(ckpts) == 6
+    for name in ("leaderboard.csv", "aggregates.csv", "summary.md", "heatmap_f1.png"):
+        assert (results / "report" / name).is_file(), name
+    data = json.loads(ckpts[0].read_text())
+    prov = data["provenance"]
+    assert prov["model"]["revision"] and len(prov["model"]["revision"]) == 40
+    assert prov["model"]["weight_files_sha256"]
+    assert prov["job"]["site"] == "local" and prov["job"]["scheduler"] == "local" and prov["job"]["job_id"]
+    assert prov["data"]["file_sha256"] == data["metadata"]["benchmark_sha256"]
+    assert prov["packages"]["torch"] and prov["packages"]["transformers"]
+    assert prov["unknown"]["image.digest"].startswith("host runtime")
+    log = ckpts[0].with_suffix(".mllog").read_text().splitlines()
+    keys = [json.loads(line.split(":::MLLOG ", 1)[1])["key"] for line in log if ":::MLLOG" in line]
+    for k in ("init_start", "init_stop", "run_start", "eval_accuracy", "run_stop"):
+        assert k in keys, k
+
+
+def test_second_demo_skips_every_pair_and_keeps_files(first_demo, demo_env):
+    root, env = demo_env
+    results = root / "kit-demo" / "results"
+    before = {p: p.read_bytes() for p in results.glob("*/*.json")}
+    r = kit("demo", cwd=root, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "every pair is already complete" in r.stdout
+    assert {p: p.read_bytes() for p in results.glob("*/*.json")} == before
+
+
+def test_verify_accepts_demo_checkpoints_and_status_counts_them(first_demo, demo_env):
+    root, env = demo_env
+    demo = root / "kit-demo"
+    r = kit("verify", str(demo / "results"), cwd=demo, env=env)
+    assert r.returncode == 0, r.stdout
+    r = kit("status", "results", "--json", cwd=demo, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["data"]["counts"] == {"complete": 6}
+
+
+def test_worker_is_deterministic_and_keeps_invalid_files(first_demo, demo_env):
+    root, env = demo_env
+    env = {**env, "HF_HUB_CACHE": str(root / "cache" / "demo-v1" / "hub")}
+    demo = root / "kit-demo"
+    for name in ("again1", "again2"):
+        r = kit("shard", "--results", name, "--model", "kit-demo/tiny-llama", "--languages", "en", cwd=demo, env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+    a = json.loads((demo / "again1/en/kit-demo__tiny-llama.json").read_text())
+    b = json.loads((demo / "again2/en/kit-demo__tiny-llama.json").read_text())
+    assert json.dumps(a["predictions"]) == json.dumps(b["predictions"])
+    orig = json.loads((demo / "results/en/kit-demo__tiny-llama.json").read_text())
+    assert a["predictions"] == orig["predictions"]
+    # an invalid checkpoint is reported and kept unless --force
+    path = demo / "again1/en/kit-demo__tiny-llama.json"
+    path.write_text(path.read_text()[:100])
+    r = kit("shard", "--results", "again1", "--model", "kit-demo/tiny-llama", "--languages", "en", cwd=demo, env=env)
+    assert r.returncode == 1 and "invalid" in r.stderr
+    assert len(path.read_text()) == 100
+    r = kit("shard", "--results", "again1", "--model", "kit-demo/tiny-llama", "--languages", "en", "--force",
+            cwd=demo, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(path.read_text())["predictions"] == a["predictions"]

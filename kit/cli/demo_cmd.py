@@ -45,7 +45,9 @@ def demo(workdir: Path) -> None:
     site = load_sites(files.sites).get("local")
     plan = prepare_run(project, [site], files.sites.parent, runs, None)
     if plan.pending:
-        subs = submit_run(plan)
+        from kit.launch.sitestatus import state_dir_for
+
+        subs = submit_run(plan, state_dir_for(files.sites))
         failed = [j for s in subs for j, code in s.exit_codes.items() if code]
         if failed:
             click.echo(f"kit: error: demo job {', '.join(failed)} failed; see {files.workdir / 'logs'}", err=True)

@@ -72,7 +72,9 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
             import shlex
             click.echo(shlex.join(sp.submit_argv))
         return
-    submissions = submit_run(plan)
+    from kit.launch.sitestatus import state_dir_for
+
+    submissions = submit_run(plan, state_dir_for(sites_file))
     failed = any(code != 0 for s in submissions for code in s.exit_codes.values())
     if as_json:
         C.print_json("run", "failed" if failed else "ok",

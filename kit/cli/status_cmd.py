@@ -18,10 +18,15 @@ from kit.results.status import count_states, pair_states, scan_results
 @C.benchmark_option
 @C.models_option
 @C.languages_option
+@click.option("--site", "site_names", multiple=True, metavar="NAME",
+              help="Status at a configured site (repeatable): checkpoints there, then the scheduler for the rest.")
+@click.option("--all-sites", is_flag=True, help="Every site in the sites file.")
+@C.sites_option
 @C.unpinned_option
 @C.json_option
 def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
-           allow_unpinned: bool, as_json: bool) -> None:
+           site_names: tuple[str, ...], all_sites: bool, sites_file: Path, allow_unpinned: bool,
+           as_json: bool) -> None:
     """Say where every pair stands in a results tree: complete, pending or invalid.
 
     With a roster (roster.toml here, or --roster), every planned pair is listed, so
@@ -30,13 +35,33 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     the benchmark's item ids and its metrics recompute exactly.
 
     \b
+    With --site, each pair without a complete checkpoint is explained by the job that
+    should have written it: running, queued, failed, timeout, cancelled, unknown (the
+    scheduler could not say why), or unclaimed (no submission planned it).
+
+    \b
     Examples:
       kit status results
       kit status results --model LiquidAI/LFM2.5-2.6B --json
+      kit status --site nancy --site grenoble
+      kit status --all-sites
     """
     ctx = click.get_current_context()
     explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
-    if explicit or roster.exists():
+    if site_names or all_sites:
+        from kit.config.sites import load_sites
+        from kit.launch.sitestatus import site_pair_status
+
+        cfg = load_sites(sites_file)
+        names = list(cfg.site) if all_sites else list(site_names)
+        project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
+        runs = project.roster.select(models)
+        statuses = []
+        for name in names:
+            for st in site_pair_status(project, cfg.get(name), sites_file, runs, C.split_languages(languages)):
+                st.reasons = [f"[{name}] " + "; ".join(st.reasons)] if st.reasons else [f"[{name}]"]
+                statuses.append(st)
+    elif explicit or roster.exists():
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         runs = project.roster.select(models)
         pairs = select_pairs(runs, project.benchmark, C.split_languages(languages))
@@ -51,12 +76,14 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"kit status {results}", show_lines=False)
-    for col in ("run", "language", "state", "detail"):
+    title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
+    table = Table(title=title, show_lines=False)
+    for col in ("run", "language", "state", "job", "detail"):
         table.add_column(col)
-    style = {"complete": "green", "pending": "yellow", "invalid": "red"}
+    style = {"complete": "green", "pending": "yellow", "invalid": "red", "running": "cyan", "queued": "blue",
+             "failed": "red", "timeout": "magenta", "cancelled": "red", "unclaimed": "yellow", "unknown": "white"}
     for s in statuses:
-        table.add_row(s.pair.run, s.pair.language, f"[{style.get(s.state, '')}]{s.state}[/]",
+        table.add_row(s.pair.run, s.pair.language, f"[{style.get(s.state, '')}]{s.state}[/]", s.job or "",
                       "; ".join(s.reasons or s.notices))
     console = Console(width=160)
     console.print(table)

@@ -10,6 +10,24 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+_EXPAND_SAFE = re.compile(r"^[A-Za-z0-9_${}:./@=+-]*$")
+
+
+class Expand(str):
+    """An argument the job's shell must expand (e.g. "${KIT_UID}:${KIT_GID}"): rendered in double
+    quotes. Only kit's own fixed strings may be Expand; user values always go through shlex.quote."""
+
+    def __new__(cls, value: str) -> "Expand":
+        if not _EXPAND_SAFE.match(value) or "$(" in value or "`" in value:
+            raise ValueError(f"unsafe shell expansion {value!r}")
+        return super().__new__(cls, value)
+
+
+def render_argv(argv: Sequence[str]) -> str:
+    """Join argv for bash: every value quoted, Expand values in double quotes."""
+    return " ".join(f'"{a}"' if isinstance(a, Expand) else shlex.quote(a) for a in argv)
+
+
 # Variables a job always gets from the submitter's side, rebuilt from this allow-list.
 BASE_ENV = ("PATH", "HOME", "USER", "LANG", "TZ")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -27,6 +45,7 @@ class JobScript:
     array_index_expr: str = "${KIT_ARRAY_INDEX:-0}"           # shell expression giving the 0-based array index
     prelude: tuple[str, ...] = ()                             # scheduler directives (#SBATCH / #OAR lines)
     setup: tuple[str, ...] = ()                               # extra shell lines, already quoted by their renderer
+    cache_root: str | None = None                             # node-local scratch for writable caches
 
 
 def render_exports(env: Mapping[str, str]) -> list[str]:
@@ -44,6 +63,19 @@ def render_job_script(spec: JobScript) -> str:
     slots = " ".join(str(int(s)) for s in spec.shard_slots)
     lines = ["#!/bin/bash", *spec.prelude, f"# kit job {shlex.quote(spec.job_name)}", "set -euo pipefail", ""]
     lines += render_exports(spec.env)
+    lines += [
+        "# the scheduler's job id and raw array index, under names every runtime passes on",
+        'export KIT_JOB_ID="${SLURM_JOB_ID:-${OAR_JOB_ID:-${KIT_JOB_ID:-$$}}}"',
+        'export KIT_ARRAY_INDEX="${SLURM_ARRAY_TASK_ID:-${OAR_ARRAY_INDEX:-${KIT_ARRAY_INDEX:-0}}}"',
+    ]
+    if spec.cache_root:
+        cache = shlex.quote(spec.cache_root) + '"/kit-cache-$KIT_JOB_ID"'
+        lines += [
+            "# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE)",
+            f"export HF_HOME={cache}/hf TRITON_CACHE_DIR={cache}/triton VLLM_CACHE_ROOT={cache}/vllm "
+            f"TORCHINDUCTOR_CACHE_DIR={cache}/inductor",
+            'mkdir -p "$HF_HOME" "$TRITON_CACHE_DIR" "$VLLM_CACHE_ROOT" "$TORCHINDUCTOR_CACHE_DIR"',
+        ]
     lines += list(spec.setup)
     lines += [
         "",
@@ -55,7 +87,7 @@ def render_job_script(spec: JobScript) -> str:
         'KIT_SHARD_INDEX="${KIT_SLOTS[$KIT_ARRAY_POS]}"',
         "export KIT_SHARD_INDEX",
         f'echo "kit: job ${{KIT_JOB_ID:-?}} shard $KIT_SHARD_INDEX/{int(spec.shard_count)} on $(hostname)" >&2',
-        f"exec {shlex.join(spec.worker_argv)} --shard \"$KIT_SHARD_INDEX/{int(spec.shard_count)}\"",
+        f"exec {render_argv(spec.worker_argv)} --shard \"$KIT_SHARD_INDEX/{int(spec.shard_count)}\"",
         "",
     ]
     return "\n".join(lines)

@@ -21,17 +21,20 @@ from kit.launch.paths import site_path
 from kit.launch.request import JobRequest
 from kit.launch.runtimes.base import RuntimeContext, get_runtime
 from kit.launch.schedulers.base import Scheduler, Submission, get_scheduler
-from kit.plan import Pair, select_pairs, site_slots
+from kit.plan import Pair, gpu_count, select_pairs, site_slots
 from kit.results import keys as K
 from kit.results.status import pair_states
-from kit.results.store import write_text_atomic
+from kit.launch.tracking import SubmissionRecord, append_record
 
 
 @dataclass
 class SitePlan:
-    """Everything one site's submission consists of, rendered and ready."""
+    """One job submission: a site, one backend image, its pairs, rendered and ready."""
 
     site: Site
+    backend: str
+    gpus: int
+    pairs: list[Pair]
     slots: list[int]
     shard_count: int
     request: JobRequest
@@ -47,7 +50,7 @@ class SitePlan:
 
 @dataclass
 class RunPlan:
-    """A whole `kit run`: the pending pairs and each site's part."""
+    """A whole `kit run`: the pending pairs and each submission."""
 
     planned: list[Pair]
     pending: list[Pair]
@@ -60,14 +63,25 @@ class RunPlan:
         return {
             "planned": len(self.planned), "pending": len(self.pending), "complete": self.complete,
             "invalid": [[p.run, p.language] for p in self.invalid],
-            "sites": [{"site": s.site.name, "slots": s.slots, "shard_count": s.shard_count,
-                       "array_size": s.request.array_size, "script": str(s.script_path),
-                       "plan": str(s.plan_path), "command": s.submit_argv} for s in self.sites],
+            "jobs": [{"site": s.site.name, "backend": s.backend, "gpus": s.gpus, "pairs": len(s.pairs),
+                      "slots": s.slots, "shard_count": s.shard_count, "array_size": s.request.array_size,
+                      "walltime_s": s.request.walltime_s, "script": str(s.script_path), "plan": str(s.plan_path),
+                      "command": s.submit_argv} for s in self.sites],
         }
 
 
-def plan_text(pairs: list[Pair], runs: list[Run]) -> str:
-    """The plan file the jobs read: the sorted pair list (and the runs it names)."""
+# Variables the worker must see inside the container (values set by the job script).
+CONTAINER_ENV = (
+    "KIT_SITE", "KIT_SCHEDULER", "KIT_RUNTIME", "KIT_JOB_ID", "KIT_ARRAY_INDEX", "KIT_SHARD_INDEX", "KIT_GPUS",
+    "KIT_IMAGE_DIGEST", "KIT_IMAGE_ARTIFACT", "KIT_IMAGE_SHA256", "KIT_LOCK_SHA256",
+    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE", "HF_HOME", "TRITON_CACHE_DIR", "VLLM_CACHE_ROOT",
+    "TORCHINDUCTOR_CACHE_DIR", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY", "TOKENIZERS_PARALLELISM",
+    "HF_TOKEN_PATH",
+)
+
+
+def plan_text(pairs: list[Pair]) -> str:
+    """The plan file the jobs read: the sorted pair list."""
     body = {"kit_plan_version": 1, "pairs": [[p.run, p.language] for p in sorted(pairs)],
             "runs": sorted({p.run for p in pairs})}
     return json.dumps(body, indent=1, sort_keys=True) + "\n"
@@ -82,6 +96,21 @@ def read_plan(path: Path) -> list[Pair]:
         raise ConfigError(f"{path}: not a kit plan file ({exc})", fix="pass the plan file `kit run` wrote") from None
 
 
+def attention_heads(run: Run, site: Site, sites_dir: Path) -> int | None:
+    """num_attention_heads from the staged snapshot's config.json (or options.attention_heads)."""
+    if "attention_heads" in run.options:
+        return int(run.options["attention_heads"])
+    if not site.weights or site.is_remote or not run.revision:
+        return None
+    cfg = (site_path(site, site.weights, sites_dir) / f"models--{run.model_id.replace('/', '--')}" / "snapshots"
+           / run.revision / "config.json")
+    try:
+        data = json.loads(cfg.read_text())
+    except (OSError, ValueError):
+        return None
+    return data.get("num_attention_heads") or (data.get("text_config") or {}).get("num_attention_heads")
+
+
 def prepare_run(
     project: Project,
     sites: list[Site],
@@ -92,8 +121,9 @@ def prepare_run(
     array: int | None = None,
     walltime: str | None = None,
     allow_unpinned: bool = False,
+    images_lock: Path | None = None,
 ) -> RunPlan:
-    """Plan every site's part of a run: pending pairs, shard slots, scripts and commands."""
+    """Plan every submission of a run: pending pairs, one job per (site, backend, GPU count)."""
     if not sites:
         raise ConfigError("no site given", fix="pass --site NAME (or --sites a,b)")
     planned = select_pairs(runs, project.benchmark, languages)
@@ -106,59 +136,105 @@ def prepare_run(
     plan = RunPlan(planned, pending, complete, invalid)
     if not pending:
         return plan
-    if len(sites) == 1:
-        # never more array tasks than pending pairs: an empty shard would only burn a job
-        count = min(array or first.weight, len(pending))
-        slots = {first.name: list(range(count))}
-    else:
-        if array:
-            raise ConfigError("--array applies to one site", fix="give several sites weights in sites.toml instead")
-        slots, count = site_slots([(s.name, s.weight) for s in sites])
-    text = plan_text(pending, runs)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    for site in sites:
-        plan.sites.append(_site_plan(project, site, sites_dir, slots[site.name], count, text, digest,
-                                     walltime, allow_unpinned))
+    by_name = {r.name: r for r in runs}
+    if len(sites) > 1 and array:
+        raise ConfigError("--array applies to one site", fix="give the sites weights in sites.toml instead")
+    slots, count = site_slots([(s.name, s.weight) for s in sites])
+    groups: dict[tuple[str, int], list[Pair]] = {}
+    for pair in pending:
+        run = by_name[pair.run]
+        gpus = gpu_count(run.params, attention_heads(run, first, sites_dir), first.gpus_per_node)
+        groups.setdefault((run.backend, gpus), []).append(pair)
+    for (backend, gpus), pairs in sorted(groups.items()):
+        if len(sites) == 1:
+            # never more array tasks than pairs: an empty shard would only burn a job
+            n = min(array or first.weight, len(pairs))
+            group_slots, group_count = {first.name: list(range(n))}, n
+        else:
+            group_slots, group_count = slots, count
+        text = plan_text(pairs)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+        for site in sites:
+            if group_slots[site.name]:
+                plan.sites.append(_site_plan(project, site, sites_dir, backend, gpus, pairs, group_slots[site.name],
+                                             group_count, text, digest, walltime, allow_unpinned, images_lock))
     return plan
 
 
-def _site_plan(project: Project, site: Site, sites_dir: Path, slots: list[int], count: int, text: str,
-               digest: str, walltime: str | None, allow_unpinned: bool) -> SitePlan:
+def _image_for(site: Site, backend: str, sites_dir: Path, images_lock: Path | None) -> tuple[str | None, dict[str, str]]:
+    """The image reference the runtime uses and the KIT_IMAGE_* facts passed to the job."""
+    if site.runtime == "host":
+        return None, {}
+    from kit.images.lockfile import DEFAULT_LOCK, load_lock
+
+    lock_path = images_lock or DEFAULT_LOCK
+    built = load_lock(lock_path).get(backend, lock_path)
+    env = {"KIT_IMAGE_DIGEST": built.image_id, "KIT_LOCK_SHA256": built.lock_sha256}
+    if site.runtime == "docker":
+        env["KIT_IMAGE_ARTIFACT"] = "oci"
+        return site.docker_image or built.tag, env
+    kind = "sif" if site.runtime == "apptainer" else "sqsh"
+    art = built.artifact(kind)
+    env.update({"KIT_IMAGE_ARTIFACT": kind, "KIT_IMAGE_SHA256": art.sha256})
+    return str(site_path(site, site.images, sites_dir) / art.file), env
+
+
+def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus: int, pairs: list[Pair],
+               slots: list[int], count: int, text: str, digest: str, walltime: str | None, allow_unpinned: bool,
+               images_lock: Path | None) -> SitePlan:
     root = site_path(site, site.root, sites_dir)
     results = site_path(site, site.results, sites_dir)
+    scratch = site_path(site, site.scratch, sites_dir)
+    name = f"kit-{site.name}-{backend}-{digest}"
     plan_path = root / "plans" / f"plan-{digest}.json"
-    script_path = root / "jobs" / f"kit-{site.name}-{digest}.sh"
+    script_path = root / "jobs" / f"{name}.sh"
     log_dir = root / "logs"
-    kit_args = ["shard", "--benchmark", str(project.benchmark.root), "--results", str(results),
+    roster = project.roster_path.resolve() if project.roster_path else None
+    kit_args = ["shard", "--benchmark", str(project.benchmark.root.resolve()), "--results", str(results),
                 "--pairs", str(plan_path)]
-    if project.roster_path:
-        kit_args[1:1] = ["--roster", str(project.roster_path.resolve())]
+    if roster:
+        kit_args[1:1] = ["--roster", str(roster)]
     if allow_unpinned:
         kit_args.append("--allow-unpinned")
-    runtime = get_runtime(site.runtime)(site)
-    argv = runtime.worker_argv(RuntimeContext(tuple(kit_args)))
+    image, image_env = _image_for(site, backend, sites_dir, images_lock)
     env = {"KIT_SITE": site.name, "KIT_SCHEDULER": site.scheduler, "KIT_RUNTIME": site.runtime,
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-           "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false"}
+           "KIT_GPUS": str(gpus), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false",
+           **image_env}
+    binds = [str(results), str(project.benchmark.root.resolve()), str(root), str(scratch)]
+    if roster:
+        binds.append(str(roster.parent))
     if site.weights:
-        env["HF_HUB_CACHE"] = str(site_path(site, site.weights, sites_dir))
+        weights = str(site_path(site, site.weights, sites_dir))
+        env["HF_HUB_CACHE"] = weights
+        binds.append(weights)
+    runtime = get_runtime(site.runtime)(site)
+    ctx = RuntimeContext(tuple(kit_args), tuple(dict.fromkeys(binds)),
+                         tuple(dict.fromkeys([*CONTAINER_ENV, *site.forward_env])), image, str(root))
     scheduler = get_scheduler(site.scheduler)(site)
-    request = JobRequest(name=f"kit-{site.name}", gpus=site.gpus_per_node,
-                         walltime_s=walltime_seconds(walltime or site.walltime), array_size=len(slots))
-    base = JobScript(job_name=request.name, worker_argv=tuple(argv), shard_slots=tuple(slots), shard_count=count,
-                     env=env)
+    request = JobRequest(name=name, gpus=gpus, walltime_s=walltime_seconds(walltime or site.walltime),
+                         array_size=len(slots), mem_gb=site.mem_gb, cpus=site.cpus_per_task)
+    base = JobScript(job_name=name, worker_argv=tuple(runtime.worker_argv(ctx)), shard_slots=tuple(slots),
+                     shard_count=count, env=env, setup=tuple(runtime.setup_lines(ctx)), cache_root=str(scratch))
     script = render_job_script(scheduler.job_script(base, request, str(log_dir)))
-    return SitePlan(site, slots, count, request, script_path, script, plan_path, text,
+    return SitePlan(site, backend, gpus, pairs, slots, count, request, script_path, script, plan_path, text,
                     scheduler.submit_argv(request, script_path, str(log_dir)), env, scheduler, log_dir)
 
 
-def submit_run(plan: RunPlan) -> list[Submission]:
-    """Write plan files and scripts, then submit each site's job; never resubmits on failure."""
+def submit_run(plan: RunPlan, state_dir: Path | None = None) -> list[Submission]:
+    """Write plan files and scripts, submit each site's job, record it; never resubmits on failure."""
     out = []
     for sp in plan.sites:
-        write_text_atomic(sp.plan_path, sp.plan_text)
-        write_text_atomic(sp.script_path, sp.script_text)
-        os.chmod(sp.script_path, 0o755)
+        frontend = sp.scheduler.frontend
+        frontend.write_text(sp.plan_path, sp.plan_text)
+        frontend.write_text(sp.script_path, sp.script_text, mode=0o755)
         env = allow_listed_env(os.environ, sp.site.forward_env)
-        out.append(sp.scheduler.submit(sp.request, sp.script_path, str(sp.log_dir), env))
+        sub = sp.scheduler.submit(sp.request, sp.script_path, str(sp.log_dir), env)
+        out.append(sub)
+        if state_dir is not None:
+            append_record(state_dir, SubmissionRecord(
+                site=sp.site.name, scheduler=sp.site.scheduler, job_ids=list(sub.job_ids), slots=list(sp.slots),
+                shard_count=sp.shard_count, pairs=[[p.run, p.language] for p in sp.pairs],
+                plan_file=str(sp.plan_path), script=str(sp.script_path), command=list(sub.command),
+                exit_codes=dict(sub.exit_codes)))
     return out

@@ -58,6 +58,15 @@ conf_comment() {
   sed -i -E "s|^($1=.*)|#\\1  # kit: disabled|" "$CONF"
 }
 
+# descendants PID: the pids of PID's children, grandchildren, ...
+descendants() {
+  local k
+  for k in $(ps -o pid= --ppid "$1"); do
+    echo "$k"
+    descendants "$k"
+  done
+}
+
 random_pass() { head -c 18 /dev/urandom | base64 | tr -d '/+='; }
 
 # ------------------------------------------------------------------ start steps
@@ -230,12 +239,15 @@ start() {
 stop_almighty() {
   local pid
   if pid=$(pid_of "$ALMIGHTY_PID"); then
-    # Almighty's helpers (sarko, finaud, the scheduler) are its children: end them with it.
+    # Almighty's helpers (its appendice server, bipbip launcher, ...) are its descendants:
+    # note them before it goes, and end those it leaves behind.
     local kids
-    kids=$(ps -o pid= --ppid "$pid" | tr '\n' ' ')
+    kids=$(descendants "$pid")
     stop_pidfile "$ALMIGHTY_PID" Almighty
-    # shellcheck disable=SC2086
-    [ -z "${kids// /}" ] || kill -TERM $kids 2>/dev/null || true
+    local k
+    for k in $kids; do
+      kill -TERM "$k" 2>/dev/null || true
+    done
   else
     rm -f "$ALMIGHTY_PID"
   fi

@@ -20,6 +20,7 @@ class RuntimeContext:
     binds: tuple[str, ...] = ()                 # host folders the job reads or writes
     env_names: tuple[str, ...] = ()             # variables to pass into the container by name
     image: str | None = None                    # docker reference, .sif or .sqsh path
+    workdir: str | None = None                  # working folder inside the container
 
 
 class Runtime:
@@ -33,6 +34,10 @@ class Runtime:
     def worker_argv(self, ctx: RuntimeContext) -> list[str]:
         """The full command line of the worker."""
         raise NotImplementedError
+
+    def setup_lines(self, ctx: RuntimeContext) -> list[str]:
+        """Shell lines the job script runs before the worker (already quoted)."""
+        return []
 
 
 def register_runtime(name: str):
@@ -54,6 +59,5 @@ def get_runtime(name: str) -> type[Runtime]:
         except ModuleNotFoundError:
             pass
     if name not in _REGISTRY:
-        known = ", ".join(sorted(set(KNOWN_RUNTIMES) & set(_REGISTRY) | {"host"}))
-        raise ConfigError(f"runtime {name!r} is not available", fix=f"use one of: {known}")
+        raise ConfigError(f"runtime {name!r} is not available", fix=f"use one of: {', '.join(KNOWN_RUNTIMES)}")
     return _REGISTRY[name]

@@ -8,8 +8,14 @@ from pathlib import Path
 
 from kit.config.sites import Site
 from kit.errors import ConfigError
+from kit.launch.frontend import Frontend
 from kit.launch.jobscript import JobScript
 from kit.launch.request import JobRequest
+
+# kit's normalized job states (scheduler-specific names map onto these)
+PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, UNKNOWN = (
+    "pending", "running", "completed", "failed", "timeout", "cancelled", "unknown")
+JOB_STATES = (PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, UNKNOWN)
 
 KNOWN_SCHEDULERS = ("local", "slurm", "oar")
 _REGISTRY: dict[str, type["Scheduler"]] = {}
@@ -27,14 +33,33 @@ class Submission:
     exit_codes: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class JobStatus:
+    """One job's (or array task's) normalized state, with the exit code and reason when known."""
+
+    job_id: str
+    state: str
+    exit_code: int | None = None
+    reason: str = ""
+
+
 class Scheduler:
     """Renders directives, submits scripts, polls and cancels jobs for one site."""
 
     name = ""
     array_index_expr = "${KIT_ARRAY_INDEX:-0}"
 
-    def __init__(self, site: Site) -> None:
+    def __init__(self, site: Site, frontend: Frontend | None = None) -> None:
         self.site = site
+        self.frontend = frontend or Frontend(site.frontend)
+
+    def poll(self, job_ids: list[str]) -> dict[str, JobStatus]:
+        """Normalized state of each job id; a missing or broken answer gives `unknown` with the reason."""
+        return {j: JobStatus(j, UNKNOWN, reason=f"the {self.name} scheduler cannot be polled") for j in job_ids}
+
+    def cancel(self, job_ids: list[str]) -> None:
+        """Cancel these jobs."""
+        raise NotImplementedError
 
     def prelude(self, request: JobRequest, log_dir: str) -> list[str]:
         """Directive lines for the top of the job script (#SBATCH, #OAR); none by default."""

@@ -4,6 +4,9 @@ set -euo pipefail
 
 export HF_HUB_OFFLINE=1
 export KIT_SITE=ci
+# the scheduler's job id and raw array index, under names every runtime passes on
+export KIT_JOB_ID="${SLURM_JOB_ID:-${OAR_JOB_ID:-${KIT_JOB_ID:-$$}}}"
+export KIT_ARRAY_INDEX="${SLURM_ARRAY_TASK_ID:-${OAR_ARRAY_INDEX:-${KIT_ARRAY_INDEX:-0}}}"
 
 KIT_SLOTS=(0 1)
 KIT_ARRAY_POS=${KIT_ARRAY_INDEX:-0}

@@ -1,0 +1,1 @@
+"""Images: build (docker SDK), convert (SIF, sqsh), lock files, verify."""

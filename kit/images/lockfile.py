@@ -1,0 +1,89 @@
+"""containers/images.lock.json: the record of built images, by digest, and their artifacts.
+
+Written by `kit images build` / `kit images convert`; read by the launcher (which image
+and artifact a job runs, passed to the job as KIT_IMAGE_*), `kit check` and `kit reproduce`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kit.errors import ConfigError, ImageError
+from kit.results.store import write_text_atomic
+
+LOCK_VERSION = 1
+DEFAULT_LOCK = Path("containers") / "images.lock.json"
+
+
+class Artifact(BaseModel):
+    """A converted artifact (SIF or sqsh): its file name and sha256."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    sha256: str
+    bytes: int | None = None
+    made_at: str | None = None
+
+
+class BuiltImage(BaseModel):
+    """One built backend image."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str
+    tag: str
+    image_id: str = Field(description="sha256:... of the image config (docker image id)")
+    repo_digest: str | None = None
+    dockerfile_sha256: str
+    lock_sha256: str
+    build_args: dict[str, str] = Field(default_factory=dict)
+    base: str
+    kit_version: str
+    kit_commit: str | None = None
+    built_at: str
+    artifacts: dict[str, Artifact] = Field(default_factory=dict)   # "sif" | "sqsh"
+
+    def artifact(self, kind: str) -> Artifact:
+        """The sif or sqsh artifact, or an ImageError saying how to make it."""
+        if kind not in self.artifacts:
+            raise ImageError(f"image {self.backend} ({self.image_id[:19]}) has no {kind} artifact",
+                             fix=f"kit images convert {self.backend} --to {kind}")
+        return self.artifacts[kind]
+
+
+class ImagesLock(BaseModel):
+    """The whole lock of built images."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kit_images_lock_version: int = LOCK_VERSION
+    images: dict[str, BuiltImage] = Field(default_factory=dict)
+
+    def get(self, backend: str, where: Path | None = None) -> BuiltImage:
+        """The built image of a backend, or an ImageError naming the make target."""
+        if backend not in self.images:
+            raise ImageError(f"no built image for backend {backend!r}" + (f" in {where}" if where else ""),
+                             fix=f"build it: make image-{backend} (or kit images build {backend})")
+        return self.images[backend]
+
+
+def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
+    """Read the lock of built images (empty when the file does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return ImagesLock()
+    try:
+        return ImagesLock.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError) as exc:
+        raise ConfigError(f"{path}: not a valid images lock ({str(exc).splitlines()[0]})",
+                          fix="rebuild the images (make images) or restore the file from git") from None
+
+
+def save_lock(lock: ImagesLock, path: Path = DEFAULT_LOCK) -> None:
+    """Write the lock atomically, sorted, with a final newline."""
+    data: dict[str, Any] = lock.model_dump(mode="json")
+    write_text_atomic(Path(path), json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,38 @@
+"""The `docker` runtime: `docker run --rm` of the built image (workstation clusters, tests).
+
+Folders are bound at the same path so every path in the command stays valid; the
+container runs as the submitting user; variables are passed by name (`-e NAME`), so
+their values never appear on the command line. Settings (sites.toml)::
+
+    [site.workstation]
+    scheduler = "slurm"
+    runtime = "docker"
+    docker_image = "kit/transformers-5.17:cpu"   # default: the tag in images.lock.json
+"""
+
+from __future__ import annotations
+
+from kit.launch.jobscript import Expand
+from kit.launch.runtimes.base import Runtime, RuntimeContext, register_runtime
+
+
+@register_runtime("docker")
+class DockerRuntime(Runtime):
+    """docker run --rm [--gpus all] -e NAME ... -v P:P ... IMAGE kit ..."""
+
+    def worker_argv(self, ctx: RuntimeContext) -> list[str]:
+        """The docker command line (user and group filled in by the job script)."""
+        argv = ["docker", "run", "--rm", "--init", "--user", Expand("${KIT_UID}:${KIT_GID}"), "-e", "HOME=/tmp"]
+        if self.site.gpus_per_node:
+            argv += ["--gpus", "all"]
+        for name in ctx.env_names:
+            argv += ["-e", name]
+        for b in ctx.binds:
+            argv += ["-v", f"{b}:{b}"]
+        if ctx.workdir:
+            argv += ["-w", ctx.workdir]
+        return [*argv, ctx.image or self.site.docker_image or "IMAGE", "kit", *ctx.kit_args]
+
+    def setup_lines(self, ctx: RuntimeContext) -> list[str]:
+        """The numeric user and group the container runs as."""
+        return ["KIT_UID=$(id -u)", "KIT_GID=$(id -g)"]

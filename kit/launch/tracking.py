@@ -1,0 +1,79 @@
+"""Submission records: which job (array task) owns which shard of which pair list.
+
+Kept beside sites.toml in `.kit/jobs/<site>.jsonl`, one JSON object per submission, so
+`kit status` can map a missing pair back to the job that should have written it."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kit.plan import Pair
+from kit.results.store import write_text_atomic
+
+
+@dataclass
+class SubmissionRecord:
+    """One submission to one site."""
+
+    site: str
+    scheduler: str
+    job_ids: list[str]                 # one per array task, in array order
+    slots: list[int]                   # shard index run by each array task, same order
+    shard_count: int
+    pairs: list[list[str]]             # the sorted pair list the shards divide
+    plan_file: str
+    script: str
+    command: list[str]
+    submitted_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    exit_codes: dict[str, int] = field(default_factory=dict)   # known at once for the local scheduler
+
+    def job_for(self, pair: Pair) -> str | None:
+        """The job id of the array task whose shard holds `pair`, if this submission planned it."""
+        key = [pair.run, pair.language]
+        if key not in self.pairs:
+            return None
+        shard = self.pairs.index(key) % self.shard_count
+        if shard not in self.slots:
+            return None
+        pos = self.slots.index(shard)
+        return self.job_ids[pos] if pos < len(self.job_ids) else None
+
+
+def records_file(state_dir: Path, site: str) -> Path:
+    """Where a site's submission records live."""
+    return Path(state_dir) / "jobs" / f"{site}.jsonl"
+
+
+def append_record(state_dir: Path, record: SubmissionRecord) -> None:
+    """Add a record (rewrites the file atomically so a crash never leaves half a line)."""
+    path = records_file(state_dir, record.site)
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    write_text_atomic(path, old + json.dumps(asdict(record), sort_keys=True) + "\n")
+
+
+def load_records(state_dir: Path, site: str) -> list[SubmissionRecord]:
+    """Every record of a site, oldest first; unreadable lines are skipped."""
+    path = records_file(state_dir, site)
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(SubmissionRecord(**json.loads(line)))
+        except (ValueError, TypeError):
+            continue
+    return out
+
+
+def latest_jobs(records: list[SubmissionRecord], pairs: list[Pair]) -> dict[Pair, tuple[str, SubmissionRecord]]:
+    """For each pair, the job of the newest submission that planned it."""
+    out: dict[Pair, tuple[str, SubmissionRecord]] = {}
+    for rec in records:  # oldest first: newer ones overwrite
+        for pair in pairs:
+            job = rec.job_for(pair)
+            if job is not None:
+                out[pair] = (job, rec)
+    return out

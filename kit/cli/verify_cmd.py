@@ -9,6 +9,7 @@ import click
 
 from kit.cli import common as C
 from kit.results.checkpoint import verify_files
+from kit.results.store import NON_LANGUAGE_DIRS
 
 
 @click.command()
@@ -28,7 +29,8 @@ def verify(paths: tuple[Path, ...], as_json: bool) -> None:
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files.extend(sorted(q for q in p.rglob("*.json") if not q.name.startswith(".")))
+            files.extend(sorted(q for q in p.rglob("*.json")
+                                if not q.name.startswith(".") and not NON_LANGUAGE_DIRS & set(q.relative_to(p).parts[:-1])))
         else:
             files.append(p)
     if not files:

@@ -1,13 +1,54 @@
-"""containers/images.toml: how each backend image is built."""
+"""containers/images.toml: how each backend image is built.
+
+Paths are relative to the repository root (the folder that holds `containers/`). An image may
+have named variants (e.g. `cpu`) that override a few fields: the CPU variant of a CUDA image
+swaps its lock, base and build arguments but keeps its Dockerfile."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kit.config.backends import BACKENDS
 from kit.config.loading import load_model
+
+# Every CUDA arch list must name real architectures: `native` builds for the build host's GPU
+# (none on a builder), which yields an image that fails on every cluster GPU.
+_ARCH = re.compile(r"^\d{2,3}[a-z]?(-real|-virtual)?$")
+
+
+def _relative(value: str) -> str:
+    if not value or value.startswith("/") or ".." in Path(value).parts:
+        raise ValueError(f"{value!r} must be a path relative to the repository root ; fix: e.g. containers/NAME/...")
+    return value
+
+
+def _check_args(args: dict[str, str]) -> dict[str, str]:
+    arch = args.get("CMAKE_CUDA_ARCHITECTURES")
+    if arch is not None:
+        parts = [p for p in arch.replace(",", ";").split(";") if p]
+        if not parts or not all(_ARCH.match(p) for p in parts):
+            raise ValueError(f"CMAKE_CUDA_ARCHITECTURES={arch!r} must list architectures like '70;75;80;86;89;90' "
+                             "; fix: never 'native' or 'all': name Volta (70) to Hopper (90)")
+    return args
+
+
+class ImageVariant(BaseModel):
+    """Fields a variant overrides (unset ones are inherited from the image)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lock: str | None = None
+    build_args: dict[str, str] = Field(default_factory=dict, description="merged over the image's")
+    base: str | None = None
+    python: str | None = None
+    cuda: str | None = Field(None, description='"" for a CPU-only variant')
+    tag: str | None = None
+
+    check_lock = field_validator("lock")(lambda v: v if v is None else _relative(v))
+    check_args = field_validator("build_args")(_check_args)
 
 
 class ImageSpec(BaseModel):
@@ -23,6 +64,47 @@ class ImageSpec(BaseModel):
     python: str = "3.11"
     cuda: str | None = None
     tag: str | None = None
+    # Extensions (issue 3): hashed locks used only inside build stages (gguf's compiler tools and
+    # the llama-cpp-python sdist), extra `uv pip compile` arguments per lock (`make locks`), and
+    # named variants (the CPU variant CI builds).
+    build_locks: list[str] = Field(default_factory=list)
+    compile_args: dict[str, list[str]] = Field(default_factory=dict)
+    variants: dict[str, ImageVariant] = Field(default_factory=dict)
+
+    check_paths = field_validator("dockerfile", "lock", "context")(_relative)
+    check_args = field_validator("build_args")(_check_args)
+
+    @field_validator("build_locks")
+    @classmethod
+    def _build_locks(cls, v: list[str]) -> list[str]:
+        return [_relative(p) for p in v]
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, v: str) -> str:
+        if not re.fullmatch(r"3\.\d{1,2}", v):
+            raise ValueError(f"python {v!r} is not a minor version ; fix: e.g. python = \"3.11\"")
+        return v
+
+    def locks(self) -> list[str]:
+        """Every lock file of the image: the runtime lock first, then the build-stage locks."""
+        return [self.lock, *self.build_locks]
+
+    def with_variant(self, variant: str | None) -> ImageSpec:
+        """This image with a variant's overrides applied (itself for None)."""
+        if variant is None:
+            return self
+        v = self.variants[variant]
+        given = v.model_fields_set
+        data = self.model_dump()
+        for key in ("lock", "base", "python", "tag"):
+            if key in given:
+                data[key] = getattr(v, key)
+        if "cuda" in given:
+            data["cuda"] = v.cuda or None
+        data["build_args"] = {**self.build_args, **v.build_args}
+        data["variants"] = {}
+        return ImageSpec.model_validate(data)
 
 
 class ImagesFile(BaseModel):

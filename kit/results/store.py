@@ -65,9 +65,14 @@ def write_checkpoint(path: Path, data: dict[str, Any]) -> None:
     write_text_atomic(path, dumps_checkpoint(data))
 
 
+# Folders of a results tree that hold no checkpoints (system descriptions, reports).
+NON_LANGUAGE_DIRS = frozenset({"systems", "report", "logs"})
+
+
 def iter_checkpoint_files(results: Path) -> list[Path]:
-    """Every RESULTS/<language>/<run>.json, sorted; temporary files are skipped."""
+    """Every RESULTS/<language>/<run>.json, sorted; temporary files and non-language folders are skipped."""
     results = Path(results)
     if not results.is_dir():
         return []
-    return sorted(p for p in results.glob("*/*.json") if not p.name.startswith("."))
+    return sorted(p for p in results.glob("*/*.json")
+                  if not p.name.startswith(".") and p.parent.name not in NON_LANGUAGE_DIRS)

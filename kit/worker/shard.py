@@ -26,6 +26,7 @@ from kit.worker.jobinfo import job_info
 from kit.worker.mllog import BENCHMARK_NAME, PairLog, mllog_path
 from kit.worker.record import build_checkpoint, generation_predictions, score_predictions, speed_block
 from kit.worker.snapshot import resolve_snapshot, weight_files_sha256
+from kit.worker.system import system_description, write_system_description
 
 
 @dataclass
@@ -84,6 +85,7 @@ def run_shard(
     )
     by_name = {r.name: r for r in runs}
     hardware = P.hardware_snapshot() if todo else {}
+    described = False
     for run_name, languages in group_by_run(todo).items():
         run = by_name[run_name]
         try:
@@ -93,6 +95,11 @@ def run_shard(
                 report.failed.append((Pair(run_name, lang), exc.one_line()))
             progress(f"cannot load {run_name}: {exc.one_line()}")
             continue
+        if not described:
+            facts = P.Facts()
+            desc = system_description(job_info(), hardware, backend.versions(), P.image(facts, run.backend))
+            progress(f"system description: {write_system_description(results, desc)}")
+            described = True
         try:
             for lang in languages:
                 pair = Pair(run_name, lang)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kit.results.store import iter_checkpoint_files
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
@@ -39,8 +41,12 @@ def test_demo_runs_every_pair_and_writes_the_report(first_demo, demo_env):
     assert "2 runs x 3 languages (de, en, fr) = 6 pairs" in out
     assert "status: 6 complete" in out
     results = root / "kit-demo" / "results"
-    ckpts = sorted(results.glob("*/*.json"))
+    ckpts = iter_checkpoint_files(results)
     assert len(ckpts) == 6
+    systems = list((results / "systems").glob("*.json"))
+    assert len(systems) == 1
+    system = json.loads(systems[0].read_text())
+    assert system["job"]["site"] == "local" and system["software"]["torch"] and system["host_processor_core_count"]
     for name in ("leaderboard.csv", "aggregates.csv", "summary.md", "heatmap_f1.png"):
         assert (results / "report" / name).is_file(), name
     data = json.loads(ckpts[0].read_text())
@@ -60,11 +66,11 @@ def test_demo_runs_every_pair_and_writes_the_report(first_demo, demo_env):
 def test_second_demo_skips_every_pair_and_keeps_files(first_demo, demo_env):
     root, env = demo_env
     results = root / "kit-demo" / "results"
-    before = {p: p.read_bytes() for p in results.glob("*/*.json")}
+    before = {p: p.read_bytes() for p in iter_checkpoint_files(results)}
     r = kit("demo", cwd=root, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "every pair is already complete" in r.stdout
-    assert {p: p.read_bytes() for p in results.glob("*/*.json")} == before
+    assert {p: p.read_bytes() for p in iter_checkpoint_files(results)} == before
 
 
 def test_verify_accepts_demo_checkpoints_and_status_counts_them(first_demo, demo_env):

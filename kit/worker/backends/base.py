@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import abc
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kit.config.backends import BACKENDS
 from kit.errors import ConfigError
@@ -21,13 +22,22 @@ if TYPE_CHECKING:
     from kit.config.roster import Run
 
 
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_MISSING = object()
+
+
 @dataclass(frozen=True)
 class Generation:
-    """One generated answer: decoded new text, whether it hit max_new_tokens, tokens generated."""
+    """One generated answer: decoded new text, whether it hit max_new_tokens, tokens generated.
+
+    `token_ids` (the new token ids, end-of-sequence token included) is filled by engines that
+    expose them, so outputs can be compared token for token across engines; None otherwise.
+    """
 
     text: str
     truncated: bool
     generated_tokens: int
+    token_ids: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,11 +77,46 @@ class Backend(abc.ABC):
     def close(self) -> None:
         """Release the model and its memory; the backend may not be used afterwards."""
 
+    def speed_facts(self) -> dict[str, Any]:
+        """Engine-measured figures for the pair's speed block (e.g. peak_gpu_memory_bytes); {} when none."""
+        return {}
+
+    def option(self, key: str, default: Any, kind: type | tuple[type, ...] | None = None) -> Any:
+        """The roster's `options.<key>`, else `default`; a value not of `kind` is a ConfigError."""
+        value = self.run.options.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            return default
+        kinds = kind if isinstance(kind, tuple) else (kind,) if kind else ()
+        if kinds and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise ConfigError(f"options.{key} = {value!r} is not a {names}",
+                              fix=f"set options.{key} to a {names} in the roster run for {self.run.name}")
+        return value
+
+    def remote_code(self) -> bool:
+        """trust_remote_code for this load: True only for a run that opts in with a 40-hex revision."""
+        return remote_code_allowed(self.run)
+
     def _unsupported(self, task: str) -> ConfigError:
         return ConfigError(
             f"backend {self.name or type(self).__name__} does not support task {task}",
             fix="set the run's task to one the backend supports, or pick another backend",
         )
+
+
+def package_version(dist: str) -> str | None:
+    """The installed version of a distribution, or None when it is not installed."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def remote_code_allowed(run: Any) -> bool:
+    """True only when the run sets trust_remote_code and pins a 40-hex revision."""
+    return bool(getattr(run, "trust_remote_code", False)) and bool(_HEX40.match(getattr(run, "revision", None) or ""))
 
 
 _REGISTRY: dict[str, type[Backend]] = {}

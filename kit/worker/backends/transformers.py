@@ -1,27 +1,39 @@
-"""transformers engine: greedy generation (AutoModelForCausalLM) and classifier scoring
-(AutoModelForSequenceClassification), one model on one device (CUDA when visible, else CPU).
+"""transformers engine: greedy generation (causal LM) and scoring (five score kinds), one model on
+one device (CUDA when visible, else CPU), with plain transformers + torch.
 
-Settings, all from the roster run:
-- task: `generate` or `score` (default generate)
-- dtype: `auto` (default) takes the config's dtype, except that float16/bfloat16 becomes
-  float32 on CPU and bfloat16 becomes float16 on a GPU without bf16; any other value is used as is
-- batch_size (16): static batches in input order, left padding for generation
-- max_new_tokens (4096): input tokens + max_new_tokens must fit the model's context, else the
-  item is refused with a ConfigError (never truncated silently)
-- seed (0), trust_remote_code (false; the roster allows true only with a pinned revision)
-- options: not read by this engine (the score task's `threshold` is read by the worker)
+Images: transformers-5.17, transformers-5.11 (the same engine at two pinned transformers versions).
 
 Decoding is plain greedy: do_sample off, one beam, repetition_penalty 1.0 whatever the model's
 generation_config says, so the same run means the same decoding on every engine. A tokenizer
-with a chat template gets each prompt as one user turn plus the assistant prefix.
+with a chat template gets each prompt as one user turn plus the assistant prefix. Every batch is
+measured with the tokenizer first; an input over the model's limit is refused, never truncated.
+
+Settings:
+- `task` (default generate): `generate`, or `score` with the kind set by options.score_kind
+- `dtype` (default auto): auto takes the config's dtype, except that float16/bfloat16 becomes float32 on CPU and bfloat16 becomes float16 on a GPU without bf16; float32, float16, bfloat16 are used as is
+- `batch_size` (default 16): static batches in input order, left padding for causal models
+- `max_new_tokens` (default 4096): input tokens + max_new_tokens must fit the model's context
+- `seed` (default 0): torch's seed before loading
+- `trust_remote_code` (default false): honoured only with a 40-hex revision
+- `options.score_kind` (default classifier): classifier, reranker (yes/no next token), causal (first answer token after the chat template), nli (entailment vs contradiction), masked_lm (yes/no at [MASK]); see kit/worker/backends/scoring.py
+- `options.yes_token` (default "yes"): reranker, causal, masked_lm: the yes answer word(s), one token each; a list sums the words' probabilities
+- `options.no_token` (default "no"): the same for no
+- `options.prefix` (default ""): reranker: text put before each input (e.g. the model's system turn)
+- `options.suffix` (default ""): reranker: text put after each input (e.g. the assistant turn opener)
+- `options.hypothesis` (default none): nli: the hypothesis; unset, each input is split at options.hypothesis_marker
+- `options.hypothesis_marker` (default "HYPOTHESIS:"): nli: where the hypothesis starts in an input
+- `options.premise_marker` (default "TARGET SENTENCE:"): nli: the premise starts after it
+- `options.mask` (default "[MASK]"): masked_lm: the placeholder replaced by the tokenizer's mask token
+- `options.threshold` (default 0.5): score task: yes when the normalised yes-score reaches it (read by the worker)
 
 Roster example:
     [[run]]
-    model = "kit-demo/tiny-llama"
+    model = "Qwen/Qwen3-Reranker-0.6B"
     revision = "<40-hex>"
     backend = "transformers-5.17"
-    batch_size = 8
-    max_new_tokens = 16
+    task = "score"
+    batch_size = 16
+    options = { score_kind = "reranker", prefix = "<|im_start|>user\n", suffix = "<|im_end|>\n<|im_start|>assistant\n" }
 """
 
 from __future__ import annotations
@@ -57,20 +69,24 @@ class TransformersBackend(Backend):
         torch.manual_seed(self.run.seed)
         cuda = torch.cuda.is_available()
         self.device = "cuda" if cuda else "cpu"
-        local = {"trust_remote_code": self.run.trust_remote_code, "local_files_only": True}
+        from kit.worker.backends.scoring import CAUSAL_KINDS, auto_class_name, score_kind
+
+        kind = score_kind(self.run.options) if self.run.task == "score" else None
+        local = {"trust_remote_code": self.remote_code(), "local_files_only": True}
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.snapshot, **local)
         config = transformers.AutoConfig.from_pretrained(self.snapshot, **local)
         self.dtype = resolve_dtype(self.run.dtype, _config_dtype(config), cuda=cuda,
                                    bf16=cuda and torch.cuda.is_bf16_supported())
-        auto = (transformers.AutoModelForCausalLM if self.run.task == "generate"
-                else transformers.AutoModelForSequenceClassification)
+        auto = getattr(transformers, auto_class_name(self.run.task, kind))
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
         model = auto.from_pretrained(self.snapshot, config=config, dtype=getattr(torch, self.dtype), **local)
         self.model = model.to(self.device).eval()
         if self.tokenizer.pad_token_id is None and self.tokenizer.eos_token is not None:
             # Many decoder-only tokenizers ship no pad token; batching needs one.
             self.tokenizer.pad_token = self.tokenizer.eos_token
             self.model.config.pad_token_id = self.tokenizer.pad_token_id
-        if self.run.task == "generate":
+        if self.run.task == "generate" or kind in CAUSAL_KINDS:
             self.tokenizer.padding_side = "left"
 
     def generate(self, prompts: list[str]) -> list[Generation]:
@@ -96,32 +112,14 @@ class TransformersBackend(Backend):
                                      pad_token_id=tok.pad_token_id)
             for row in ids[:, batch["input_ids"].shape[1]:].tolist():
                 n, truncated = count_generated(row, eos, max_new)
-                out.append(Generation(tok.decode(row[:n], skip_special_tokens=True), truncated, n))
+                out.append(Generation(tok.decode(row[:n], skip_special_tokens=True), truncated, n, tuple(row[:n])))
         return out
 
     def score(self, texts: list[str]) -> list[Score]:
-        """Classifier scores in input order; refuses the call if any input does not fit the context."""
-        import torch
+        """Scores in input order by options.score_kind; refuses the call if any input does not fit."""
+        from kit.worker.backends.scoring import score_texts
 
-        tok, model = self.tokenizer, self.model
-        if not texts:
-            return []
-        lengths = [len(ids) for ids in tok(texts)["input_ids"]]
-        check_lengths(lengths, texts, context_limit(model.config, tok, generation=False), 0)
-        labels = model.config.num_labels
-        if labels not in (1, 2):
-            raise ConfigError(f"score needs a classifier with 1 or 2 labels; this model has {labels}",
-                              fix="use a reranker / binary classifier, or task = 'generate'")
-        yes_index = 0 if labels == 1 else yes_label_index(model.config.id2label)
-        out: list[Score] = []
-        for start in range(0, len(texts), self.run.batch_size):
-            batch = tok(texts[start:start + self.run.batch_size], padding=True, return_tensors="pt").to(self.device)
-            with torch.inference_mode():
-                logits = model(**batch).logits.float()
-            yes = torch.sigmoid(logits[:, 0]) if labels == 1 else torch.softmax(logits, dim=-1)[:, yes_index]
-            for p, native in zip(yes.tolist(), logits[:, yes_index].tolist()):
-                out.append(Score(yes=p, no=1.0 - p, native=native))
-        return out
+        return score_texts(self, texts)
 
     def versions(self) -> dict[str, str | None]:
         """Versions of python and of the packages this engine imports."""
@@ -137,6 +135,14 @@ class TransformersBackend(Backend):
             "dtype": self.dtype,
             "device": self.device,
         }
+
+    def speed_facts(self) -> dict[str, Any]:
+        """Peak GPU memory torch allocated since load (bytes); {} on CPU."""
+        if self.device != "cuda":
+            return {}
+        import torch
+
+        return {"peak_gpu_memory_bytes": int(torch.cuda.max_memory_allocated())}
 
     def close(self) -> None:
         """Drop the model and tokenizer and return cached GPU memory."""

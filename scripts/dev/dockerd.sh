@@ -18,6 +18,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 PIDFILE=/run/kit-dockerd.pid
 LOG=/var/log/kit-dockerd.log
+CONTAINERD_PID=/var/run/docker/containerd/containerd.pid
 WAIT=${DOCKERD_WAIT:-60}
 
 answers() { timeout 10 "$KIT_DOCKER" info >/dev/null 2>&1; }
@@ -38,6 +39,11 @@ start() {
     step "dockerd (pid $pid) is running but not answering yet; waiting"
   else
     rm -f "$PIDFILE"
+    # After a killed dockerd, its containerd may linger as a zombie: dockerd would then wait on
+    # "containerd is still running" until it gives up. Forget a containerd that is not alive.
+    if [ -e "$CONTAINERD_PID" ] && ! pid_of "$CONTAINERD_PID" >/dev/null; then
+      rm -f "$CONTAINERD_PID"
+    fi
     mkdir -p "$(dirname "$LOG")"
     printf '\n=== %s kit dockerd.sh start\n' "$(date -u +%FT%TZ)" >>"$LOG"
     setsid dockerd --pidfile "$PIDFILE" </dev/null >>"$LOG" 2>&1 &

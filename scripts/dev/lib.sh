@@ -8,13 +8,17 @@
 #   - every failure exits non-zero with a line starting "NAME: ERROR:".
 
 KIT_NAME=${KIT_NAME:-$(basename "$0" .sh)}
-KIT_STATE_DIR=${KIT_STATE_DIR:-/var/lib/kit-dev}
 KIT_LOG_DIR=${KIT_LOG_DIR:-/var/log}
 KIT_APT_LOG=$KIT_LOG_DIR/kit-apt.log
 # Start time in microseconds. A script re-executed under its lock (kit_lock) keeps its caller's clock.
 KIT_T0=${_KIT_T0:-${EPOCHREALTIME//[!0-9]/}}
 unset _KIT_T0
 export DEBIAN_FRONTEND=noninteractive
+# Daemons and admin tools live in sbin, which a non-login root shell (or CI runner) may lack.
+case ":$PATH:" in
+  *:/usr/sbin:*) ;;
+  *) PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin ;;
+esac
 
 kit_elapsed() {
   local d=$(( ${EPOCHREALTIME//[!0-9]/} - KIT_T0 ))

@@ -38,9 +38,29 @@ CONF_CHANGED=0
 pg() { runuser -u postgres -- psql -X -q -t -A -v ON_ERROR_STOP=1 "$@"; }
 oarsql() { pg -d oar -c "$1"; }
 almighty_alive() { pid_alive "$ALMIGHTY_PID"; }
+almighty_listening() {
+  almighty_alive && (exec 3<>/dev/tcp/127.0.0.1/6666) 2>/dev/null && sleep 0.5 && almighty_alive
+}
+# almighty_orphans: live OAR server processes (user oar) that the Almighty of the pid file did not start.
+almighty_orphans() {
+  local d cmd oar_uid
+  oar_uid=$(id -u oar 2>/dev/null) || return 0
+  for d in /proc/[0-9]*; do
+    [ "$(stat -c %u "$d" 2>/dev/null)" = "$oar_uid" ] || continue
+    [ "$(sed 's/.*) //; s/ .*//' "$d/stat" 2>/dev/null)" = Z ] && continue
+    cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
+    case $cmd in "/usr/bin/perl /usr/lib/oar/Almighty"* | "Almighty: "*) echo "${d#/proc/}" ;; esac
+  done
+}
+no_almighty_orphans() { [ -z "$(almighty_orphans)" ]; }
 oarsshd_alive() { pid_alive "$OARSSHD_PID" sshd; }
+kit_home() { getent passwd kit | cut -d: -f6; }
 # as_kit CMD...: run as user kit from its home (oarsub takes the job's directory from $PWD).
-as_kit() { (cd /home/kit && runuser -u kit -- env HOME=/home/kit USER=kit LOGNAME=kit "$@"); }
+as_kit() {
+  local home
+  home=$(kit_home)
+  (cd "$home" && runuser -u kit -- env HOME="$home" USER=kit LOGNAME=kit "$@")
+}
 
 conf_get() { sed -n "s/^$1=\"\\(.*\\)\"\$/\\1/p" "$CONF" | tail -n 1; }
 # conf_set KEY VALUE: set KEY="VALUE" in oar.conf (uncommenting it if needed); 0 if it changed.
@@ -56,15 +76,6 @@ conf_set() {
 conf_comment() {
   grep -q "^$1=" "$CONF" || return 1
   sed -i -E "s|^($1=.*)|#\\1  # kit: disabled|" "$CONF"
-}
-
-# descendants PID: the pids of PID's children, grandchildren, ...
-descendants() {
-  local k
-  for k in $(ps -o pid= --ppid "$1"); do
-    echo "$k"
-    descendants "$k"
-  done
 }
 
 random_pass() { head -c 18 /dev/urandom | base64 | tr -d '/+='; }
@@ -138,8 +149,10 @@ start_daemons() {
   fi
   if ! almighty_alive; then
     rm -f "$ALMIGHTY_PID"
+    # Helpers of a killed Almighty keep port 6666, and a new Almighty then dies at once.
+    end_almighty_orphans
     must "$LOG" "/etc/init.d/oar-server start" /etc/init.d/oar-server start
-    wait_until 10 almighty_alive || die "Almighty did not start" /var/log/oar.log "$LOG"
+    wait_until 15 almighty_listening || die "Almighty did not start listening on port 6666" /var/log/oar.log "$LOG"
     step "oar-server up (Almighty pid $(pid_of "$ALMIGHTY_PID"))"
   fi
 }
@@ -233,24 +246,27 @@ start() {
   setup_admission_rule
   kit_user
   wait_nodes_alive
-  step "ready: $(oarnodes -s | tr -s ' \n' ' ')"
+  step "ready: $(oarnodes -s | xargs)"
+}
+
+# end_almighty_orphans: end OAR server processes left without a live Almighty pid file.
+end_almighty_orphans() {
+  local orphans
+  orphans=$(almighty_orphans)
+  [ -n "$orphans" ] || return 0
+  # shellcheck disable=SC2086
+  kill -TERM $orphans 2>/dev/null || true
+  if ! wait_until 3 no_almighty_orphans; then
+    # shellcheck disable=SC2086
+    kill -KILL $orphans 2>/dev/null || true
+  fi
+  step "ended leftover Almighty helper processes: $(paste -sd' ' <<<"$orphans")"
 }
 
 stop_almighty() {
-  local pid
-  if pid=$(pid_of "$ALMIGHTY_PID"); then
-    # Almighty's helpers (its appendice server, bipbip launcher, ...) are its descendants:
-    # note them before it goes, and end those it leaves behind.
-    local kids
-    kids=$(descendants "$pid")
-    stop_pidfile "$ALMIGHTY_PID" Almighty
-    local k
-    for k in $kids; do
-      kill -TERM "$k" 2>/dev/null || true
-    done
-  else
-    rm -f "$ALMIGHTY_PID"
-  fi
+  stop_pidfile "$ALMIGHTY_PID" Almighty
+  # Its appendice server and bipbip launcher do not always go with it.
+  end_almighty_orphans
 }
 
 stop() {
@@ -266,7 +282,7 @@ stop() {
 
 status() {
   if almighty_alive && timeout 10 oarnodes -s >/dev/null 2>&1; then
-    echo "running: Almighty pid $(pid_of "$ALMIGHTY_PID"), $(oarnodes -s | tr -s ' \n' ' ')"
+    echo "running: Almighty pid $(pid_of "$ALMIGHTY_PID"), $(oarnodes -s | xargs)"
   else
     echo "not running"
     return 3
@@ -305,7 +321,7 @@ verify() {
     st=$(job_state "$id")
     [ "$st" = Terminated ] || die "job $id ended in state $st: $(as_kit oarstat -f -j "$id" | grep -iE 'state|exit|event')"
   done
-  step "all Terminated; night job said '$(cat "/home/kit/OAR.kit-verify-night.$j1.stdout")'"
+  step "all Terminated; night job said '$(cat "$(kit_home)/OAR.kit-verify-night.$j1.stdout")'"
 }
 
 action=${1:-start}

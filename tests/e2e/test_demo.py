@@ -3,36 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from e2e_helpers import kit
 
 from kit.results.store import iter_checkpoint_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-def kit(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kit", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
-
-
-@pytest.fixture(scope="module")
-def demo_env(tmp_path_factory) -> tuple[Path, dict]:
-    root = tmp_path_factory.mktemp("demo")
-    env = {**os.environ, "KIT_CACHE_DIR": str(root / "cache"), "HF_HUB_OFFLINE": "1"}
-    return root, env
-
-
-@pytest.fixture(scope="module")
-def first_demo(demo_env):
-    root, env = demo_env
-    r = kit("demo", cwd=root, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r
 
 
 def test_demo_runs_every_pair_and_writes_the_report(first_demo, demo_env):

@@ -1,0 +1,67 @@
+"""`kit check`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kit.cli import common as C
+
+
+@click.command()
+@click.argument("results", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@C.roster_option
+@C.benchmark_option
+@C.models_option
+@C.languages_option
+@click.option("--images-lock", type=click.Path(path_type=Path), default=Path("containers/images.lock.json"),
+              show_default=True, help="The lock of built images that result digests must appear in.")
+@C.json_option
+def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
+          images_lock: Path, as_json: bool) -> None:
+    """The compliance checker: PASS only when every rule holds for the results tree.
+
+    \b
+    Rules:
+      pairs_complete     every planned pair (roster x benchmark) has a checkpoint
+      checkpoints_valid  checkpoints parse, match their path and ids; metrics recompute exactly
+      one_prompt_digest  one prompt digest per task, the benchmark's
+      dataset_digests    dataset file and manifest digests match the manifest
+      images_locked      every image digest appears in the image lock
+      revisions_pinned   no pair ran with an unpinned revision
+      mllog_compliant    each :::MLLOG log passes mlperf-logging's compliance checker
+                         with kit's ruleset (kit/defaults/mllog_ruleset.yaml)
+
+    Failures are listed one per line with rule, file and key. Exit 0 on PASS, 1 on FAIL.
+
+    \b
+    Example:
+      kit check results --roster roster.toml
+    """
+    from kit.config.project import load_project
+    from kit.images.lockfile import load_lock
+    from kit.plan import select_pairs
+    from kit.repro.check import RULES, run_checks
+
+    project = load_project(roster, benchmark, allow_unpinned=True)
+    runs = project.roster.select(models)
+    expected = select_pairs(runs, project.benchmark, C.split_languages(languages))
+    inp, findings = run_checks(results, project.benchmark, expected, load_lock(images_lock))
+    failed = [f for rule in RULES for f in findings[rule.name]]
+    verdict = "PASS" if not failed else "FAIL"
+    if as_json:
+        C.print_json("check", verdict.lower(), {
+            "verdict": verdict, "checkpoints": len(inp.checkpoints), "expected": len(expected),
+            "rules": {r.name: {"description": r.description, "findings": [vars(f) for f in findings[r.name]]}
+                      for r in RULES}})
+    else:
+        for rule in RULES:
+            n = len(findings[rule.name])
+            click.echo(f"{'ok  ' if not n else 'FAIL'}  {rule.name:<18} {rule.description}" + (f" ({n})" if n else ""))
+        for f in failed:
+            click.echo(f.line())
+        click.echo(f"{verdict}: {len(inp.checkpoints)} checkpoints, {len(expected)} expected pairs, {len(failed)} findings")
+    if failed:
+        sys.exit(1)

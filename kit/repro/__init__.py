@@ -1,0 +1,1 @@
+"""Evidence and reproduction: compliance check, collect, reproduce a result."""

@@ -1,0 +1,41 @@
+"""Run mlperf-logging's compliance checker with kit's ruleset over one pair's :::MLLOG file."""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+
+from kit.errors import MissingExtraError
+
+USAGE = "training"      # the checker only accepts training|hpc; the ruleset version only picks the line parser
+RULESET = "6.1.0"
+
+
+def ruleset_path() -> Path:
+    """kit's shipped compliance YAML."""
+    return Path(str(resources.files("kit") / "defaults" / "mllog_ruleset.yaml"))
+
+
+def check_mllog(log: Path) -> list[str]:
+    """Problems the compliance checker finds in one log (empty when it passes)."""
+    try:
+        from mlperf_logging.compliance_checker import mlp_compliance
+    except ImportError:
+        raise MissingExtraError("kit check's MLPerf log rules", "mlperf_logging", "worker") from None
+    if not Path(log).is_file():
+        return [f"{log}: no :::MLLOG file beside the checkpoint"]
+    checker = mlp_compliance.make_checker(USAGE, RULESET, quiet=True, werror=False)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.CRITICAL)  # the checker logs through the root logger; keep our output to the findings
+    try:
+        ok = checker.check_file(str(log), str(ruleset_path()))
+    except Exception as exc:  # noqa: BLE001 - a malformed log can make the checker raise
+        return [f"{log}: compliance checker failed: {type(exc).__name__}: {exc}"]
+    finally:
+        root.setLevel(level)
+    if ok:
+        return []
+    messages = [*checker.overwritable.values(), *checker.not_overwritable]
+    return [f"{log}: " + " ".join(str(m).split())[:300] for m in messages] or [f"{log}: FAILED"]

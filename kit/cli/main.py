@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("kit.cli.status_cmd:status", "Say where every pair stands: complete, pending, invalid."),
     "verify": ("kit.cli.verify_cmd:verify", "Recompute checkpoint metrics from predictions; fail on any mismatch."),
     "report": ("kit.cli.report_cmd:report", "Write leaderboard, aggregates, summary and F1 heatmap."),
+    "collect": ("kit.cli.collect_cmd:collect", "Merge sites' results trees into one, or refuse listing every problem."),
     "check": ("kit.cli.check_cmd:check", "Compliance check of a results tree (MLPerf-style): PASS or FAIL."),
 }
 

@@ -1,0 +1,66 @@
+"""`kit collect`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kit.cli import common as C
+from kit.errors import ConfigError
+
+
+@click.command()
+@click.option("--from", "sources", multiple=True, required=True, metavar="SITE=DIR",
+              help="A site's results tree (repeat for each site).")
+@click.option("--output", "-o", type=click.Path(path_type=Path), required=True, help="The merged tree to create.")
+@click.option("--force", is_flag=True, help="Replace an existing --output.")
+@C.roster_option
+@C.benchmark_option
+@C.models_option
+@C.languages_option
+@C.json_option
+def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, benchmark: Path | None,
+            models: tuple[str, ...], languages: str | None, as_json: bool) -> None:
+    """Merge several sites' results trees into one release tree, or refuse with every problem.
+
+    Refuses invalid checkpoints, duplicate pairs (by run name: @variant runs never
+    collide), pairs outside the plan, missing pairs, and runs whose files mix kit commits
+    or image digests. The tree is staged beside --output and renamed into place.
+
+    \b
+    Example:
+      kit collect --from nancy=results-nancy --from grenoble=results-grenoble -o merged
+    """
+    from kit.config.project import load_project
+    from kit.plan import select_pairs
+    from kit.repro.collect import install_collect, plan_collect
+
+    pairs_of_sites = []
+    for text in sources:
+        site, sep, folder = text.partition("=")
+        if not sep or not site or not folder:
+            raise ConfigError(f"--from {text!r} is not SITE=DIR", fix="write e.g. --from nancy=results-nancy")
+        pairs_of_sites.append((site, Path(folder)))
+    project = load_project(roster, benchmark, allow_unpinned=True)
+    expected = select_pairs(project.roster.select(models), project.benchmark, C.split_languages(languages))
+    plan = plan_collect(pairs_of_sites, expected, project.benchmark)
+    if plan.problems:
+        if as_json:
+            C.print_json("collect", "refused", {"problems": plan.problems}, plan.problems)
+        else:
+            for problem in plan.problems:
+                click.echo(f"  {problem}", err=True)
+            click.echo(f"kit: error: collect refused: {len(plan.problems)} problems (listed above); nothing written",
+                       err=True)
+        sys.exit(1)
+    out = install_collect(plan, output, force=force)
+    by_site: dict[str, int] = {}
+    for site, _ in plan.chosen.values():
+        by_site[site] = by_site.get(site, 0) + 1
+    if as_json:
+        C.print_json("collect", "ok", {"output": str(out), "pairs": len(plan.chosen), "by_site": by_site})
+    else:
+        click.echo(f"collected {len(plan.chosen)} pairs into {out} ("
+                   + ", ".join(f"{s}: {n}" for s, n in sorted(by_site.items())) + ")")

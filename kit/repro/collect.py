@@ -1,0 +1,127 @@
+"""`kit collect`: merge the results trees of several sites into one release tree.
+
+Refuses (listing every problem) invalid files, duplicate pairs (keyed by run name, so
+@variant runs never collide), pairs outside the plan, missing pairs, and runs whose files
+mix kit commits or image digests. The merged tree is staged beside the output and renamed
+into place, so an interrupted collect leaves the output absent or complete."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.config.benchmark import Benchmark
+from kit.errors import CheckpointError, ConfigError
+from kit.plan import Pair
+from kit.results import keys as K
+from kit.results.checkpoint import validate_checkpoint
+from kit.results.store import checkpoint_path, iter_checkpoint_files, run_from_stem
+from kit.worker.mllog import mllog_path
+from kit.worker.system import SYSTEMS_DIR
+
+
+@dataclass
+class CollectPlan:
+    """Which site's file each pair comes from, and every problem found."""
+
+    chosen: dict[Pair, tuple[str, Path]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _pair_of(path: Path, data: dict | None) -> Pair:
+    meta = (data or {}).get(K.METADATA, {})
+    return Pair(meta.get(K.RUN) or meta.get(K.MODEL_ID) or run_from_stem(path.stem), path.parent.name)
+
+
+def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmark: Benchmark) -> CollectPlan:
+    """Examine every site tree against the plan; nothing is written."""
+    plan = CollectPlan()
+    wanted = set(expected)
+    seen: dict[Pair, tuple[str, Path]] = {}
+    facts: dict[str, dict[str, set[str]]] = defaultdict(lambda: {"kit_commit": set(), "image_digest": set()})
+    for site, root in sources:
+        if not Path(root).is_dir():
+            plan.problems.append(f"{site}: {root} is not a folder")
+            continue
+        for path in iter_checkpoint_files(root):
+            lang = path.parent.name
+            ids = benchmark.item_ids(lang) if lang in benchmark.manifest.files else None
+            st = validate_checkpoint(path, language=lang, item_ids=ids)
+            pair = _pair_of(path, st.data)
+            if st.state != K.COMPLETE:
+                plan.problems.append(f"invalid: {site}: {path}: {'; '.join(st.reasons)}")
+                continue
+            if pair not in wanted:
+                plan.problems.append(f"outside the plan: {pair} from {site} ({path})")
+                continue
+            if pair in seen:
+                plan.problems.append(f"duplicate: {pair} in {seen[pair][0]} ({seen[pair][1]}) and {site} ({path})")
+                continue
+            seen[pair] = (site, path)
+            prov = st.data.get(K.PROVENANCE, {})
+            facts[pair.run]["kit_commit"].add(str(prov.get("kit_commit")))
+            facts[pair.run]["image_digest"].add(str(prov.get("image", {}).get("digest")))
+    for pair in sorted(wanted - set(seen)):
+        plan.problems.append(f"missing: {pair}")
+    for run, f in sorted(facts.items()):
+        for what, values in f.items():
+            if len(values) > 1:
+                plan.problems.append(f"mixed {what.replace('_', ' ')}s for run {run}: {', '.join(sorted(values))}")
+    plan.chosen = dict(sorted(seen.items()))
+    return plan
+
+
+def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> Path:
+    """Copy the chosen files (checkpoint, its :::MLLOG log, the sites' system descriptions) into a
+    staging folder beside `output`, then rename it into place."""
+    if plan.problems:
+        raise CheckpointError(f"collect refused: {len(plan.problems)} problems", fix="fix them (see the list above)")
+    output = Path(output).resolve()
+    if output.exists() and not force:
+        raise ConfigError(f"{output} already exists", fix="choose a new --output or pass --force to replace it")
+    stage = output.parent / f".{output.name}.staging-{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    try:
+        roots: set[Path] = set()
+        for pair, (_, src) in plan.chosen.items():
+            dst = checkpoint_path(stage, pair.run, pair.language)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+            if mllog_path(src).exists():
+                shutil.copy2(mllog_path(src), mllog_path(dst))
+            roots.add(src.parent.parent)
+        for root in sorted(roots):
+            for desc in sorted((root / SYSTEMS_DIR).glob("*.json")):
+                (stage / SYSTEMS_DIR).mkdir(exist_ok=True)
+                shutil.copy2(desc, stage / SYSTEMS_DIR / desc.name)
+        _fsync_tree(stage)
+        old = None
+        if output.exists():
+            old = output.parent / f".{output.name}.old-{os.getpid()}"
+            os.rename(output, old)
+        os.rename(stage, output)
+        if old is not None:
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return output
+
+
+def _fsync_tree(root: Path) -> None:
+    for path in sorted(root.rglob("*")):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

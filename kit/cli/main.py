@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("kit.cli.verify_cmd:verify", "Recompute checkpoint metrics from predictions; fail on any mismatch."),
     "report": ("kit.cli.report_cmd:report", "Write leaderboard, aggregates, summary and F1 heatmap."),
     "collect": ("kit.cli.collect_cmd:collect", "Merge sites' results trees into one, or refuse listing every problem."),
+    "reproduce": ("kit.cli.reproduce_cmd:reproduce", "Rerun one result in its pinned image: REPRODUCED, WITHIN TOLERANCE or DIFFERENT."),
     "check": ("kit.cli.check_cmd:check", "Compliance check of a results tree (MLPerf-style): PASS or FAIL."),
 }
 

@@ -86,6 +86,7 @@ def build_checkpoint(
         K.MAX_NEW_TOKENS: run.max_new_tokens,
         K.SEED: run.seed,
         K.OPTIONS: dict(run.options),
+        "trust_remote_code": run.trust_remote_code,
         K.BENCHMARK_SHA256: benchmark_sha256,
         K.MANIFEST_SHA256: manifest_sha256,
         K.PROMPT_SHA256: prompt_sha256,

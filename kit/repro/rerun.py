@@ -1,0 +1,94 @@
+"""Rerun exactly one recorded pair: a one-run roster from the recorded settings, `kit shard`
+in the resolved image (docker, apptainer, sqsh) or on the host, into a fresh results tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from kit.errors import ConfigError, ImageError
+from kit.repro.resolve import ResolvedImage
+from kit.results import keys as K
+from kit.results.store import checkpoint_path, write_text_atomic
+
+PASSED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE", "KIT_RUNTIME", "KIT_IMAGE_DIGEST",
+              "KIT_IMAGE_ARTIFACT", "KIT_IMAGE_SHA256", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")
+
+
+def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int | None = None) -> str:
+    """A roster TOML holding one run with the result's recorded settings."""
+    meta = result[K.METADATA]
+    run = {
+        "model": meta.get(K.RUN) or meta[K.MODEL_ID], "backend": meta[K.BACKEND],
+        "task": meta.get(K.TASK, K.TASK_GENERATE), "dtype": meta.get(K.DTYPE, "auto"),
+        "batch_size": batch_size or meta[K.BATCH_SIZE], "max_new_tokens": meta[K.MAX_NEW_TOKENS],
+        "seed": meta.get(K.SEED, 0), "trust_remote_code": bool(meta.get("trust_remote_code", False)),
+    }
+    if meta.get(K.MODEL_REVISION):
+        run["revision"] = meta[K.MODEL_REVISION]
+    lines = [f"benchmark = {json.dumps(str(benchmark_root))}", "", "[[run]]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in run.items()]
+    options = meta.get(K.OPTIONS) or {}
+    if options:
+        lines += ["", "[run.options]"] + [f"{k} = {json.dumps(v)}" for k, v in sorted(options.items())]
+    return "\n".join(lines) + "\n"
+
+
+def worker_argv(image: ResolvedImage, kit_args: list[str], binds: list[str], env: dict[str, str]) -> list[str]:
+    """The command that runs `kit <kit_args>` in the resolved image (or on the host)."""
+    if image.runtime == "host":
+        return [sys.executable, "-m", "kit", *kit_args]
+    if image.runtime == "docker":
+        argv = ["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
+                "-e", "HOME=/tmp"]
+        for name in sorted(env):
+            argv += ["-e", name]
+        for b in binds:
+            argv += ["-v", f"{b}:{b}"]
+        return [*argv, str(image.ref), "kit", *kit_args]
+    from kit.repro import containers
+
+    return containers.argv(image, kit_args, binds, env)
+
+
+def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Path, weights: Path | None,
+               workdir: Path, *, batch_size: int | None = None) -> tuple[dict[str, Any], str]:
+    """Run the pair again; returns the new checkpoint and the worker's output."""
+    meta = result[K.METADATA]
+    workdir = Path(workdir).resolve()
+    out = workdir / "results"
+    roster = workdir / "roster.toml"
+    write_text_atomic(roster, roster_for(result, benchmark_root, batch_size=batch_size))
+    run_name, lang = meta.get(K.RUN) or meta[K.MODEL_ID], meta[K.LANGUAGE]
+    kit_args = ["shard", "--roster", str(roster), "--results", str(out), "--languages", lang, "--model", run_name,
+                "--force"]
+    if not meta.get(K.MODEL_REVISION):
+        kit_args.append("--allow-unpinned")
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+           "TRANSFORMERS_VERBOSITY": "error", "KIT_RUNTIME": image.runtime}
+    if weights:
+        env["HF_HUB_CACHE"] = str(Path(weights).resolve())
+    if image.digest:
+        env["KIT_IMAGE_DIGEST"] = image.digest
+    if image.runtime in ("apptainer", "sqsh"):
+        env["KIT_IMAGE_ARTIFACT"] = "sif" if image.runtime == "apptainer" else "sqsh"
+        env["KIT_IMAGE_SHA256"] = image.sha256 or ""
+    elif image.runtime == "docker":
+        env["KIT_IMAGE_ARTIFACT"] = "oci"
+    binds = sorted({str(workdir), str(Path(benchmark_root).resolve()), *([str(Path(weights).resolve())] if weights else [])})
+    argv = worker_argv(image, kit_args, binds, env)
+    run_env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "USER")}, **env}
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=run_env, timeout=3600)
+    except FileNotFoundError as exc:
+        raise ImageError(f"{exc.filename} not found", fix=f"install it, or choose another --runtime") from None
+    log = proc.stdout + proc.stderr
+    path = checkpoint_path(out, run_name, lang)
+    if not path.exists():
+        raise ConfigError(f"the rerun wrote no checkpoint (exit {proc.returncode}): {log.strip()[-600:]}",
+                          fix="see the worker's message; check --weights and --benchmark")
+    return json.loads(path.read_text(encoding="utf-8")), log

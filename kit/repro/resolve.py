@@ -1,0 +1,148 @@
+"""Resolve what a result names: its image (by digest or artifact sha256), its model snapshot
+(weight sha256 checked) and its dataset file (digest checked). Refuse a mismatch unless told."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kit.config.benchmark import Benchmark, load_benchmark
+from kit.errors import ConfigError, ImageError
+from kit.images.lockfile import ImagesLock
+from kit.results import keys as K
+
+RUNTIMES = ("docker", "apptainer", "sqsh", "host")
+
+
+@dataclass
+class ResolvedImage:
+    """The image a rerun uses, and whether it is the one the result recorded."""
+
+    runtime: str
+    ref: str | None            # docker image id, .sif or .sqsh path; None for host
+    digest: str | None
+    sha256: str | None
+    matches_record: bool
+    note: str
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, streamed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _docker_image_id(ref: str) -> str | None:
+    try:
+        out = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, search: list[Path],
+                  image: str | None = None, allow_other: bool = False) -> ResolvedImage:
+    """Find the recorded image for `runtime`: a local Docker image with the recorded id, or a SIF/sqsh
+    whose sha256 the result (or the image lock, for that image id) records."""
+    prov = result.get(K.PROVENANCE, {})
+    rec = prov.get("image", {})
+    digest, backend = rec.get("digest"), rec.get("backend")
+    if runtime == "host":
+        if digest is None:
+            return ResolvedImage("host", None, None, None, True, "recorded on the host runtime: no image")
+        if not allow_other:
+            raise ImageError(f"the result ran in image {digest[:19]}; the host runtime would not use it",
+                             fix="use --runtime docker|apptainer|sqsh, or --allow-other-image to rerun on the host anyway")
+        return ResolvedImage("host", None, None, None, False, f"host runtime instead of image {digest[:19]} (--allow-other-image)")
+    if digest is None and image is None:
+        raise ImageError("the result records no image (it ran on the host runtime)",
+                         fix="rerun it with --runtime host")
+    if runtime == "docker":
+        found = _docker_image_id(image or digest)
+        if found and found == digest:
+            return ResolvedImage("docker", found, found, None, True, "the recorded image, by id")
+        if found and allow_other:
+            return ResolvedImage("docker", found, found, None, False,
+                                 f"image {found[:19]} is not the recorded {str(digest)[:19]} (--allow-other-image)")
+        if found:
+            raise ImageError(f"image {image} is {found[:19]}, not the recorded {str(digest)[:19]}",
+                             fix="load the recorded image, or pass --allow-other-image to compare anyway")
+        raise ImageError(f"image {digest} is not in the local Docker engine",
+                         fix=f"docker load -i the image archive of {backend} (kit images save), or build it "
+                             f"(make image-{backend}) and pass --allow-other-image")
+    kind = "sif" if runtime == "apptainer" else "sqsh"
+    wanted = {rec.get("artifact_sha256")} if rec.get("artifact") == kind else set()
+    built = lock.images.get(backend) if backend else None
+    if built and built.image_id == digest and kind in built.artifacts:
+        wanted.add(built.artifacts[kind].sha256)
+    wanted.discard(None)
+    candidates = [Path(image)] if image else sorted(p for d in search for p in Path(d).glob(f"*.{kind}"))
+    for path in candidates:
+        sha = file_sha256(path)
+        if sha in wanted:
+            return ResolvedImage(runtime, str(path), digest, sha, True, f"{kind} with the recorded sha256")
+    if image and allow_other:
+        return ResolvedImage(runtime, image, None, file_sha256(Path(image)), False,
+                             f"{kind} {image} does not match the record (--allow-other-image)")
+    names = ", ".join(sorted(w[:16] for w in wanted)) or "none recorded"
+    raise ImageError(f"no .{kind} with the recorded sha256 ({names}) for image {str(digest)[:19]} in "
+                     f"{', '.join(map(str, search)) or '(no folder)'}",
+                     fix=f"pass --images DIR holding it, or convert the image: kit images convert {backend} --to {kind}")
+
+
+def check_weights(result: dict[str, Any], snapshot: Path) -> list[str]:
+    """Weight files whose sha256 differs from the record (empty when all match)."""
+    from kit.worker.snapshot import weight_files_sha256
+
+    recorded = result.get(K.PROVENANCE, {}).get("model", {}).get("weight_files_sha256", {})
+    now = weight_files_sha256(snapshot)
+    return [f"{name}: recorded {sha[:16]}, found {str(now.get(name))[:16]}"
+            for name, sha in sorted(recorded.items()) if now.get(name) != sha]
+
+
+def resolve_benchmark(result: dict[str, Any], path: Path | None) -> Benchmark:
+    """The benchmark the result read: its language file and prompt must have the recorded digests.
+
+    Without a path, kit's own demo dataset is used when the result's manifest digest is its."""
+    meta = result.get(K.METADATA, {})
+    if path is None:
+        from kit.demo.dataset import write_demo_benchmark
+        from kit.demo.run import demo_cache_dir
+
+        demo = load_benchmark(write_demo_benchmark(demo_cache_dir() / "data"))
+        if demo.manifest_sha256 != meta.get(K.MANIFEST_SHA256):
+            raise ConfigError("the result's dataset is not kit's demo dataset", fix="pass --benchmark DIR")
+        path = demo.root
+    bench = load_benchmark(Path(path))
+    lang = meta.get(K.LANGUAGE)
+    data = bench.load_language(lang)
+    if data.file_sha256 != meta.get(K.BENCHMARK_SHA256):
+        raise ConfigError(f"{data.path}: sha256 {data.file_sha256[:16]} is not the recorded "
+                          f"{str(meta.get(K.BENCHMARK_SHA256))[:16]}", fix="pass the benchmark the result was run on")
+    task = meta.get(K.TASK, K.TASK_GENERATE)
+    if bench.prompt(task).sha256 != meta.get(K.PROMPT_SHA256):
+        raise ConfigError(f"the {task} prompt of {bench.root} is not the recorded one "
+                          f"({str(meta.get(K.PROMPT_SHA256))[:16]})", fix="pass the benchmark the result was run on")
+    return bench
+
+
+def load_result(path: Path) -> dict[str, Any]:
+    """A checkpoint as a dict; unreadable input is a ConfigError."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable checkpoint ({exc})", fix="pass a RESULTS/<lang>/<run>.json file") from None
+    if not isinstance(data, dict) or K.METADATA not in data or K.PREDICTIONS not in data:
+        raise ConfigError(f"{path}: not a kit checkpoint (no metadata/predictions)", fix="pass a RESULTS/<lang>/<run>.json file")
+    if K.PROVENANCE not in data:
+        raise ConfigError(f"{path}: has no provenance block, so it cannot be reproduced by kit",
+                          fix="only results written by kit carry the facts a rerun needs")
+    return data

@@ -1,0 +1,64 @@
+"""Write the reproduction verdict as JSON and Markdown: every differing item, the two
+environments side by side, the settings that differ, and the note on exactness."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kit.repro.compare import EXACTNESS_NOTE, Comparison, Tolerance, environment
+from kit.repro.resolve import ResolvedImage
+from kit.results.store import write_text_atomic
+
+
+def verdict_data(result_path: Path, recorded: dict[str, Any], rerun: dict[str, Any], cmp: Comparison,
+                 tolerance: Tolerance, image: ResolvedImage, settings_diff: list[str]) -> dict[str, Any]:
+    """The JSON verdict."""
+    return {
+        "result": str(result_path), "verdict": cmp.verdict, "agreement": cmp.agreement,
+        "metric_deltas": cmp.metric_deltas, "tolerance": vars(tolerance),
+        "differing_items": cmp.differing, "settings_differences": settings_diff,
+        "image": {"runtime": image.runtime, "ref": image.ref, "matches_record": image.matches_record,
+                  "note": image.note},
+        "environments": {"recorded": environment(recorded), "rerun": environment(rerun)},
+        "note": EXACTNESS_NOTE,
+    }
+
+
+def verdict_markdown(data: dict[str, Any]) -> str:
+    """The Markdown verdict."""
+    lines = [f"# Reproduction of `{data['result']}`", "", f"**Verdict: {data['verdict']}**", "",
+             f"- items with the same verdict: {data['agreement']:.2%} "
+             f"(tolerance: >= {data['tolerance']['agreement']:.0%}, |delta F1| <= {data['tolerance']['f1']})",
+             f"- image: {data['image']['note']}" + ("" if data["image"]["matches_record"] else " — NOT the recorded image")]
+    if data["settings_differences"]:
+        lines += ["- settings that differ from the recorded run (they can explain differences):"]
+        lines += [f"  - {d}" for d in data["settings_differences"]]
+    lines += ["", "## Metric deltas (rerun - recorded)", "", "| metric | delta |", "| --- | --- |"]
+    lines += [f"| {k} | {v:+.6f} |" for k, v in data["metric_deltas"].items()]
+    lines += ["", "## Environments", "", "| fact | recorded | rerun |", "| --- | --- | --- |"]
+    rec, new = data["environments"]["recorded"], data["environments"]["rerun"]
+    for key in rec:
+        mark = "" if rec[key] == new.get(key) else " **≠**"
+        lines.append(f"| {key} | {rec[key]} | {new.get(key)}{mark} |")
+    lines += ["", f"## Differing items ({len(data['differing_items'])})", ""]
+    if data["differing_items"]:
+        lines += ["| item | recorded | rerun | recorded output | rerun output |", "| --- | --- | --- | --- | --- |"]
+        for d in data["differing_items"]:
+            cells = [str(d.get(k)).replace("|", "\\|").replace("\n", " ")[:80] for k in
+                     ("item_id", "recorded", "rerun", "recorded_output", "rerun_output")]
+            lines.append("| " + " | ".join(cells) + " |")
+    else:
+        lines.append("None: every prediction and raw output is identical.")
+    lines += ["", "## Note", "", data["note"], ""]
+    return "\n".join(lines)
+
+
+def write_verdict(out_dir: Path, stem: str, data: dict[str, Any]) -> tuple[Path, Path]:
+    """Write reproduce-<stem>.json and .md into out_dir; returns both paths."""
+    out_dir = Path(out_dir)
+    js, md = out_dir / f"reproduce-{stem}.json", out_dir / f"reproduce-{stem}.md"
+    write_text_atomic(js, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_text_atomic(md, verdict_markdown(data))
+    return js, md

@@ -18,3 +18,45 @@ test:  ## set up and run the whole test suite (starts the services it needs)
 
 test-fast: venv  ## the fast tier: pure logic, generated scripts, config errors (< 5 min)
 	$(VENV)/bin/python -m pytest -m "not slow and not integration and not e2e"
+
+# ---------------------------------------------------------------- images (containers/images.toml)
+# Backend images from hashed locks, built with the docker SDK, converted to SIF and sqsh
+# (kit images --help). image-NAME, sif-NAME, sqsh-NAME, verify-NAME and lint-NAME take any
+# NAME of containers/images.toml.
+IMAGES := vllm gguf transformers-5.17 transformers-5.11 gliner2 gliclass
+WHEELHOUSE ?= $(HOME)/.cache/kit/wheelhouse
+IMAGES_DIR ?= build/images
+.PHONY: locks base-image image-tools images image-transformers-5.17-cpu apptainer-defs
+
+locks: venv  ## regenerate every lock file with hashes (uv pip compile --generate-hashes)
+	$(KIT) images locks
+
+base-image:  ## bootstrap kit/base:bookworm and kit/base:sid (debootstrap + docker import; root)
+	bash scripts/bootstrap-base.sh bookworm kit/base:bookworm
+	bash scripts/bootstrap-base.sh sid kit/base:sid
+
+image-tools:  ## dockerd, squashfs tools, bases and the Apptainer helper image (root)
+	bash scripts/images/tools.sh
+
+images: $(addprefix image-,$(IMAGES))  ## build the six backend images (CUDA, heavy: needs a registry)
+
+image-transformers-5.17-cpu: venv  ## the CPU variant CI builds, offline from a cached wheelhouse
+	$(KIT) images build transformers-5.17 --variant cpu --wheelhouse $(WHEELHOUSE)
+
+image-%: venv
+	$(KIT) images build $*
+
+sif-%: venv
+	$(KIT) images convert $* --to sif --out $(IMAGES_DIR)
+
+sqsh-%: venv
+	$(KIT) images convert $* --to sqsh --out $(IMAGES_DIR)
+
+verify-%: venv
+	$(KIT) images verify $* --out $(IMAGES_DIR)
+
+lint-%: venv
+	$(KIT) images lint $*
+
+apptainer-defs: venv  ## regenerate apptainer/*.def from the Dockerfiles (spython plus fixes)
+	$(KIT) images defs

@@ -14,14 +14,17 @@ from kit.errors import KitError
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("kit.cli.demo_cmd:demo", "Run the embedded tiny sweep end to end (no files, no network)."),
     "plan": ("kit.cli.plan_cmd:plan", "Show runs, languages, prompts, pairs, shards and checkpoint states."),
+    "pull": ("kit.cli.pull_cmd:pull", "Copy a site's checkpoints here (over its ssh) and check every one."),
     "run": ("kit.cli.run_cmd:run", "Submit the pending pairs of a sweep to a site (or several)."),
     "shard": ("kit.cli.shard_cmd:shard", "Worker: run one shard's pairs and write checkpoints (inside the image)."),
     "status": ("kit.cli.status_cmd:status", "Say where every pair stands: complete, pending, invalid."),
     "verify": ("kit.cli.verify_cmd:verify", "Recompute checkpoint metrics from predictions; fail on any mismatch."),
     "report": ("kit.cli.report_cmd:report", "Write leaderboard, aggregates, summary and F1 heatmap."),
+    "images": ("kit.cli.images_cmd:images", "Build, convert (SIF, sqsh), verify and lint the backend images."),
     "collect": ("kit.cli.collect_cmd:collect", "Merge sites' results trees into one, or refuse listing every problem."),
     "reproduce": ("kit.cli.reproduce_cmd:reproduce", "Rerun one result in its pinned image: REPRODUCED, WITHIN TOLERANCE or DIFFERENT."),
     "check": ("kit.cli.check_cmd:check", "Compliance check of a results tree (MLPerf-style): PASS or FAIL."),
+    "cancel": ("kit.cli.cancel_cmd:cancel", "Cancel a site's queued and running jobs that still own pending pairs."),
 }
 
 

@@ -23,18 +23,27 @@ from kit.config.sites import load_sites
 @click.option("--array", type=click.IntRange(1, 100000), default=None,
               help="Split the pending pairs into N shards, one array task each (one site).")
 @click.option("--walltime", default=None, metavar="H:MM", help="Walltime per job (default: the site's).")
+@click.option("--job-type", "job_types", multiple=True, metavar="TYPE",
+              help="OAR job type (-t), repeatable; replaces the sites' job_types for this run.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, the job script and the exact command; submit nothing.")
+@click.option("--now", default=None, hidden=True, envvar="KIT_NOW",
+              help="Pretend the submission happens at this ISO time (Europe/Paris unless an offset is given).")
 @C.unpinned_option
 @C.json_option
 def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, roster: Path, benchmark: Path | None,
-        models: tuple[str, ...], languages: str | None, array: int | None, walltime: str | None, dry_run: bool,
-        allow_unpinned: bool, as_json: bool) -> None:
+        models: tuple[str, ...], languages: str | None, array: int | None, walltime: str | None,
+        job_types: tuple[str, ...], dry_run: bool, now: str | None, allow_unpinned: bool, as_json: bool) -> None:
     """Submit the pairs that are not complete yet to a site's scheduler.
 
     Plans the pairs of the chosen runs, drops those with a complete checkpoint, shards
     the rest, writes the pair list to a plan file the jobs read, renders the job script
     (clean environment, every value quoted) and submits it. After a failure kit never
     resubmits by itself: look at `kit status`, then run again.
+
+    Before submitting, each site's policy checks run on its frontend (OAR sites:
+    `usagepolicycheck -t`) with their output shown, and an OAR job that is not of type
+    night must not cross 09:00 or 19:00 Europe/Paris on a weekday. KIT_NOW (ISO time)
+    sets the clock those rules see. A --dry-run makes no ssh connection.
 
     \b
     Examples:
@@ -47,7 +56,25 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     names = list(site_names) + (C.split_languages(sites_csv) or [])
     sites_cfg = load_sites(sites_file)
     sites = [sites_cfg.get(n) for n in names]
+    if job_types:
+        sites = [s.model_copy(update={"job_types": tuple(job_types)}) for s in sites]
+    if walltime:
+        from kit.config.sites import walltime_seconds
+
+        try:
+            walltime_seconds(walltime)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc).replace(" ; fix: ", "; "), param_hint="--walltime") from None
+    from kit.launch.policy import describe, parse_now
+
+    clock = parse_now(now)
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
+    if not dry_run:  # which pairs a remote site already has: refresh its local mirror (ssh)
+        from kit.launch.remote import sync_mirror
+
+        for site in sites:
+            if site.is_remote:
+                sync_mirror(site, sites_file.resolve().parent)
     runs = project.roster.select(models)
     plan = prepare_run(project, sites, sites_file.resolve().parent, runs, C.split_languages(languages),
                        array=array, walltime=walltime, allow_unpinned=allow_unpinned)
@@ -66,23 +93,30 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
             return
         for sp in plan.sites:
             click.echo(f"\n# site {sp.site.name}: shard slots {sp.slots} of {sp.shard_count}, plan file {sp.plan_path}")
+            for line in describe(sp.site, sp.request.walltime_s, clock):
+                click.echo(f"# {line}")
+            for remote, local in sp.inputs.items():
+                click.echo(f"# copied to {sp.site.frontend} before submitting (once): {local} -> {remote}")
             click.echo(f"# job script {sp.script_path}:")
             click.echo(sp.script_text)
             click.echo("# submit command:")
-            import shlex
-            click.echo(shlex.join(sp.submit_argv))
+            from kit.launch.jobscript import readable_join
+
+            click.echo(readable_join(sp.submit_argv))
         return
     from kit.launch.sitestatus import state_dir_for
 
-    submissions = submit_run(plan, state_dir_for(sites_file))
+    submissions = submit_run(plan, state_dir_for(sites_file), now=clock, show=C.say)
     failed = any(code != 0 for s in submissions for code in s.exit_codes.values())
     if as_json:
         C.print_json("run", "failed" if failed else "ok",
                      {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids, "exit_codes": s.exit_codes}
                                                        for s in submissions]})
     else:
-        for s in submissions:
-            click.echo(f"site {s.site}: job ids {', '.join(s.job_ids)}")
+        for sp, s in zip(plan.sites, submissions):
+            click.echo(f"site {s.site}: {sp.backend}, {sp.gpus} GPU(s), {len(sp.pairs)} pairs in {len(sp.slots)} "
+                       f"task(s) of {sp.shard_count} shards, walltime {sp.request.walltime_hms}: "
+                       f"job ids {', '.join(s.job_ids)}")
             for job, code in s.exit_codes.items():
                 if code:
                     click.echo(f"  job {job} exited {code}; see its log, then `kit status` (kit does not resubmit by itself)")

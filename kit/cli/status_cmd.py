@@ -37,7 +37,10 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     \b
     With --site, each pair without a complete checkpoint is explained by the job that
     should have written it: running, queued, failed, timeout, cancelled, unknown (the
-    scheduler could not say why), or unclaimed (no submission planned it).
+    scheduler could not say why), or unclaimed (no submission planned it). Array jobs
+    count task by task. With several sites each pair gets one row: its most advanced
+    state, and the site in the detail. A remote site's checkpoints are copied over ssh
+    into .kit/mirror/<site>/ beside sites.toml (only new or changed files) and checked here.
 
     \b
     Examples:
@@ -50,17 +53,15 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
     if site_names or all_sites:
         from kit.config.sites import load_sites
-        from kit.launch.sitestatus import site_pair_status
+        from kit.launch.sitestatus import merge_sites, site_pair_status
 
         cfg = load_sites(sites_file)
         names = list(cfg.site) if all_sites else list(site_names)
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         runs = project.roster.select(models)
-        statuses = []
-        for name in names:
-            for st in site_pair_status(project, cfg.get(name), sites_file, runs, C.split_languages(languages)):
-                st.reasons = [f"[{name}] " + "; ".join(st.reasons)] if st.reasons else [f"[{name}]"]
-                statuses.append(st)
+        # one row per pair: the most advanced state over the sites (complete anywhere wins)
+        statuses = merge_sites({name: site_pair_status(project, cfg.get(name), sites_file, runs,
+                                                       C.split_languages(languages)) for name in names})
     elif explicit or roster.exists():
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         runs = project.roster.select(models)
@@ -74,6 +75,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
                                        "pairs": [s.as_dict() for s in statuses]})
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
@@ -83,8 +85,8 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     style = {"complete": "green", "pending": "yellow", "invalid": "red", "running": "cyan", "queued": "blue",
              "failed": "red", "timeout": "magenta", "cancelled": "red", "unclaimed": "yellow", "unknown": "white"}
     for s in statuses:
-        table.add_row(s.pair.run, s.pair.language, f"[{style.get(s.state, '')}]{s.state}[/]", s.job or "",
-                      "; ".join(s.reasons or s.notices))
+        table.add_row(escape(s.pair.run), escape(s.pair.language), f"[{style.get(s.state, '')}]{s.state}[/]",
+                      escape(s.job or ""), escape("; ".join(s.reasons or s.notices)))
     console = Console(width=160)
     console.print(table)
     click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))

@@ -5,7 +5,10 @@ and artifact a job runs, passed to the job as KIT_IMAGE_*), `kit check` and `kit
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,8 @@ class Artifact(BaseModel):
     sha256: str
     bytes: int | None = None
     made_at: str | None = None
+    image_id: str | None = Field(None, description="the image it was converted from")
+    tool: str | None = Field(None, description="what made it, with versions")
 
 
 class BuiltImage(BaseModel):
@@ -46,6 +51,14 @@ class BuiltImage(BaseModel):
     kit_commit: str | None = None
     built_at: str
     artifacts: dict[str, Artifact] = Field(default_factory=dict)   # "sif" | "sqsh"
+    variant: str | None = None
+    python: str | None = None
+    cuda: str | None = None
+    base_image_id: str | None = Field(None, description="local id of the base (for unpinned local bases)")
+    build_locks_sha256: dict[str, str] = Field(default_factory=dict)
+    offline: bool = Field(False, description="built from a wheelhouse with no network")
+    ca_bundle: bool = Field(False, description="pip got a CA bundle in the build stage (absent from the image)")
+    size_bytes: int | None = None
 
     def artifact(self, kind: str) -> Artifact:
         """The sif or sqsh artifact, or an ImageError saying how to make it."""
@@ -81,6 +94,18 @@ def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
     except (ValueError, ValidationError) as exc:
         raise ConfigError(f"{path}: not a valid images lock ({str(exc).splitlines()[0]})",
                           fix="rebuild the images (make images) or restore the file from git") from None
+
+
+def update_lock(path: Path, change: Callable[[ImagesLock], None]) -> ImagesLock:
+    """Read, change and write the lock under an exclusive file lock (parallel builds)."""
+    from filelock import FileLock
+
+    key = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+    with FileLock(str(Path(tempfile.gettempdir()) / f"kit-images-lock-{key}.lock"), timeout=600):
+        lock = load_lock(path)
+        change(lock)
+        save_lock(lock, path)
+    return lock
 
 
 def save_lock(lock: ImagesLock, path: Path = DEFAULT_LOCK) -> None:

@@ -10,6 +10,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kit.errors import ConfigError
+
 _EXPAND_SAFE = re.compile(r"^[A-Za-z0-9_${}:./@=+-]*$")
 
 
@@ -26,6 +28,15 @@ class Expand(str):
 def render_argv(argv: Sequence[str]) -> str:
     """Join argv for bash: every value quoted, Expand values in double quotes."""
     return " ".join(f'"{a}"' if isinstance(a, Expand) else shlex.quote(a) for a in argv)
+
+
+_DQ_SAFE = re.compile(r'^[^"$`\\!\n]*$')
+
+
+def readable_join(argv: Sequence[str]) -> str:
+    """Join argv for display as a person would type it: like shlex.join, but a value holding
+    single quotes (e.g. "cluster='sirius'") goes in double quotes when nothing in it expands."""
+    return " ".join(f'"{a}"' if "'" in a and _DQ_SAFE.match(a) else shlex.quote(a) for a in argv)
 
 
 # Variables a job always gets from the submitter's side, rebuilt from this allow-list.
@@ -58,6 +69,27 @@ def render_exports(env: Mapping[str, str]) -> list[str]:
     return lines
 
 
+# The job refuses a token file that others can read (checked again on the node: the
+# launcher cannot stat a file on a remote cluster). The token itself is never read here.
+TOKEN_CHECK = [
+    "# the HF token file must be readable by its owner only",
+    'case "$(stat -L -c %a "$HF_TOKEN_PATH" 2>/dev/null || echo missing)" in',
+    "  [0-7]00) ;;",
+    '  *) echo "kit: HF token file $HF_TOKEN_PATH is missing or readable by group/others; fix: chmod 600 it" >&2; exit 2 ;;',
+    "esac",
+]
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
+
+
+def refuse_secret_names(names: Sequence[str], site: str) -> None:
+    """A ConfigError for a forward_env name that looks like a secret (secrets travel as files)."""
+    for name in names:
+        if SECRET_NAME.search(name) and not name.endswith("_PATH"):
+            raise ConfigError(f"site {site!r}: forward_env {name!r} looks like a secret; kit passes secrets only "
+                              "as files readable by you alone",
+                              fix="put the value in a mode-600 file and set hf_token_file (or forward NAME_PATH)")
+
+
 def render_job_script(spec: JobScript) -> str:
     """The bash text of a job script."""
     slots = " ".join(str(int(s)) for s in spec.shard_slots)
@@ -68,15 +100,7 @@ def render_job_script(spec: JobScript) -> str:
         'export KIT_JOB_ID="${SLURM_JOB_ID:-${OAR_JOB_ID:-${KIT_JOB_ID:-$$}}}"',
         'export KIT_ARRAY_INDEX="${SLURM_ARRAY_TASK_ID:-${OAR_ARRAY_INDEX:-${KIT_ARRAY_INDEX:-0}}}"',
     ]
-    if spec.cache_root:
-        cache = shlex.quote(spec.cache_root) + '"/kit-cache-$KIT_JOB_ID"'
-        lines += [
-            "# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE)",
-            f"export HF_HOME={cache}/hf TRITON_CACHE_DIR={cache}/triton VLLM_CACHE_ROOT={cache}/vllm "
-            f"TORCHINDUCTOR_CACHE_DIR={cache}/inductor",
-            'mkdir -p "$HF_HOME" "$TRITON_CACHE_DIR" "$VLLM_CACHE_ROOT" "$TORCHINDUCTOR_CACHE_DIR"',
-        ]
-    lines += list(spec.setup)
+    # the shard is known before any setup line runs, so runtimes can pass KIT_SHARD_INDEX on
     lines += [
         "",
         f"KIT_SLOTS=({slots})",
@@ -86,6 +110,19 @@ def render_job_script(spec: JobScript) -> str:
         "fi",
         'KIT_SHARD_INDEX="${KIT_SLOTS[$KIT_ARRAY_POS]}"',
         "export KIT_SHARD_INDEX",
+    ]
+    if spec.cache_root:
+        cache = shlex.quote(spec.cache_root) + '"/kit-cache-$KIT_JOB_ID"'
+        lines += [
+            "# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE)",
+            f"export HF_HOME={cache}/hf TRITON_CACHE_DIR={cache}/triton VLLM_CACHE_ROOT={cache}/vllm "
+            f"TORCHINDUCTOR_CACHE_DIR={cache}/inductor",
+            'mkdir -p "$HF_HOME" "$TRITON_CACHE_DIR" "$VLLM_CACHE_ROOT" "$TORCHINDUCTOR_CACHE_DIR"',
+        ]
+    if "HF_TOKEN_PATH" in spec.env:
+        lines += TOKEN_CHECK
+    lines += list(spec.setup)
+    lines += [
         f'echo "kit: job ${{KIT_JOB_ID:-?}} shard $KIT_SHARD_INDEX/{int(spec.shard_count)} on $(hostname)" >&2',
         f"exec {render_argv(spec.worker_argv)} --shard \"$KIT_SHARD_INDEX/{int(spec.shard_count)}\"",
         "",

@@ -12,7 +12,7 @@ from kit.launch.schedulers.base import (CANCELLED, COMPLETED, FAILED, PENDING, R
                                         Scheduler)
 from kit.launch.tracking import SubmissionRecord, latest_jobs
 from kit.results import keys as K
-from kit.results.status import PairStatus
+from kit.results.status import PairStatus, pair_states
 
 # normalized job state -> pair state, for a pair whose checkpoint is not there
 PAIR_STATE = {
@@ -68,19 +68,65 @@ def state_dir_for(sites_file: Path) -> Path:
 
 
 def site_pair_status(project, site, sites_file: Path, runs, languages) -> list[PairStatus]:
-    """Every planned pair of `runs` at one site, from its checkpoints and then its scheduler."""
-    from kit.errors import SubmitError
-    from kit.launch.paths import site_path
+    """Every planned pair of `runs` at one site, from its checkpoints and then its scheduler.
+
+    A remote site's checkpoints are read from the local mirror, refreshed over ssh first;
+    when its frontend cannot be reached every pair is `unknown`, with the reason."""
+    from kit.errors import KitError
+    from kit.launch.remote import sync_mirror
     from kit.launch.schedulers.base import get_scheduler
     from kit.launch.tracking import load_records
     from kit.plan import select_pairs
-    from kit.results.status import pair_states
 
     pairs = select_pairs(runs, project.benchmark, languages)
     sites_dir = Path(sites_file).resolve().parent
     if site.is_remote:
-        raise SubmitError(f"site {site.name!r}: status of a remote results tree is not available yet",
-                          fix=f"copy the results here and run `kit status DIR`")
-    statuses = pair_states(site_path(site, site.results, sites_dir), pairs, project.benchmark.item_ids)
+        try:
+            sync_mirror(site, sites_dir)
+        except KitError as exc:
+            return [PairStatus(p, K.UNKNOWN, Path(site.results), [f"checkpoints not read: {exc.one_line()}"])
+                    for p in sorted(pairs)]
+    statuses = pair_states(results_dir(site, sites_dir), pairs, project.benchmark.item_ids)
     scheduler = get_scheduler(site.scheduler)(site)
-    return explain_missing(statuses, load_records(state_dir_for(sites_file), site.name), scheduler)
+    records = load_records(state_dir_for(sites_file), site.name)
+    jobs = latest_jobs(records, [s.pair for s in statuses if s.state == K.COMPLETE])
+    for s in statuses:  # the job that was to write a complete pair, for the table
+        if s.pair in jobs:
+            s.job = jobs[s.pair][0]
+    return explain_missing(statuses, records, scheduler)
+
+
+def results_dir(site, sites_dir: Path) -> Path:
+    """Where kit reads a site's checkpoints here: its results tree, or a remote site's local mirror."""
+    from kit.launch.paths import site_path
+    from kit.launch.remote import mirror_dir
+
+    return mirror_dir(sites_dir, site.name) if site.is_remote else site_path(site, site.results, sites_dir)
+
+
+# when sites disagree about a pair, the first state in this list is the one shown
+MERGE_ORDER = (K.COMPLETE, K.RUNNING, K.QUEUED, K.FAILED, K.TIMEOUT, K.CANCELLED, K.INVALID, K.UNKNOWN,
+               K.PENDING, K.UNCLAIMED)
+
+
+def merge_sites(per_site: dict[str, list[PairStatus]]) -> list[PairStatus]:
+    """One status per pair over several sites (the most advanced one), reasons prefixed with the site."""
+    best: dict = {}
+    rank = {state: i for i, state in enumerate(MERGE_ORDER)}
+    for site, statuses in per_site.items():
+        for st in statuses:
+            st.reasons = [f"[{site}] " + "; ".join(st.reasons)] if st.reasons else [f"[{site}]"]
+            cur = best.get(st.pair)
+            if cur is None or rank.get(st.state, len(rank)) < rank.get(cur.state, len(rank)):
+                best[st.pair] = st
+    return [best[p] for p in sorted(best)]
+
+
+def checkpoint_states(project, sites, sites_dir: Path, pairs) -> list[PairStatus]:
+    """Checkpoint state of each pair over the sites' results trees, as of now (no ssh): complete
+    anywhere wins, then invalid; a remote site never synced counts as having nothing yet."""
+    per_site = {}
+    for site in sites:
+        folder = results_dir(site, sites_dir)
+        per_site[site.name] = pair_states(folder, pairs, project.benchmark.item_ids)
+    return merge_sites(per_site)

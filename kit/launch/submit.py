@@ -23,7 +23,6 @@ from kit.launch.runtimes.base import RuntimeContext, get_runtime
 from kit.launch.schedulers.base import Scheduler, Submission, get_scheduler
 from kit.plan import Pair, gpu_count, select_pairs, site_slots
 from kit.results import keys as K
-from kit.results.status import pair_states
 from kit.launch.tracking import SubmissionRecord, append_record
 
 
@@ -46,6 +45,7 @@ class SitePlan:
     env: dict[str, str]
     scheduler: Scheduler
     log_dir: Path
+    inputs: dict[str, Path] = field(default_factory=dict)   # path on the frontend -> local file or folder to copy
 
 
 @dataclass
@@ -128,9 +128,11 @@ def prepare_run(
         raise ConfigError("no site given", fix="pass --site NAME (or --sites a,b)")
     planned = select_pairs(runs, project.benchmark, languages)
     first = sites[0]
-    results = site_path(first, first.results, sites_dir)
-    states = pair_states(results, planned, project.benchmark.item_ids) if not first.is_remote else []
-    pending = [s.pair for s in states if s.state == K.PENDING] if states else list(planned)
+    # a pair complete at any chosen site is done; remote sites are read from their local mirror
+    from kit.launch.sitestatus import checkpoint_states
+
+    states = checkpoint_states(project, sites, sites_dir, planned)
+    pending = [s.pair for s in states if s.state == K.PENDING]
     invalid = [s.pair for s in states if s.state == K.INVALID]
     complete = sum(1 for s in states if s.state == K.COMPLETE)
     plan = RunPlan(planned, pending, complete, invalid)
@@ -179,6 +181,18 @@ def _image_for(site: Site, backend: str, sites_dir: Path, images_lock: Path | No
     return str(site_path(site, site.images, sites_dir) / art.file), env
 
 
+def check_token_file(path: Path) -> None:
+    """A ConfigError unless the HF token file exists and only its owner can read it."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        raise ConfigError(f"HF token file {path} does not exist", fix="write the token there (chmod 600) or "
+                          "remove hf_token_file from the site") from None
+    if mode & 0o077:
+        raise ConfigError(f"HF token file {path} is readable by group or others (mode {mode:o})",
+                          fix=f"chmod 600 {path}")
+
+
 def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus: int, pairs: list[Pair],
                slots: list[int], count: int, text: str, digest: str, walltime: str | None, allow_unpinned: bool,
                images_lock: Path | None) -> SitePlan:
@@ -190,7 +204,13 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
     script_path = root / "jobs" / f"{name}.sh"
     log_dir = root / "logs"
     roster = project.roster_path.resolve() if project.roster_path else None
-    kit_args = ["shard", "--benchmark", str(project.benchmark.root.resolve()), "--results", str(results),
+    bench_dir, inputs = project.benchmark.root.resolve(), {}
+    if site.is_remote:  # the jobs read copies on the cluster (kit.launch.remote)
+        from kit.launch.remote import check_remote_paths, staged_inputs
+
+        check_remote_paths(site)
+        roster, bench_dir, inputs = staged_inputs(root, roster, bench_dir)
+    kit_args = ["shard", "--benchmark", str(bench_dir), "--results", str(results),
                 "--pairs", str(plan_path)]
     if roster:
         kit_args[1:1] = ["--roster", str(roster)]
@@ -201,13 +221,22 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
            "KIT_GPUS": str(gpus), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false",
            **image_env}
-    binds = [str(results), str(project.benchmark.root.resolve()), str(root), str(scratch)]
+    binds = [str(results), str(bench_dir), str(root), str(scratch)]
     if roster:
         binds.append(str(roster.parent))
     if site.weights:
         weights = str(site_path(site, site.weights, sites_dir))
         env["HF_HUB_CACHE"] = weights
         binds.append(weights)
+    if site.hf_token_file:  # the job gets the file's path; the token never enters a script, argv or log
+        token = site_path(site, site.hf_token_file, sites_dir)
+        if not site.is_remote:
+            check_token_file(token)
+        elif not token.is_absolute():
+            raise ConfigError(f"site {site.name}: hf_token_file = {site.hf_token_file!r} is relative on a remote site",
+                              fix="write the file's absolute path on the cluster")
+        env["HF_TOKEN_PATH"] = str(token)
+        binds.append(str(token))
     runtime = get_runtime(site.runtime)(site)
     ctx = RuntimeContext(tuple(kit_args), tuple(dict.fromkeys(binds)),
                          tuple(dict.fromkeys([*CONTAINER_ENV, *site.forward_env])), image, str(root))
@@ -218,14 +247,22 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
                      shard_count=count, env=env, setup=tuple(runtime.setup_lines(ctx)), cache_root=str(scratch))
     script = render_job_script(scheduler.job_script(base, request, str(log_dir)))
     return SitePlan(site, backend, gpus, pairs, slots, count, request, script_path, script, plan_path, text,
-                    scheduler.submit_argv(request, script_path, str(log_dir)), env, scheduler, log_dir)
+                    scheduler.submit_argv(request, script_path, str(log_dir)), env, scheduler, log_dir, inputs)
 
 
-def submit_run(plan: RunPlan, state_dir: Path | None = None) -> list[Submission]:
-    """Write plan files and scripts, submit each site's job, record it; never resubmits on failure."""
+def submit_run(plan: RunPlan, state_dir: Path | None = None, *, now=None, show=lambda line: None) -> list[Submission]:
+    """Check every site's policy (kit.launch.policy), then write plan files and scripts, submit each
+    site's job and record it; never resubmits on failure. `now` is the submission clock (tests)."""
+    from kit.launch.policy import check_before_submit
+
+    check_before_submit(plan.sites, now, show)
     out = []
     for sp in plan.sites:
         frontend = sp.scheduler.frontend
+        if sp.inputs:
+            from kit.launch.remote import upload_inputs
+
+            upload_inputs(frontend, sp.inputs)
         frontend.write_text(sp.plan_path, sp.plan_text)
         frontend.write_text(sp.script_path, sp.script_text, mode=0o755)
         env = allow_listed_env(os.environ, sp.site.forward_env)

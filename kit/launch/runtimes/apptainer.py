@@ -1,11 +1,13 @@
 """The `apptainer` runtime: `apptainer exec --nv --containall --cleanenv` on a SIF.
 
 With --cleanenv nothing from the job's environment enters the container except the
-APPTAINERENV_<NAME> variables the job script exports for each name kit passes. Every
-folder the job reads or writes is bound at the same path. Settings (sites.toml)::
+APPTAINERENV_<NAME> variables the job script exports for each name kit passes that is
+set (plus CUDA_VISIBLE_DEVICES, the GPUs the scheduler gave the job). Every folder the
+job reads or writes is bound at the same path. Under Slurm the container runs as a job
+step (`srun apptainer exec ...`), so Slurm accounts and signals it. Settings (sites.toml)::
 
     [site.nancy]
-    scheduler = "oar"
+    scheduler = "oar"                   # or "slurm"
     runtime = "apptainer"
     images = "/home/me/kit-images"      # where kit-<backend>-<id>.sif files are
 """
@@ -14,24 +16,30 @@ from __future__ import annotations
 
 import shlex
 
-from kit.launch.runtimes.base import Runtime, RuntimeContext, register_runtime
+from kit.launch.runtimes.base import GPU_ENV, Runtime, RuntimeContext, list_paths, register_runtime
 
 
 @register_runtime("apptainer")
 class ApptainerRuntime(Runtime):
-    """apptainer exec --nv --containall --cleanenv --bind ... IMAGE.sif kit ..."""
+    """[srun] apptainer exec --nv --containall --cleanenv --bind ... IMAGE.sif kit ..."""
 
     def worker_argv(self, ctx: RuntimeContext) -> list[str]:
-        """The apptainer command line."""
-        argv = ["apptainer", "exec", "--nv", "--containall", "--cleanenv", "--no-home"]
+        """The apptainer command line (a Slurm job step under Slurm)."""
+        argv = ["srun"] if self.site.scheduler == "slurm" else []
+        argv += ["apptainer", "exec", "--nv", "--containall", "--cleanenv", "--no-home"]
         if ctx.binds:
-            argv += ["--bind", ",".join(ctx.binds)]
+            argv += ["--bind", ",".join(list_paths(ctx.binds, "apptainer"))]
+        if ctx.workdir:
+            argv += ["--pwd", ctx.workdir]
         argv += [ctx.image or "IMAGE.sif", "kit", *ctx.kit_args]
         return argv
 
     def setup_lines(self, ctx: RuntimeContext) -> list[str]:
-        """Export APPTAINERENV_<NAME> for every variable the container must see."""
-        return [f'export APPTAINERENV_{name}="${{{name}:-}}"' for name in ctx.env_names] + [
-            f"test -r {shlex.quote(ctx.image or 'IMAGE.sif')} || {{ echo \"kit: image not readable: "
-            f"{(ctx.image or 'IMAGE.sif')!s}\" >&2; exit 2; }}"
+        """Export APPTAINERENV_<NAME> for every variable the container must see and the job has."""
+        names = dict.fromkeys([*ctx.env_names, *GPU_ENV])
+        image = ctx.image or "IMAGE.sif"
+        # an unset variable stays unset inside (an empty HF_TOKEN_PATH would name no file)
+        message = shlex.quote(f"kit: image not readable: {image}")
+        return [f'[ -z "${{{name}+set}}" ] || export APPTAINERENV_{name}="${{{name}}}"' for name in names] + [
+            f"test -r {shlex.quote(image)} || {{ echo {message} >&2; exit 2; }}"
         ]

@@ -23,6 +23,19 @@ class RuntimeContext:
     workdir: str | None = None                  # working folder inside the container
 
 
+# Variables a container runtime passes in on top of kit's list: the GPUs the scheduler gave the job.
+GPU_ENV = ("CUDA_VISIBLE_DEVICES",)
+
+
+def list_paths(paths: tuple[str, ...], runtime: str, sep: str = ",") -> tuple[str, ...]:
+    """The paths, checked for what a runtime's bind/mount list cannot hold (its separators)."""
+    for p in paths:
+        if sep in p or ":" in p or "\n" in p:
+            raise ConfigError(f"the {runtime} runtime cannot bind the path {p!r} (it holds ',' ':' or a newline)",
+                              fix="use folders without ',' or ':' (results, root, scratch, weights, benchmark)")
+    return paths
+
+
 class Runtime:
     """Builds the argv that runs kit inside (or outside) a container."""
 

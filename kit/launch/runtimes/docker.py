@@ -2,7 +2,9 @@
 
 Folders are bound at the same path so every path in the command stays valid; the
 container runs as the submitting user; variables are passed by name (`-e NAME`), so
-their values never appear on the command line. Settings (sites.toml)::
+their values never appear on the command line. With `--gpus all` the container sees every
+GPU of the node; CUDA_VISIBLE_DEVICES (set by Slurm for the job's GPUs) is passed in so
+the worker uses only its own. Settings (sites.toml)::
 
     [site.workstation]
     scheduler = "slurm"
@@ -13,7 +15,7 @@ their values never appear on the command line. Settings (sites.toml)::
 from __future__ import annotations
 
 from kit.launch.jobscript import Expand
-from kit.launch.runtimes.base import Runtime, RuntimeContext, register_runtime
+from kit.launch.runtimes.base import GPU_ENV, Runtime, RuntimeContext, list_paths, register_runtime
 
 
 @register_runtime("docker")
@@ -25,9 +27,9 @@ class DockerRuntime(Runtime):
         argv = ["docker", "run", "--rm", "--init", "--user", Expand("${KIT_UID}:${KIT_GID}"), "-e", "HOME=/tmp"]
         if self.site.gpus_per_node:
             argv += ["--gpus", "all"]
-        for name in ctx.env_names:
+        for name in dict.fromkeys([*ctx.env_names, *GPU_ENV]):
             argv += ["-e", name]
-        for b in ctx.binds:
+        for b in list_paths(ctx.binds, "docker", sep=":"):
             argv += ["-v", f"{b}:{b}"]
         if ctx.workdir:
             argv += ["-w", ctx.workdir]

@@ -1,29 +1,37 @@
 """The `pyxis` runtime: Slurm's `srun --container-image` with an Enroot squashfs.
 
-Pyxis treats the image as a file only when the path starts with `/` or `.`, so kit always
-passes an absolute .sqsh path. The user's home is not mounted; the variables kit passes
-are named in --container-env. Settings (sites.toml)::
+Pyxis treats the image as a file only when the path starts with `/` or `.` (anything else
+is a registry reference it would try to pull), so kit requires an absolute .sqsh path.
+Every folder the job uses is mounted at the same path; the user's home is not mounted;
+the variables kit passes are named in --container-env so the image's values never win
+over the job's; the worker starts in kit's root folder. Settings (sites.toml)::
 
     [site.cluster]
     scheduler = "slurm"
     runtime = "pyxis"
-    images = "/lustre/me/kit-images"    # where kit-<backend>-<id>.sqsh files are
+    images = "/lustre/me/kit-images"    # absolute: where kit-<backend>-<id>.sqsh files are
 """
 
 from __future__ import annotations
 
-from kit.launch.runtimes.base import Runtime, RuntimeContext, register_runtime
+from kit.errors import ConfigError
+from kit.launch.runtimes.base import Runtime, RuntimeContext, list_paths, register_runtime
 
 
 @register_runtime("pyxis")
 class PyxisRuntime(Runtime):
-    """srun --container-image=/abs/image.sqsh --container-mounts=... kit ..."""
+    """srun --container-image=/abs/image.sqsh --container-mounts=... --no-container-mount-home ... kit ..."""
 
     def worker_argv(self, ctx: RuntimeContext) -> list[str]:
         """The srun command line."""
-        argv = ["srun", f"--container-image={ctx.image or '/IMAGE.sqsh'}"]
+        image = ctx.image or "/IMAGE.sqsh"
+        if not image.startswith("/"):
+            raise ConfigError(f"site {self.site.name!r}: the pyxis image {image!r} is not an absolute path "
+                              "(pyxis would read it as a registry reference)",
+                              fix="set images to an absolute folder in sites.toml")
+        argv = ["srun", f"--container-image={image}"]
         if ctx.binds:
-            argv.append("--container-mounts=" + ",".join(f"{b}:{b}" for b in ctx.binds))
+            argv.append("--container-mounts=" + ",".join(f"{b}:{b}" for b in list_paths(ctx.binds, "pyxis")))
         argv.append("--no-container-mount-home")
         if ctx.env_names:
             argv.append("--container-env=" + ",".join(ctx.env_names))

@@ -61,6 +61,10 @@ class Scheduler:
         """Cancel these jobs."""
         raise NotImplementedError
 
+    def cancel_argv(self, job_ids: list[str]) -> list[str]:
+        """The exact command that cancels these jobs (printed by `kit cancel --dry-run`)."""
+        raise ConfigError(f"the {self.name} scheduler cannot cancel jobs", fix="cancel them with the scheduler's tools")
+
     def prelude(self, request: JobRequest, log_dir: str) -> list[str]:
         """Directive lines for the top of the job script (#SBATCH, #OAR); none by default."""
         return []

@@ -122,7 +122,7 @@ class LlamaCppBackend(Backend):
 
         encoded = [self.encode(p) for p in prompts]
         budget = self.run.max_new_tokens
-        check_lengths([len(ids) for ids in encoded], prompts, self.llm.n_ctx(), budget)
+        check_lengths([len(ids) for ids in encoded], prompts, self.n_ctx(), budget)
         vocab = self.llm._model.vocab  # noqa: SLF001 - the end-of-generation test needs the vocab handle
         out = []
         for ids in encoded:
@@ -140,6 +140,10 @@ class LlamaCppBackend(Backend):
             out.append(Generation(text, not stopped and len(new) >= budget, len(new), tuple(new)))
         return out
 
+    def n_ctx(self) -> int:
+        """The usable context in tokens: llama.cpp may round the context up; llama-cpp-python's buffers do not."""
+        return min(self.llm.n_ctx(), self.llm.context_params.n_ctx)
+
     def versions(self) -> dict[str, str | None]:
         """Versions of python and of llama-cpp-python and its Python dependencies."""
         return {"python": platform.python_version(), **{name: package_version(name) for name in _PACKAGES}}
@@ -147,7 +151,7 @@ class LlamaCppBackend(Backend):
     def model_info(self) -> dict[str, Any]:
         """Facts of the loaded GGUF: file, quantization, context sizes, chat template presence."""
         return {"gguf_file": self.path.relative_to(self.snapshot).as_posix(), "quantization": self.quantization,
-                "n_ctx": self.llm.n_ctx(), "n_ctx_train": self.llm.n_ctx_train(),
+                "n_ctx": self.n_ctx(), "n_ctx_train": _trained_context(self.llm.metadata),
                 "chat_template": self.template is not None}
 
     def close(self) -> None:
@@ -158,3 +162,8 @@ class LlamaCppBackend(Backend):
 
     def _text(self, token: int) -> str:
         return "" if token < 0 else self.llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+
+def _trained_context(metadata: dict[str, str]) -> int | None:
+    raw = metadata.get(f"{metadata.get('general.architecture', '')}.context_length")
+    return int(raw) if raw and raw.isdigit() else None

@@ -33,7 +33,7 @@ Roster example:
     backend = "transformers-5.17"
     task = "score"
     batch_size = 16
-    options = { score_kind = "reranker", prefix = "<|im_start|>user\n", suffix = "<|im_end|>\n<|im_start|>assistant\n" }
+    options = { score_kind = "reranker", prefix = "<|im_start|>user\\n", suffix = "<|im_end|>\\n<|im_start|>assistant\\n" }
 """
 
 from __future__ import annotations

@@ -1,0 +1,59 @@
+"""`kit cancel`."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+from kit.cli import common as C
+from kit.config.project import load_project
+from kit.config.sites import load_sites
+
+
+@click.command()
+@click.option("--site", "site_name", required=True, metavar="NAME", help="The site whose jobs to cancel.")
+@C.sites_option
+@C.roster_option
+@C.benchmark_option
+@C.models_option
+@C.languages_option
+@click.option("--dry-run", is_flag=True, help="Print the jobs and the exact cancel command; cancel nothing.")
+@C.unpinned_option
+@C.json_option
+def cancel(site_name: str, sites_file: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...],
+           languages: str | None, dry_run: bool, allow_unpinned: bool, as_json: bool) -> None:
+    """Cancel a site's queued and running jobs that still own pairs without a checkpoint.
+
+    The jobs are those kit recorded when it submitted (.kit/jobs/SITE.jsonl beside the
+    sites file), kept only when the scheduler says they are queued or running and own a
+    selected pair that is not complete. A job (array task) shard can hold pairs of other
+    models too: cancelling it stops those as well; `kit run` later submits what is missing.
+
+    \b
+    Examples:
+      kit cancel --site cluster --model LiquidAI/LFM2.5-2.6B --dry-run
+      kit cancel --site cluster
+    """
+    from kit.launch.cancel import cancel_site
+
+    site = load_sites(sites_file).get(site_name)
+    project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
+    runs = project.roster.select(models)
+    plan = cancel_site(project, site, sites_file, runs, C.split_languages(languages), dry_run=dry_run)
+    if as_json:
+        C.print_json("cancel", "dry-run" if dry_run else "ok", plan.as_dict())
+        return
+    for job, state in sorted(plan.not_live.items()):
+        click.echo(f"job {job}: {state}, left alone")
+    if not plan.jobs:
+        click.echo(f"site {site.name}: no queued or running job owns a pending pair; nothing to cancel")
+        return
+    for job, pairs in plan.jobs.items():
+        click.echo(f"job {job}: {len(pairs)} pending pair(s): " + ", ".join(str(p) for p in pairs))
+    if dry_run:
+        click.echo("# cancel command (not run):")
+        click.echo(shlex.join(plan.command))
+    else:
+        click.echo(f"site {site.name}: cancelled {len(plan.jobs)} job(s): {shlex.join(plan.command)}")

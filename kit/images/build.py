@@ -1,0 +1,118 @@
+"""`kit images build`: build a backend image with the docker SDK and record it in the lock of
+built images (containers/images.lock.json)."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import kit
+from kit.errors import ImageError
+from kit.images import engine
+from kit.images.context import write_context
+from kit.images.lockfile import BuiltImage, ImagesLock, update_lock
+from kit.images.progress import Progress
+from kit.images.spec import Target, file_sha256, kit_commit
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How to build: CA bundle for pip, wheelhouse (offline), base override, cache use."""
+
+    ca_bundle: Path | None = None
+    wheelhouse: Path | None = None
+    base: str | None = None
+    no_cache: bool = False
+    quiet: bool = False
+    # with a CA bundle, the build-stage images that hold it are removed unless this is set
+    keep_build_stages: bool = False
+
+
+def build_args(t: Target, opts: BuildOptions, commit: str) -> dict[str, str]:
+    """The build arguments passed to Docker: the image's, BASE_IMAGE and KIT_COMMIT."""
+    return {**t.spec.build_args, "BASE_IMAGE": opts.base or t.spec.base, "KIT_COMMIT": commit}
+
+
+def labels(t: Target, commit: str) -> dict[str, str]:
+    """Labels of the final image: what it is and what it was built from."""
+    return {"kit.backend": t.name, "kit.variant": t.variant or "", "kit.version": kit.__version__,
+            "kit.lock.sha256": t.lock_sha256(), "kit.dockerfile.sha256": t.dockerfile_sha256(),
+            "org.opencontainers.image.revision": commit,
+            "org.opencontainers.image.title": f"kit {t.name}" + (f" ({t.variant})" if t.variant else "")}
+
+
+def _stream_build(t: Target, opts: BuildOptions, args: dict[str, str], commit: str, progress: Progress) -> str:
+    from kit.images import wheelhouse
+
+    wheels: list[Path] = []
+    if opts.wheelhouse is not None:
+        wheelhouse.download(t, opts.wheelhouse, progress.line)
+        wheels = wheelhouse.select(t, opts.wheelhouse)
+        progress.line(f"wheelhouse: {len(wheels)} files from {opts.wheelhouse}; building with no network")
+    with tempfile.TemporaryFile(prefix="kit-context-") as ctx:
+        write_context(t, ctx, ca_bundle=opts.ca_bundle, wheels=wheels)
+        ctx.seek(0)
+        events = engine.client().api.build(
+            fileobj=ctx, custom_context=True, dockerfile=t.spec.dockerfile, tag=t.tag, buildargs=args,
+            labels=labels(t, commit), rm=True, forcerm=True, pull=False, nocache=opts.no_cache,
+            network_mode="none" if wheels else None, decode=True)
+        image_id = None
+        for event in events:
+            if "error" in event:
+                hint = ("the base is not in the local engine and no registry answers: make base-image, then "
+                        "--base kit/base:bookworm" if "pull" in event["error"] or "no such host" in event["error"]
+                        else "read the build output above; fix the Dockerfile or lock and build again")
+                raise ImageError(f"build of {t.name} failed: {event['error'].strip()[:300]}", fix=hint)
+            image_id = progress.build_event(event) or image_id
+    return image_id or engine.image_attrs(t.tag)["Id"]
+
+
+def _drop_build_stages(image_id: str, seen: list[str], progress: Progress) -> None:
+    """Remove the build-stage images of this build (they hold the CA bundle); keep the final chain."""
+    api = engine.client().api
+    keep = {h["Id"].split(":")[-1][:12] for h in api.history(image_id) if h.get("Id", "<missing>") != "<missing>"}
+    for short in reversed(seen):
+        if short[:12] in keep:
+            continue
+        try:
+            if api.inspect_image(short).get("RepoTags"):
+                continue  # a base image (FROM), not a build-stage layer
+            api.remove_image(short, force=False, noprune=False)
+        except Exception:  # still a parent of a kept image, or already gone: harmless
+            pass
+    progress.line("removed the build-stage images (they held the CA bundle)")
+
+
+def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
+    """Build the image, record it in the lock of built images, and return the record."""
+    commit = kit_commit(t.root)
+    args = build_args(t, opts, commit)
+    progress = Progress(f"kit images build {t.name}" + (f" --variant {t.variant}" if t.variant else "")
+                        + f" -> {t.tag}", quiet=opts.quiet)
+    image_id = _stream_build(t, opts, args, commit, progress)
+    if opts.ca_bundle is not None and not opts.keep_build_stages:
+        _drop_build_stages(image_id, progress.layers, progress)
+    attrs = engine.image_attrs(image_id)
+    base = args["BASE_IMAGE"]
+    base_id = engine.image_attrs(base)["Id"] if engine.has_image(base) else None
+    record = BuiltImage(
+        backend=t.name, tag=t.tag, image_id=image_id, repo_digest=(attrs.get("RepoDigests") or [None])[0],
+        dockerfile_sha256=t.dockerfile_sha256(), lock_sha256=t.lock_sha256(),
+        build_args={k: v for k, v in args.items() if k not in ("BASE_IMAGE", "KIT_COMMIT")}, base=base,
+        kit_version=kit.__version__, kit_commit=commit,
+        built_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        variant=t.variant, python=t.spec.python, cuda=t.spec.cuda, base_image_id=base_id,
+        build_locks_sha256={p: file_sha256(t.path(p)) for p in t.spec.build_locks},
+        offline=opts.wheelhouse is not None, ca_bundle=opts.ca_bundle is not None, size_bytes=attrs.get("Size"))
+
+    def change(lock: ImagesLock) -> None:
+        old = lock.images.get(t.name)
+        if old is not None and old.image_id == image_id:
+            record.artifacts.update(old.artifacts)  # same image: its SIF and sqsh still hold
+        lock.images[t.name] = record
+
+    update_lock(lock_path, change)
+    progress.done(f"built {t.tag} {image_id[:19]} ({(attrs.get('Size') or 0) / 1e6:.0f} MB), recorded in {lock_path}")
+    return record

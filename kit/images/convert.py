@@ -1,0 +1,72 @@
+"""`kit images convert`: make the SIF and/or sqsh of a built image and record each artifact's
+sha256 next to the image id in the lock of built images."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kit.errors import ConfigError, ImageError
+from kit.images import engine
+from kit.images.lockfile import Artifact, BuiltImage, ImagesLock, update_lock
+from kit.images.progress import Progress
+from kit.images.sif import build_sif
+from kit.images.spec import file_sha256
+from kit.images.sqsh import build_sqsh
+
+FORMS = ("sif", "sqsh")
+
+
+def forms_of(to: str) -> tuple[str, ...]:
+    """--to sif|sqsh|all -> the forms to make."""
+    if to == "all":
+        return FORMS
+    if to not in FORMS:
+        raise ConfigError(f"--to {to!r} is not a known artifact form", fix="use sif, sqsh or all")
+    return (to,)
+
+
+def artifact_name(built: BuiltImage, form: str) -> str:
+    """kit-<backend>[-<variant>]-<12 hex of the image id>.<form>"""
+    variant = f"-{built.variant}" if built.variant else ""
+    return f"kit-{built.backend}{variant}-{built.image_id.split(':')[-1][:12]}.{form}"
+
+
+def _make(built: BuiltImage, form: str, dest: Path, progress: Progress) -> str:
+    if form == "sqsh":
+        return build_sqsh(built.image_id, dest)
+    with tempfile.TemporaryDirectory(prefix=".kit-archive-", dir=dest.parent) as tmp:
+        progress.line(f"docker save {built.image_id[:19]}")
+        archive = engine.save(built.image_id, Path(tmp) / "image.tar")
+        progress.line(f"apptainer build {dest.name} docker-archive://{archive.name} ({archive.stat().st_size / 1e6:.0f} MB)")
+        return build_sif(archive, dest)
+
+
+def convert(built: BuiltImage, forms: tuple[str, ...], out_dir: Path, lock_path: Path,
+            quiet: bool = False) -> dict[str, Artifact]:
+    """Make each artifact form in out_dir, record it in the lock, and return the records."""
+    engine.image_attrs(built.image_id)  # fails early, naming the fix, if the image is gone
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made: dict[str, Artifact] = {}
+    for form in forms:
+        dest = out_dir / artifact_name(built, form)
+        progress = Progress(f"kit images convert {built.backend} --to {form} -> {dest}", quiet=quiet)
+        tool = _make(built, form, dest, progress)
+        if not dest.is_file():
+            raise ImageError(f"{form} conversion left no file at {dest}", fix="read the output above")
+        made[form] = Artifact(file=dest.name, sha256=file_sha256(dest), bytes=dest.stat().st_size,
+                              made_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+                              image_id=built.image_id, tool=tool)
+        progress.done(f"{dest.name} sha256 {made[form].sha256[:16]} ({made[form].bytes / 1e6:.0f} MB)")
+
+    def change(lock: ImagesLock) -> None:
+        current = lock.get(built.backend, lock_path)
+        if current.image_id != built.image_id:
+            raise ImageError(f"{lock_path}: {built.backend} was rebuilt during the conversion",
+                             fix=f"kit images convert {built.backend} again")
+        current.artifacts.update(made)
+
+    update_lock(lock_path, change)
+    return made

@@ -1,0 +1,145 @@
+"""`kit images lint`: checks of a built image against what every kit image must be.
+
+Each check is a named predicate over facts gathered once: the image config, its history, the
+Dockerfile, and one in-image probe (`docker run`) plus the entry point (`kit --version`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import kit
+from kit.config.backends import engine_for
+from kit.images import engine
+from kit.images.execute import run_oci
+from kit.images.lockfile import BuiltImage
+from kit.images.spec import Target
+
+# the library each worker engine needs inside its image
+ENGINE_MODULES = {"transformers": ["torch", "transformers"], "vllm": ["vllm"], "llama_cpp": ["llama_cpp"],
+                  "gliner2": ["gliner2"], "gliclass": ["gliclass"]}
+GPU_ENV = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
+_NATIVE = re.compile(r"CUDA_ARCHITECTURES[= ]*[\"']?(native|all|all-major)\b|GGML_NATIVE=ON", re.I)
+
+PROBE = r"""
+import hashlib, importlib, json, os, sys
+import kit
+out = {"kit_version": kit.__version__, "kit_file": kit.__file__, "modules": {}}
+p = os.path.join(os.path.dirname(kit.__file__), "_commit.txt")
+out["commit"] = open(p).read().strip() if os.path.exists(p) else None
+lock = os.path.join(sys.prefix, "share", "kit", "requirements.lock")
+out["lock_sha256"] = hashlib.sha256(open(lock, "rb").read()).hexdigest() if os.path.exists(lock) else None
+out["build_inputs_left"] = os.path.exists("/opt/kit-build") or os.path.exists("/opt/kit-src")
+for m in sys.argv[1:]:
+    try:
+        importlib.import_module(m); out["modules"][m] = "ok"
+    except Exception as e:
+        out["modules"][m] = f"{type(e).__name__}: {e}"[:200]
+print("KIT-PROBE " + json.dumps(out))
+"""
+
+
+@dataclass
+class Finding:
+    """One check's verdict."""
+
+    check: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Facts:
+    """What the checks look at."""
+
+    target: Target
+    built: BuiltImage
+    config: dict[str, Any]
+    history: list[str]
+    dockerfile: str
+    probe: dict[str, Any]
+    entry: tuple[int, str]
+
+
+def _env(facts: Facts) -> dict[str, str]:
+    return dict(e.split("=", 1) for e in facts.config.get("Env") or [] if "=" in e)
+
+
+def check_gpu_env(f: Facts) -> Finding:
+    env = _env(f)
+    bad = {k: env.get(k) for k, v in GPU_ENV.items() if env.get(k) != v}
+    return Finding("gpu-env", not bad, "NVIDIA_* set for Enroot's and the NVIDIA runtime's GPU hooks" if not bad
+                   else f"expected {GPU_ENV}, found {bad}")
+
+
+def check_cuda_arch(f: Facts) -> Finding:
+    texts = [f.dockerfile, *f.history, json.dumps(f.built.build_args)]
+    hits = [m.group(0) for t in texts for m in _NATIVE.finditer(t)]
+    wants_list = "CMAKE_CUDA_ARCHITECTURES" in f.dockerfile
+    arch = f.built.build_args.get("CMAKE_CUDA_ARCHITECTURES", "")
+    if hits:
+        return Finding("cuda-arch", False, f"host-dependent CUDA arch: {', '.join(sorted(set(hits)))}")
+    if wants_list and not arch:
+        return Finding("cuda-arch", False, "the Dockerfile compiles CUDA but no CMAKE_CUDA_ARCHITECTURES list was passed")
+    return Finding("cuda-arch", True, f"explicit list {arch}" if arch else "no CUDA compilation")
+
+
+def check_kit_import(f: Facts) -> Finding:
+    p = f.probe
+    ok = p.get("kit_version") == kit.__version__
+    return Finding("kit-import", ok, f"kit {p.get('kit_version')} at {p.get('kit_file')}" if p else "probe failed")
+
+
+def check_entry_point(f: Facts) -> Finding:
+    status, out = f.entry
+    return Finding("entry-point", status == 0 and out.strip() == f"kit, version {kit.__version__}",
+                   f"`kit --version` -> {status}: {out.strip()[:80]}")
+
+
+def check_commit(f: Facts) -> Finding:
+    got = f.probe.get("commit")
+    return Finding("kit-commit", bool(got) and got == f.built.kit_commit, f"kit/_commit.txt = {got!r}")
+
+
+def check_lock(f: Facts) -> Finding:
+    got = f.probe.get("lock_sha256")
+    return Finding("lock", got == f.built.lock_sha256,
+                   f"lock in image {str(got)[:16]} vs recorded {f.built.lock_sha256[:16]}")
+
+
+def check_no_build_inputs(f: Facts) -> Finding:
+    left = f.probe.get("build_inputs_left")
+    return Finding("no-build-inputs", left is False, "no /opt/kit-build or /opt/kit-src (CA bundle, wheels)"
+                   if left is False else "build inputs left in the final image")
+
+
+def check_engine(f: Facts) -> Finding:
+    mods = f.probe.get("modules") or {}
+    bad = {m: v for m, v in mods.items() if v != "ok"}
+    return Finding("engine", bool(mods) and not bad, f"imports {', '.join(mods)}" if not bad else f"failed: {bad}")
+
+
+CHECKS: list[Callable[[Facts], Finding]] = [check_gpu_env, check_cuda_arch, check_kit_import, check_entry_point,
+                                            check_commit, check_lock, check_no_build_inputs, check_engine]
+
+
+def gather(t: Target, built: BuiltImage) -> Facts:
+    """Inspect the image and run the probe and the entry point inside it."""
+    attrs = engine.image_attrs(built.image_id)
+    history = [h.get("CreatedBy", "") for h in engine.client().api.history(built.image_id)]
+    modules = ENGINE_MODULES.get(engine_for(t.name), [])
+    r = run_oci(built.image_id, ["python3", "-c", PROBE, *modules], [], {})
+    line = next((x for x in r.stdout.splitlines() if x.startswith("KIT-PROBE ")), None)
+    probe = json.loads(line[len("KIT-PROBE "):]) if line else {}
+    e = run_oci(built.image_id, ["kit", "--version"], [], {})
+    return Facts(t, built, attrs.get("Config") or {}, history, t.path(t.spec.dockerfile).read_text(), probe,
+                 (e.status, e.stdout + e.stderr))
+
+
+def lint(t: Target, built: BuiltImage) -> list[Finding]:
+    """Every check's finding for a built image."""
+    facts = gather(t, built)
+    return [check(facts) for check in CHECKS]

@@ -1,0 +1,63 @@
+"""`kit cancel`: stop the jobs of a site that still own pairs without a checkpoint.
+
+Which jobs: for every selected pair that is not complete, the job (array task) of the
+newest submission that planned it (kit.launch.tracking), kept when the scheduler says it
+is queued or running. Finished jobs are left alone; so are pairs no job owns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.plan import Pair
+from kit.results import keys as K
+from kit.results.status import PairStatus
+
+LIVE = (K.QUEUED, K.RUNNING)
+
+
+@dataclass
+class CancelPlan:
+    """The jobs to cancel at one site, the pairs each one owns, and the exact command."""
+
+    site: str
+    jobs: dict[str, list[Pair]] = field(default_factory=dict)     # job id -> its pending pairs
+    command: list[str] = field(default_factory=list)
+    not_live: dict[str, str] = field(default_factory=dict)       # job id -> why it is left alone
+    done: bool = False
+
+    def as_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"site": self.site, "command": self.command, "cancelled": self.done,
+                "jobs": {j: [[p.run, p.language] for p in pairs] for j, pairs in self.jobs.items()},
+                "left_alone": self.not_live}
+
+
+def jobs_to_cancel(site: str, statuses: list[PairStatus]) -> CancelPlan:
+    """Pure: the queued or running jobs that own pairs without a complete checkpoint."""
+    plan = CancelPlan(site)
+    for st in statuses:
+        if st.job is None or st.state == K.COMPLETE:
+            continue
+        if st.state in LIVE:
+            plan.jobs.setdefault(st.job, []).append(st.pair)
+        else:
+            plan.not_live.setdefault(st.job, st.state)
+    plan.jobs = dict(sorted(plan.jobs.items()))
+    return plan
+
+
+def cancel_site(project, site, sites_file: Path, runs, languages, *, dry_run: bool = False) -> CancelPlan:
+    """Find this site's live jobs that own pending pairs of `runs` and cancel them (unless dry_run)."""
+    from kit.launch.schedulers.base import get_scheduler
+    from kit.launch.sitestatus import site_pair_status
+
+    plan = jobs_to_cancel(site.name, site_pair_status(project, site, sites_file, runs, languages))
+    if not plan.jobs:
+        return plan
+    scheduler = get_scheduler(site.scheduler)(site)
+    plan.command = scheduler.cancel_argv(list(plan.jobs))
+    if not dry_run:
+        scheduler.cancel(list(plan.jobs))
+        plan.done = True
+    return plan

@@ -1,0 +1,233 @@
+"""The `oar` scheduler: OAR 2.5 as on Grid'5000 (oarsub, oarstat, oardel on the site's frontend).
+
+Every option goes on the oarsub command line and the job runs as `bash /abs/job-script`:
+the line `kit run --dry-run` prints is the whole request, as a Grid'5000 user would type
+it (no `#OAR` directives hidden in the script, whose quoting OAR parses with its own
+rules), and bash runs the script whatever the user's login shell or the file's mode.
+OAR does not pass the submitter's environment to the job: the script exports every
+value the job needs, including the site's forward_env values (secrets refused).
+
+Settings (sites.toml); OAR sites get the Grid'5000 defaults runtime "apptainer",
+job_types ["night"] and gpu_filter "gpu_compute_capability_major>=7 AND gpu_mem>=23040"::
+
+    [site.lyon]
+    scheduler = "oar"
+    frontend = "lyon.g5k"            # ssh host, or "local" when kit runs on the frontend
+    root = "/home/jdoe/kit"          # job scripts, plans, logs (OAR.<job id>.stdout / .stderr)
+    job_types = ["exotic"]           # -t, repeated (Lyon's A100 cluster has no night queue)
+    queue = "default"                # -q (optional)
+    account = "myproject"            # --project (optional)
+    walltime = "2:00"                # -l host=1/gpu=N,walltime=2:00
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from dataclasses import replace
+from pathlib import Path
+
+from kit.config.sites import Site
+from kit.errors import SubmitError
+from kit.launch.jobscript import JobScript, allow_listed_env, refuse_secret_names
+from kit.launch.request import JobRequest
+from kit.launch.schedulers.base import (COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN, JobStatus, Scheduler,
+                                        Submission, register_scheduler)
+
+# OAR job state -> kit's normalized state. The names are the `jobs.state` ENUM of OAR 2.5:
+# oar-team/oar sources/core/database/mysql_structure.sql and pg_structure.sql (installed by
+# Debian's oar-server 2.5.9 as /usr/lib/oar/database/*_structure.sql).
+OAR_STATES: dict[str, str] = {
+    "Waiting": PENDING,            # queued for resources
+    "Hold": PENDING,               # held (oarhold; new jobs may pass through it); oarresume releases it
+    "toLaunch": PENDING,           # scheduled, about to launch
+    "toAckReservation": PENDING,   # advance reservation being acknowledged
+    "Suspended": PENDING,          # stopped on its nodes; resumes later
+    "Resuming": RUNNING,
+    "Launching": RUNNING,
+    "Running": RUNNING,
+    "Finishing": RUNNING,          # epilogue running
+    "toError": FAILED,
+    "Terminated": COMPLETED,       # also after a non-zero exit: exit_code decides (see job_status)
+    "Error": FAILED,               # oardel and walltime kills end here too: events decide
+}
+# Event types that explain an Error: WALLTIME is added by sarko (sources/core/modules/sarko.pl),
+# FRAG_JOB_REQUEST by oardel (OAR::IO::frag_job, sources/core/common-libs/lib/OAR/IO.pm).
+WALLTIME_EVENT = "WALLTIME"
+DELETE_EVENT = "FRAG_JOB_REQUEST"
+_JOB_ID = re.compile(r"^OAR_JOB_ID=(\d+)\s*$", re.MULTILINE)
+
+
+def is_pending(state: str) -> bool:
+    """True for an OAR state whose job has not started (or is suspended)."""
+    return OAR_STATES.get(state) == PENDING
+
+
+def is_running(state: str) -> bool:
+    """True for an OAR state whose job is on its nodes."""
+    return OAR_STATES.get(state) == RUNNING
+
+
+def is_finished(state: str) -> bool:
+    """True once OAR is done with the job (Terminated or Error)."""
+    return state in ("Terminated", "Error", "toError")
+
+
+def exit_status(raw: object) -> int | None:
+    """The exit code from OAR's exit_code, a raw wait status (768 -> 3; killed by signal S -> 128+S)."""
+    if raw is None or raw == "":
+        return None
+    m = re.match(r"\s*(-?\d+)", str(raw))
+    if not m:
+        return None
+    status = int(m.group(1))
+    return status >> 8 if status & 0x7F == 0 else 128 + (status & 0x7F)
+
+
+def job_status(job_id: str, info: dict) -> JobStatus:
+    """Normalize one `oarstat -f -J` job record (state, exit_code, events) into a JobStatus."""
+    state = str(info.get("state", ""))
+    events = [e for e in info.get("events") or [] if isinstance(e, dict)]
+    types = {e.get("type") for e in events}
+    if state not in OAR_STATES:
+        return JobStatus(job_id, UNKNOWN, reason=f"unknown OAR state {state!r}")
+    code = exit_status(info.get("exit_code"))
+    if state == "Terminated":
+        if code in (None, 0):
+            return JobStatus(job_id, COMPLETED, code)
+        return JobStatus(job_id, FAILED, code, f"OAR Terminated, exited {code}")
+    if state in ("Error", "toError"):
+        if WALLTIME_EVENT in types:
+            return JobStatus(job_id, TIMEOUT, code, "OAR Error: walltime reached")
+        if DELETE_EVENT in types:
+            who = next(e.get("description", "") for e in events if e.get("type") == DELETE_EVENT)
+            return JobStatus(job_id, FAILED, code, f"OAR Error: deleted with oardel ({who})")
+        told = [e.get("description", "") for e in events if not str(e.get("type", "")).startswith("SWITCH_INTO")]
+        return JobStatus(job_id, FAILED, code, "OAR Error" + (f": {told[-1]}" if told else ""))
+    return JobStatus(job_id, OAR_STATES[state], code, f"OAR {state}")
+
+
+def parse_job_ids(stdout: str) -> list[str]:
+    """Job ids from oarsub's output (its OAR_JOB_ID= lines, one per array job, in index order)."""
+    return _JOB_ID.findall(stdout)
+
+
+def parse_oarstat(stdout: str) -> dict[str, dict]:
+    """Job id -> record from `oarstat -f -J` output: nothing at all, one JSON object, or several."""
+    out: dict[str, dict] = {}
+    decoder, text, pos = json.JSONDecoder(), stdout.strip(), 0
+    while pos < len(text):
+        doc, end = decoder.raw_decode(text, pos)
+        if isinstance(doc, dict):
+            out.update({str(k): v for k, v in doc.items() if isinstance(v, dict)})
+        pos = end
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return out
+
+
+def oar_walltime(seconds: int) -> str:
+    """H:MM (or H:MM:SS when seconds remain), as Grid'5000 users write it."""
+    h, rem = divmod(int(seconds), 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}" + (f":{s:02d}" if s else "")
+
+
+def forwarded_values(site: Site, source: dict[str, str]) -> dict[str, str]:
+    """The site's forward_env values, to be written into an OAR job script (secret-looking names refused)."""
+    refuse_secret_names(site.forward_env, site.name)
+    return {n: source[n] for n in site.forward_env if n in source}
+
+
+@register_scheduler("oar")
+class OarScheduler(Scheduler):
+    """oarsub [options] 'bash SCRIPT'; array index in OAR_ARRAY_INDEX (1-based)."""
+
+    array_index_expr = "$(( ${OAR_ARRAY_INDEX:-1} - 1 ))"
+
+    def resources(self, request: JobRequest) -> str:
+        """The -l value: host=1/gpu=N (or core=N without GPUs) and the walltime."""
+        unit = f"gpu={request.gpus}" if request.gpus else f"core={request.cpus or 1}"
+        return f"host=1/{unit},walltime={oar_walltime(request.walltime_s)}"
+
+    def options(self, request: JobRequest, script: Path, log_dir: str) -> list[str]:
+        """oarsub's options: name, types, queue, project, property filter, resources, array, files."""
+        opts = ["-n", request.name]
+        for job_type in self.site.job_types:
+            opts += ["-t", job_type]
+        if self.site.queue:
+            opts += ["-q", self.site.queue]
+        if self.site.account:
+            opts += ["--project", self.site.account]
+        if self.site.gpu_filter:
+            opts += ["-p", self.site.gpu_filter]
+        opts += ["-l", self.resources(request)]
+        if request.array_size > 1:
+            opts += ["--array", str(request.array_size)]
+        return opts + ["-d", str(Path(script).parent), "-O", f"{log_dir}/OAR.%jobid%.stdout",
+                       "-E", f"{log_dir}/OAR.%jobid%.stderr"]
+
+    def submit_argv(self, request: JobRequest, script: Path, log_dir: str) -> list[str]:
+        """The oarsub command; its last argument is the quoted command OAR's shell runs."""
+        return ["oarsub", *self.options(request, script, log_dir), shlex.join(["bash", str(script)])]
+
+    def job_script(self, base: JobScript, request: JobRequest, log_dir: str) -> JobScript:
+        """The common script with OAR's array index, plus the forwarded variables written out."""
+        spec = super().job_script(base, request, log_dir)
+        return replace(spec, env={**forwarded_values(self.site, dict(os.environ)), **spec.env})
+
+    def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str]) -> Submission:
+        """Run oarsub on the frontend once (never again after a refusal); returns one id per array job."""
+        self.frontend.run(["mkdir", "-p", log_dir], env=env, check=True)
+        argv = self.submit_argv(request, script, log_dir)
+        res = self.frontend.run(argv, env=env)
+        ids = parse_job_ids(res.stdout)
+        if res.returncode != 0 or not ids:
+            said = " ".join(line.strip() for line in (res.stderr + "\n" + res.stdout).splitlines()
+                            if line.strip() and not line.startswith(("OAR_JOB_ID=", "[ADMISSION RULE] Modify")))
+            raise SubmitError(f"site {self.site.name}: oarsub on {self.frontend.where} refused the job "
+                              f"(exit {res.returncode}): {said[-400:] or 'no job id printed'}",
+                              fix=self._refusal_fix(said, request))
+        return Submission(self.site.name, ids, argv, script, output=res.stdout + res.stderr)
+
+    def _refusal_fix(self, said: str, request: JobRequest) -> str:
+        name = self.site.name
+        if "not enough resources" in said:
+            return (f"no resource matches -p {self.site.gpu_filter!r} with -l {self.resources(request)}: relax "
+                    f"gpu_filter (or the GPU count) of [site.{name}] in sites.toml, or see `oarnodes` on the frontend")
+        if "unknown job type" in said:
+            return (f"set job_types of [site.{name}] to types this OAR accepts "
+                    "(Lyon's A100 cluster: job_types = [\"exotic\"] with queue = \"default\")")
+        if "not allowed to submit" in said:
+            return "OAR refuses root: run kit as your own user, or use an ssh frontend that logs in as you"
+        return "read OAR's message; kit does not resubmit by itself: fix the request, then run kit again"
+
+    def poll(self, job_ids: list[str]) -> dict[str, JobStatus]:
+        """State of each job from `oarstat -f -J -j ID ...` (one call per 100 ids)."""
+        out: dict[str, JobStatus] = {}
+        for i in range(0, len(job_ids), 100):
+            chunk = [str(j) for j in job_ids[i:i + 100]]
+            res = self.frontend.run(["oarstat", "-f", "-J", *[a for j in chunk for a in ("-j", j)]], env=self._env())
+            try:
+                records = parse_oarstat(res.stdout) if res.returncode == 0 else {}
+                why = "" if res.returncode == 0 else f"oarstat exited {res.returncode}: {res.stderr.strip()[-200:]}"
+            except ValueError as exc:
+                records, why = {}, f"oarstat printed something that is not JSON ({exc})"
+            for j in chunk:
+                out[j] = (job_status(j, records[j]) if j in records else
+                          JobStatus(j, UNKNOWN, reason=why or "oarstat does not know this job (purged, or another OAR)"))
+        return out
+
+    def _env(self) -> dict[str, str]:
+        return allow_listed_env(os.environ, self.site.forward_env)
+
+    def cancel_argv(self, job_ids: list[str]) -> list[str]:
+        """oardel ID ... (array jobs are deleted one by one, by their own ids)."""
+        return ["oardel", *map(str, job_ids)]
+
+    def cancel(self, job_ids: list[str]) -> None:
+        """oardel the jobs."""
+        if job_ids:
+            self.frontend.run(self.cancel_argv(job_ids), env=self._env(), check=True)

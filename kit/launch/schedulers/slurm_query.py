@@ -1,0 +1,177 @@
+"""Slurm's answers, read: job state names, `squeue --json` and `sacct --parsable2` output.
+
+Pure functions over text, so every shape Slurm prints (22.05 and later) is unit-tested
+without a cluster. Array tasks are always named `<array job id>_<task id>`, the form
+`sbatch` users type, `scancel` accepts and kit records; plain jobs by their id."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from kit.launch.schedulers.base import (CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN,
+                                        JobStatus)
+
+# Every Slurm job state name -> kit's normalized state. Names from Slurm's squeue(1) and
+# sacct(1) "JOB STATE CODES" (22.05; the same strings job_state_string() in
+# src/common/slurm_protocol_defs.c prints); verified on 22.05.8 for PENDING, RUNNING,
+# COMPLETED, FAILED, CANCELLED and TIMEOUT (shared/notes/infra-verified.md section 1).
+SLURM_STATES: dict[str, str] = {
+    "PENDING": PENDING,            # PD: awaiting resource allocation
+    "CONFIGURING": PENDING,        # CF: allocated, nodes booting
+    "REQUEUED": PENDING,           # RQ: completing job is being requeued
+    "REQUEUE_HOLD": PENDING,       # RH: held job is being requeued
+    "REQUEUE_FED": PENDING,        # RF: requeued by a federation
+    "RESV_DEL_HOLD": PENDING,      # RD: held after its reservation was deleted
+    "RUNNING": RUNNING,            # R
+    "COMPLETING": RUNNING,         # CG: some processes still running
+    "STAGE_OUT": RUNNING,          # SO: staging out files
+    "SIGNALING": RUNNING,          # SI: being signaled
+    "RESIZING": RUNNING,           # RS: about to change size
+    "SUSPENDED": RUNNING,          # S: has an allocation, execution suspended
+    "STOPPED": RUNNING,            # ST: has an allocation, execution stopped (SIGSTOP)
+    "COMPLETED": COMPLETED,        # CD: all processes exited 0
+    "FAILED": FAILED,              # F: non-zero exit code or other failure
+    "BOOT_FAIL": FAILED,           # BF: launch failure (hardware)
+    "NODE_FAIL": FAILED,           # NF: an allocated node failed
+    "OUT_OF_MEMORY": FAILED,       # OOM
+    "SPECIAL_EXIT": FAILED,        # SE: requeued in a special state after a failure
+    "TIMEOUT": TIMEOUT,            # TO: reached its time limit
+    "DEADLINE": TIMEOUT,           # DL: terminated on its --deadline
+    "CANCELLED": CANCELLED,        # CA: by the user or an administrator
+    "PREEMPTED": CANCELLED,        # PR: terminated by preemption
+    "REVOKED": CANCELLED,          # RV: federation sibling removed
+}
+
+
+def base_state(raw: Any) -> str:
+    """The bare state name: 'CANCELLED by 0' -> 'CANCELLED', 'CANCELLED+' -> 'CANCELLED', and
+    a Slurm 23+ state list ['RUNNING', 'COMPLETING'] -> its first known name."""
+    names = raw if isinstance(raw, list) else [raw]
+    words = [str(n).split()[0].rstrip("+").upper() for n in names if str(n).strip()]
+    for word in words:
+        if word in SLURM_STATES:
+            return word
+    return words[0] if words else ""
+
+
+def normalize(raw: Any) -> str:
+    """kit's state for a Slurm state name; `unknown` for a name the table does not hold."""
+    return SLURM_STATES.get(base_state(raw), UNKNOWN)
+
+
+def is_live(raw: Any) -> bool:
+    """True while the job may still write checkpoints (pending or running)."""
+    return normalize(raw) in (PENDING, RUNNING)
+
+
+def is_finished(raw: Any) -> bool:
+    """True once the job has ended, whatever the outcome."""
+    return normalize(raw) in (COMPLETED, FAILED, TIMEOUT, CANCELLED)
+
+
+def _explain(state: str, *details: str) -> str:
+    """The reason text: Slurm's own state name when it says more than kit's, then the details."""
+    named = state if state.lower() != normalize(state) else ""
+    return "; ".join(x for x in (named, *details) if x)
+
+
+def parse_sbatch_id(stdout: str) -> str | None:
+    """The job id from `sbatch --parsable` ('12' or '12;cluster'); None if there is none."""
+    first = stdout.strip().splitlines()[-1].split(";")[0].strip() if stdout.strip() else ""
+    return first if first.isdigit() else None
+
+
+def expand_task_string(text: str) -> list[int]:
+    """Task ids of a pending array record: '2-3,5' -> [2, 3, 5]; '0-6:2%1' -> [0, 2, 4, 6]."""
+    out: list[int] = []
+    for part in text.split("%")[0].split(","):
+        m = re.fullmatch(r"\s*(\d+)(?:-(\d+)(?::(\d+))?)?\s*", part)
+        if not m:
+            continue
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        out.extend(range(lo, hi + 1, int(m.group(3) or 1)))
+    return out
+
+
+def _number(value: Any) -> int | None:
+    """An integer field as 22.05 prints it (a plain int) or as 23+ does ({"set", "number"})."""
+    if isinstance(value, dict):
+        return int(value["number"]) if value.get("set", True) and "number" in value else None
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _exit(value: Any) -> tuple[int | None, str]:
+    """(exit code, detail) from squeue's exit_code: a raw wait status in 22.05, a dict later."""
+    if isinstance(value, dict):
+        code = _number(value.get("return_code"))
+        sig = _number((value.get("signal") or {}).get("id")) if isinstance(value.get("signal"), dict) else None
+        return code, f"signal {sig}" if sig else ""
+    raw = _number(value)
+    if raw is None:
+        return None, ""
+    if raw & 0x7F:
+        return None, f"signal {raw & 0x7F}"
+    return raw >> 8, ""
+
+
+def parse_squeue_json(text: str) -> dict[str, JobStatus]:
+    """Every job in a `squeue --json` answer, keyed by plain id or `<array>_<task>`.
+
+    Raises ValueError when the text is not a squeue JSON document."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+        raise ValueError("no 'jobs' list in the squeue --json answer")
+    out: dict[str, JobStatus] = {}
+    for job in data["jobs"]:
+        state = base_state(job.get("job_state"))
+        code, detail = _exit(job.get("exit_code"))
+        reason = str(job.get("state_reason") or "")
+        reason = "" if reason == "None" else reason
+        text_reason = _explain(state, reason, f"exit code {code}" if code else "", detail)
+        array = _number(job.get("array_job_id")) or 0
+        task = _number(job.get("array_task_id"))
+        if array and task is not None:
+            ids = [f"{array}_{task}"]
+        elif array and job.get("array_task_string"):
+            ids = [f"{array}_{t}" for t in expand_task_string(str(job["array_task_string"]))]
+        else:
+            ids = [str(_number(job.get("job_id")))]
+        for job_id in ids:
+            out[job_id] = JobStatus(job_id, normalize(state), code, text_reason)
+    return out
+
+
+def parse_sacct(text: str) -> dict[str, JobStatus]:
+    """Rows of `sacct --parsable2 --noheader -o JobID,State,ExitCode` (slurmdbd or `-c`).
+
+    Step rows ('12.batch') are skipped; 'CANCELLED by 0' reads as CANCELLED; ExitCode is
+    'code:signal' (sacct's --json in 22.05 reports 0 for failed jobs, this column does not)."""
+    out: dict[str, JobStatus] = {}
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) < 3:
+            continue
+        pending = re.fullmatch(r"(\d+)_\[(.+)\]", fields[0])   # a pending array record: 12_[2-5]
+        if pending:
+            ids = [f"{pending.group(1)}_{t}" for t in expand_task_string(pending.group(2))]
+        elif re.fullmatch(r"\d+(_\d+)?", fields[0]):
+            ids = [fields[0]]
+        else:
+            continue                                               # steps: 12.batch, 12.0
+        state, exit_text = base_state(fields[1]), fields[2]
+        m = re.fullmatch(r"(\d+):(\d+)", exit_text.strip())
+        code = int(m.group(1)) if m else None
+        detail = f"signal {m.group(2)}" if m and m.group(2) != "0" else ""
+        for job_id in ids:
+            out[job_id] = JobStatus(job_id, normalize(state), code,
+                                    _explain(state, f"exit code {code}" if code else "", detail))
+    return out
+
+
+def plain_ids(job_ids: Iterable[str]) -> list[str]:
+    """The ids that are not array tasks (the only ones `sacct -c` can look up)."""
+    return [j for j in job_ids if j.isdigit()]

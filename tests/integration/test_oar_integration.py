@@ -1,0 +1,198 @@
+"""The OAR scheduler and the ssh frontend against the real services: OAR 2.5.9 on this machine
+(scripts/dev/oar.sh) and the local sshd (scripts/dev/sshd.sh, alias `kit-frontend` = user kit).
+
+Submissions go through `kit-frontend`, so they are made by user kit (OAR refuses root). One
+module fixture submits every scenario at once (a 2-job array, an exit 3, a job deleted with
+oardel, a walltime kill, a held job) and waits for them together: about 35 s on 2 cores.
+Needs root on Debian (the scripts install packages and start daemons); skipped elsewhere."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from kit.errors import SubmitError
+from kit.launch.frontend import Frontend
+from kit.launch.request import JobRequest
+from kit.launch.schedulers.base import COMPLETED, FAILED, PENDING, TIMEOUT
+from kit.launch.schedulers.oar import OarScheduler, parse_oarstat
+from kit.config.sites import Site
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
+
+if os.geteuid() != 0 or not Path("/etc/debian_version").is_file() or shutil.which("apt-get") is None:
+    pytest.skip("needs root on Debian: scripts/dev/oar.sh and sshd.sh install packages and start daemons",
+                allow_module_level=True)
+
+
+def start_service(name: str) -> None:
+    env = {**os.environ, "PATH": os.environ.get("PATH", "/usr/bin:/bin") + ":" + SBIN}
+    p = subprocess.run(["bash", str(REPO / "scripts" / "dev" / f"{name}.sh"), "start"], capture_output=True,
+                       text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        pytest.fail(f"scripts/dev/{name}.sh start exited {p.returncode}\n{p.stdout}\n{p.stderr}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def frontend() -> Frontend:
+    start_service("oar")
+    start_service("sshd")
+    return Frontend("kit-frontend", timeout_s=60)
+
+
+@pytest.fixture(scope="module")
+def folder(frontend):
+    """A folder user kit owns (job scripts and logs)."""
+    path = Path(tempfile.mkdtemp(prefix="kit-oar-it-", dir="/tmp"))
+    shutil.chown(path, "kit", "kit")
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def site(**kw) -> Site:
+    return Site.model_validate({"name": "ci-it", "scheduler": "oar", "runtime": "host", "frontend": "kit-frontend",
+                                "root": "/tmp", "results": "/tmp", **kw})
+
+
+def submit(frontend: Frontend, folder: Path, name: str, body: str, **req) -> list[str]:
+    script = folder / "jobs" / f"{name}.sh"
+    frontend.write_text(script, f"#!/bin/bash\n{body}\n", mode=0o755)
+    request = JobRequest(**{"name": name, "gpus": 1, "walltime_s": 300, **req})
+    sched = OarScheduler(site(), frontend)
+    return sched.submit(request, script, str(folder / "logs"), {"PATH": "/usr/bin:/bin"}).job_ids
+
+
+def wait_finished(frontend: Frontend, ids: list[str], timeout: float = 120) -> dict[str, dict]:
+    end = time.monotonic() + timeout
+    while True:
+        res = frontend.run(["oarstat", "-f", "-J", *[a for j in ids for a in ("-j", j)]])
+        records = parse_oarstat(res.stdout)
+        if all(records.get(j, {}).get("state") in ("Terminated", "Error") for j in ids):
+            return records
+        if time.monotonic() > end:
+            pytest.fail(f"jobs not finished after {timeout}s: { {j: r.get('state') for j, r in records.items()} }")
+        time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def scenarios(frontend, folder):
+    """Every scenario submitted at once, then polled to the end; returns ids and kit's view of them."""
+    t0 = time.monotonic()
+    ids = {
+        "array": submit(frontend, folder, "arr", 'echo "index=$OAR_ARRAY_INDEX"', array_size=2),
+        "exit3": submit(frontend, folder, "exit3", "exit 3"),
+        "deleted": submit(frontend, folder, "deleted", "sleep 300"),
+        "walltime": submit(frontend, folder, "walltime", "sleep 300", walltime_s=10),
+    }
+    # a job that waits for another (oarsub -a) stays Waiting; oarhold then puts it in Hold
+    res = frontend.run(["oarsub", "-l", "core=1,walltime=0:05", "-a", ids["deleted"][0], "-d", str(folder),
+                        "-O", f"{folder}/logs/OAR.%jobid%.stdout", "-E", f"{folder}/logs/OAR.%jobid%.stderr", "true"],
+                       check=True)
+    held = [line.split("=")[1] for line in res.stdout.splitlines() if line.startswith("OAR_JOB_ID=")]
+    frontend.run(["oarhold", held[0]], check=True)
+    time.sleep(2)
+    sched = OarScheduler(site(), frontend)
+    held_status = sched.poll(held)[held[0]]
+    end = time.monotonic() + 60
+    while sched.poll(ids["deleted"])[ids["deleted"][0]].state == PENDING and time.monotonic() < end:
+        time.sleep(0.5)
+    sched.cancel(ids["deleted"] + held)
+    every = [j for group in ids.values() for j in group]
+    records = wait_finished(frontend, every + held)
+    statuses = sched.poll(every)
+    print(f"\nOAR scenarios: {len(every) + 1} jobs submitted and finished in {time.monotonic() - t0:.1f}s")
+    return ids, statuses, records, held_status
+
+
+def test_array_jobs_come_back_in_index_order_and_complete(scenarios, folder):
+    ids, statuses, records, _ = scenarios
+    assert [records[j]["array_index"] for j in ids["array"]] == [1, 2]
+    assert all(statuses[j].state == COMPLETED for j in ids["array"])
+    assert (folder / "logs" / f"OAR.{ids['array'][1]}.stdout").read_text().strip() == "index=2"
+    assert records[ids["array"][0]]["types"] == ["night"]
+    assert "gpu_mem>=23040" in records[ids["array"][0]]["properties"]
+
+
+def test_a_non_zero_exit_ends_terminated_and_kit_reads_exit_3_from_the_wait_status(scenarios):
+    ids, statuses, records, _ = scenarios
+    job = ids["exit3"][0]
+    assert records[job]["state"] == "Terminated" and records[job]["exit_code"] == 768
+    assert (statuses[job].state, statuses[job].exit_code) == (FAILED, 3)
+
+
+def test_oardel_ends_in_error_and_kit_says_failed_deleted(scenarios):
+    ids, statuses, records, _ = scenarios
+    job = ids["deleted"][0]
+    assert records[job]["state"] == "Error"
+    assert statuses[job].state == FAILED and "oardel" in statuses[job].reason
+
+
+def test_a_walltime_kill_ends_in_error_and_kit_says_timeout(scenarios):
+    ids, statuses, records, _ = scenarios
+    job = ids["walltime"][0]
+    assert records[job]["state"] == "Error"
+    assert statuses[job].state == TIMEOUT
+
+
+def test_a_held_job_is_pending_with_its_oar_state(scenarios):
+    held = scenarios[3]
+    assert held.state == PENDING and "Hold" in held.reason
+
+
+def test_a_filter_no_resource_satisfies_is_refused_at_once_with_the_fix(frontend, folder):
+    t0 = time.monotonic()
+    script = folder / "jobs" / "never.sh"
+    frontend.write_text(script, "#!/bin/bash\ntrue\n", mode=0o755)
+    with pytest.raises(SubmitError) as err:
+        OarScheduler(site(gpu_filter="gpu_mem>=999999"), frontend).submit(
+            JobRequest("never", 1, 300), script, str(folder / "logs"), {"PATH": "/usr/bin:/bin"})
+    assert "not enough resources" in err.value.one_line() and "gpu_filter" in err.value.one_line()
+    assert time.monotonic() - t0 < 20
+
+
+def test_oarstat_J_with_no_current_job_prints_nothing_and_kit_reads_no_job(frontend):
+    res = frontend.run(["oarstat", "-J", "-u", "nobody"])
+    assert res.returncode == 0 and res.stdout.strip() == ""
+    assert parse_oarstat(res.stdout) == {}
+
+
+@pytest.fixture
+def control_dir():
+    """A short folder for ControlMaster sockets (a unix socket path holds at most 107 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="kcm", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_ssh_frontend_reuses_one_connection_and_writes_files_literally(folder, control_dir):
+    fe = Frontend("kit-frontend", control_dir=control_dir)
+    target = folder / "we ird $(touch PWNED)" / "f 'x'.txt"
+    fe.write_text(target, "a $(b) `c`\n")
+    assert target.read_text() == "a $(b) `c`\n" and target.owner() == "kit"
+    assert not list(folder.rglob("PWNED"))
+    assert [p for p in control_dir.glob("kit-*") if p.is_socket()], "no ControlMaster socket: every command reconnects"
+    assert fe.run(["whoami"]).stdout.strip() == "kit"
+
+
+def test_an_unreachable_frontend_is_one_clear_error(control_dir):
+    fe = Frontend("kit-no-such-host.invalid", control_dir=control_dir)
+    with pytest.raises(SubmitError) as err:
+        OarScheduler(site(frontend="kit-no-such-host.invalid"), fe).poll(["1"])
+    assert "cannot reach frontend 'kit-no-such-host.invalid'" in err.value.one_line()
+    assert "ssh kit-no-such-host.invalid true" in err.value.one_line()
+
+
+def test_a_frontend_command_that_hangs_times_out(control_dir):
+    fe = Frontend("kit-frontend", timeout_s=2, control_dir=control_dir)
+    with pytest.raises(SubmitError) as err:
+        fe.run(["sleep", "30"])
+    assert "did not answer within 2s" in err.value.one_line()

@@ -1,0 +1,80 @@
+#!/bin/bash
+#SBATCH --job-name=kit-cluster-transformers-5.17-0fc93b87b7d4
+#SBATCH --partition=gpu
+#SBATCH --account=proj123
+#SBATCH --qos=normal
+#SBATCH --nodes=1
+#SBATCH --ntasks=1
+#SBATCH --gres=gpu:a100:4
+#SBATCH --cpus-per-task=8
+#SBATCH --mem=64G
+#SBATCH --time=2:00:00
+#SBATCH --array=0-1
+#SBATCH --output=/lustre/me/kit/logs/%x-%A_%a.out
+#SBATCH --export=PATH,HOME,USER,LANG,TZ
+# kit job kit-cluster-transformers-5.17-0fc93b87b7d4
+set -euo pipefail
+
+export HF_HUB_CACHE=/lustre/me/hf-hub
+export HF_HUB_DISABLE_PROGRESS_BARS=1
+export HF_HUB_OFFLINE=1
+export HF_TOKEN_PATH=/home/me/.config/kit/hf_token
+export KIT_GPUS=4
+export KIT_IMAGE_ARTIFACT=sif
+export KIT_IMAGE_DIGEST=sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+export KIT_IMAGE_SHA256=dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd
+export KIT_LOCK_SHA256=cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
+export KIT_RUNTIME=apptainer
+export KIT_SCHEDULER=slurm
+export KIT_SITE=cluster
+export TOKENIZERS_PARALLELISM=false
+export TRANSFORMERS_OFFLINE=1
+export TRANSFORMERS_VERBOSITY=error
+# the scheduler's job id and raw array index, under names every runtime passes on
+export KIT_JOB_ID="${SLURM_JOB_ID:-${OAR_JOB_ID:-${KIT_JOB_ID:-$$}}}"
+export KIT_ARRAY_INDEX="${SLURM_ARRAY_TASK_ID:-${OAR_ARRAY_INDEX:-${KIT_ARRAY_INDEX:-0}}}"
+
+KIT_SLOTS=(0 1)
+KIT_ARRAY_POS=${KIT_ARRAY_INDEX:-0}
+if [ "$KIT_ARRAY_POS" -lt 0 ] || [ "$KIT_ARRAY_POS" -ge "${#KIT_SLOTS[@]}" ]; then
+  echo "kit: array index $KIT_ARRAY_POS has no shard slot (${#KIT_SLOTS[@]} slots)" >&2; exit 2
+fi
+KIT_SHARD_INDEX="${KIT_SLOTS[$KIT_ARRAY_POS]}"
+export KIT_SHARD_INDEX
+# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE)
+export HF_HOME=/tmp"/kit-cache-$KIT_JOB_ID"/hf TRITON_CACHE_DIR=/tmp"/kit-cache-$KIT_JOB_ID"/triton VLLM_CACHE_ROOT=/tmp"/kit-cache-$KIT_JOB_ID"/vllm TORCHINDUCTOR_CACHE_DIR=/tmp"/kit-cache-$KIT_JOB_ID"/inductor
+mkdir -p "$HF_HOME" "$TRITON_CACHE_DIR" "$VLLM_CACHE_ROOT" "$TORCHINDUCTOR_CACHE_DIR"
+# the HF token file must be readable by its owner only
+case "$(stat -L -c %a "$HF_TOKEN_PATH" 2>/dev/null || echo missing)" in
+  [0-7]00) ;;
+  *) echo "kit: HF token file $HF_TOKEN_PATH is missing or readable by group/others; fix: chmod 600 it" >&2; exit 2 ;;
+esac
+# srun steps get this script's environment, not the batch job's --export list
+export SLURM_EXPORT_ENV=ALL
+export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
+[ -z "${KIT_SITE+set}" ] || export APPTAINERENV_KIT_SITE="${KIT_SITE}"
+[ -z "${KIT_SCHEDULER+set}" ] || export APPTAINERENV_KIT_SCHEDULER="${KIT_SCHEDULER}"
+[ -z "${KIT_RUNTIME+set}" ] || export APPTAINERENV_KIT_RUNTIME="${KIT_RUNTIME}"
+[ -z "${KIT_JOB_ID+set}" ] || export APPTAINERENV_KIT_JOB_ID="${KIT_JOB_ID}"
+[ -z "${KIT_ARRAY_INDEX+set}" ] || export APPTAINERENV_KIT_ARRAY_INDEX="${KIT_ARRAY_INDEX}"
+[ -z "${KIT_SHARD_INDEX+set}" ] || export APPTAINERENV_KIT_SHARD_INDEX="${KIT_SHARD_INDEX}"
+[ -z "${KIT_GPUS+set}" ] || export APPTAINERENV_KIT_GPUS="${KIT_GPUS}"
+[ -z "${KIT_IMAGE_DIGEST+set}" ] || export APPTAINERENV_KIT_IMAGE_DIGEST="${KIT_IMAGE_DIGEST}"
+[ -z "${KIT_IMAGE_ARTIFACT+set}" ] || export APPTAINERENV_KIT_IMAGE_ARTIFACT="${KIT_IMAGE_ARTIFACT}"
+[ -z "${KIT_IMAGE_SHA256+set}" ] || export APPTAINERENV_KIT_IMAGE_SHA256="${KIT_IMAGE_SHA256}"
+[ -z "${KIT_LOCK_SHA256+set}" ] || export APPTAINERENV_KIT_LOCK_SHA256="${KIT_LOCK_SHA256}"
+[ -z "${HF_HUB_OFFLINE+set}" ] || export APPTAINERENV_HF_HUB_OFFLINE="${HF_HUB_OFFLINE}"
+[ -z "${TRANSFORMERS_OFFLINE+set}" ] || export APPTAINERENV_TRANSFORMERS_OFFLINE="${TRANSFORMERS_OFFLINE}"
+[ -z "${HF_HUB_CACHE+set}" ] || export APPTAINERENV_HF_HUB_CACHE="${HF_HUB_CACHE}"
+[ -z "${HF_HOME+set}" ] || export APPTAINERENV_HF_HOME="${HF_HOME}"
+[ -z "${TRITON_CACHE_DIR+set}" ] || export APPTAINERENV_TRITON_CACHE_DIR="${TRITON_CACHE_DIR}"
+[ -z "${VLLM_CACHE_ROOT+set}" ] || export APPTAINERENV_VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT}"
+[ -z "${TORCHINDUCTOR_CACHE_DIR+set}" ] || export APPTAINERENV_TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR}"
+[ -z "${HF_HUB_DISABLE_PROGRESS_BARS+set}" ] || export APPTAINERENV_HF_HUB_DISABLE_PROGRESS_BARS="${HF_HUB_DISABLE_PROGRESS_BARS}"
+[ -z "${TRANSFORMERS_VERBOSITY+set}" ] || export APPTAINERENV_TRANSFORMERS_VERBOSITY="${TRANSFORMERS_VERBOSITY}"
+[ -z "${TOKENIZERS_PARALLELISM+set}" ] || export APPTAINERENV_TOKENIZERS_PARALLELISM="${TOKENIZERS_PARALLELISM}"
+[ -z "${HF_TOKEN_PATH+set}" ] || export APPTAINERENV_HF_TOKEN_PATH="${HF_TOKEN_PATH}"
+[ -z "${CUDA_VISIBLE_DEVICES+set}" ] || export APPTAINERENV_CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES}"
+test -r /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif || { echo 'kit: image not readable: /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif' >&2; exit 2; }
+echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
+exec srun apptainer exec --nv --containall --cleanenv --no-home --bind /lustre/me/kit/results,/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c,/lustre/me/kit,/tmp,/lustre/me/kit/inputs,/lustre/me/hf-hub,/home/me/.config/kit/hf_token --pwd /lustre/me/kit /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif kit shard --roster /lustre/me/kit/inputs/roster-094454a77bf886de.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"

@@ -1,0 +1,176 @@
+"""One contract over every registered engine, and the engines' pure helpers (no model is loaded)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kit.config.backends import BACKENDS
+from kit.config.roster import Run
+from kit.errors import ConfigError, MissingExtraError
+from kit.worker.backends.base import Backend, Generation, get_backend, remote_code_allowed
+from kit.worker.backends.reference import engine_doc, engines
+
+REPO = Path(__file__).resolve().parents[2]
+HEX = "0123456789abcdef0123456789abcdef01234567"
+# engine -> (the module its load() imports first, the extra the error must name)
+LIBRARY = {"transformers": ("torch", "worker"), "vllm": ("vllm", "vllm"), "llama_cpp": ("llama_cpp", "gguf"),
+           "gliner2": ("gliner2", "gliner2"), "gliclass": ("gliclass", "gliclass")}
+HEAVY = {"torch", "transformers", "tokenizers", "huggingface_hub", "safetensors", "vllm", "llama_cpp", "gliner2",
+         "gliclass", "gguf", "numpy"}
+
+
+def _family(engine: str) -> str:
+    return next(f for f, e in BACKENDS.items() if e == engine)
+
+
+def _run(engine: str, **settings) -> Run:
+    task = "score" if engine in ("gliner2", "gliclass") else "generate"
+    return Run(model="org/name", revision=HEX, backend=_family(engine), **{"task": task, **settings})
+
+
+def test_every_engine_is_covered():
+    assert set(engines()) == set(BACKENDS.values()) == set(LIBRARY)
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_engine_is_registered_under_every_family(engine):
+    cls = get_backend(engine)
+    assert issubclass(cls, Backend) and cls.name == engine
+    assert all(get_backend(f) is cls for f, e in BACKENDS.items() if e == engine)
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_docstring_lists_settings_and_a_valid_roster_example(engine):
+    doc = engine_doc(engine)
+    keys = [key for key, _default, _text in doc.settings]
+    assert "task" in keys and len(keys) == len(set(keys))
+    assert all(default and text for _key, default, text in doc.settings)
+    example = tomllib.loads(doc.example.replace("<40-hex>", HEX))
+    (entry,) = example["run"]
+    run = Run.model_validate(entry)
+    assert BACKENDS[run.backend] == engine
+    documented = {key.removeprefix("options.") for key in keys if key.startswith("options.")}
+    assert set(run.options) <= documented, "the example uses an option the docstring does not list"
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_versions_work_before_load(engine):
+    versions = get_backend(engine)(_run(engine), Path(".")).versions()
+    assert versions["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert all(v is None or isinstance(v, str) for v in versions.values())
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_missing_library_names_the_extra(engine, monkeypatch):
+    module, extra = LIBRARY[engine]
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` now fails, installed or not
+    with pytest.raises(MissingExtraError) as err:
+        get_backend(engine)(_run(engine), Path(".")).load()
+    assert f"kit-sweep[{extra}]" in err.value.one_line()
+
+
+def test_importing_engines_and_demo_builders_stays_cheap():
+    modules = [f"kit.worker.backends.{m}" for m in (*engines(), "scoring", "reference", "probe")]
+    modules += ["kit.demo.gguf", "kit.demo.gl", "kit.demo.scorers", "kit.demo.backends"]
+    code = (f"import sys; import {', '.join(modules)}; heavy = {sorted(HEAVY)!r}; "
+            "loaded = sorted(set(heavy) & set(sys.modules)); assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_generation_stays_compatible():
+    old = Generation("yes", False, 1)
+    assert old.token_ids is None and old == Generation("yes", False, 1, None)
+    assert Generation("yes", False, 2, (5, 3)).token_ids == (5, 3)
+
+
+# --- shared rules ---------------------------------------------------------------------------
+
+
+def test_remote_code_needs_opt_in_and_pinned_revision():
+    assert remote_code_allowed(Run(model="a/b", revision=HEX, backend="vllm", trust_remote_code=True))
+    assert not remote_code_allowed(Run(model="a/b", revision=HEX, backend="vllm"))
+    assert not remote_code_allowed(SimpleNamespace(trust_remote_code=True, revision=None))
+    assert not remote_code_allowed(SimpleNamespace(trust_remote_code=True, revision="main"))
+    assert get_backend("vllm")(Run(model="a/b", revision=HEX, backend="vllm"), Path(".")).remote_code() is False
+
+
+def test_options_are_typed():
+    backend = get_backend("llama_cpp")(_run("llama_cpp", options={"n_ctx": "big", "n_batch": True}), Path("."))
+    assert backend.option("n_threads", None, int) is None
+    assert backend.option("gguf_file", "x.gguf", str) == "x.gguf"
+    with pytest.raises(ConfigError, match=r"options.n_ctx = 'big' is not a int"):
+        backend.option("n_ctx", 0, int)
+    with pytest.raises(ConfigError, match="options.n_batch"):
+        backend.option("n_batch", 512, int)  # a bool is no count
+
+
+def test_tensor_parallel_size_from_the_launcher():
+    from kit.worker.backends.vllm import tensor_parallel_size
+
+    assert [tensor_parallel_size(env) for env in ({}, {"KIT_GPUS": ""}, {"KIT_GPUS": "0"}, {"KIT_GPUS": "4"},
+                                                   {"KIT_GPUS": "x"})] == [1, 1, 1, 4, 1]
+
+
+def test_gguf_file_is_chosen_inside_the_snapshot(tmp_path):
+    from kit.worker.backends.llama_cpp import gguf_path
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a-Q4_K_M.gguf").write_bytes(b"")
+    assert gguf_path(tmp_path, None) == tmp_path / "a-Q4_K_M.gguf"
+    (tmp_path / "sub" / "b-F32.gguf").write_bytes(b"")
+    with pytest.raises(ConfigError, match="holds 2 .gguf files: a-Q4_K_M.gguf, sub/b-F32.gguf"):
+        gguf_path(tmp_path, None)
+    assert gguf_path(tmp_path, "sub/b-F32.gguf") == tmp_path / "sub" / "b-F32.gguf"
+    for bad in ("../a-Q4_K_M.gguf", str(tmp_path / "a-Q4_K_M.gguf"), "c.gguf"):
+        with pytest.raises(ConfigError, match="is not a .gguf file of snapshot"):
+            gguf_path(tmp_path, bad)
+
+
+def test_gguf_file_type_names():
+    from kit.worker.backends.llama_cpp import file_type_name
+
+    assert [file_type_name({"general.file_type": v}) for v in ("0", "1", "7", "15", "32", "99", "x")] == \
+        ["F32", "F16", "Q8_0", "Q4_K_M", "BF16", None, None]
+    assert file_type_name({}) is None
+
+
+def test_nli_inputs_split_into_premise_and_hypothesis():
+    from kit.worker.backends.gliner2 import premise_of
+    from kit.worker.backends.scoring import split_premise_hypothesis
+
+    text = "Intro.\n\nTARGET SENTENCE: Wheat fields.\n\nHYPOTHESIS: It is about land use.\n"
+    assert split_premise_hypothesis(text, "HYPOTHESIS:", "TARGET SENTENCE:", None) == \
+        ("Wheat fields.", "It is about land use.")
+    assert split_premise_hypothesis("Wheat fields.", "HYPOTHESIS:", "TARGET SENTENCE:", "Farmland.") == \
+        ("Wheat fields.", "Farmland.")
+    with pytest.raises(ConfigError, match="options.hypothesis"):
+        split_premise_hypothesis("Wheat fields.", "HYPOTHESIS:", "TARGET SENTENCE:", None)
+    assert premise_of(text, "HYPOTHESIS:", "TARGET SENTENCE:") == "Wheat fields."
+    assert premise_of("plain", "HYPOTHESIS:", "TARGET SENTENCE:") == "plain"
+
+
+def test_log_odds_scores():
+    from kit.worker.backends.scoring import from_log_odds, score_kind
+
+    for native in (-800.0, -2.5, 0.0, 1e-9, 3.0, 800.0):
+        s = from_log_odds(native)
+        assert 0.0 <= s.yes <= 1.0 and s.yes + s.no == pytest.approx(1.0, abs=1e-15) and s.native == native
+    assert from_log_odds(0.0).yes == 0.5 and from_log_odds(2.0).yes == pytest.approx(0.8807970779778823)
+    assert score_kind({}) == "classifier" and score_kind({"score_kind": "nli"}) == "nli"
+    with pytest.raises(ConfigError, match="reranker, causal, nli, masked_lm"):
+        score_kind({"score_kind": "cosine"})
+
+
+def test_rotary_permute_interleaves_each_head():
+    np = pytest.importorskip("numpy")
+    from kit.demo.gguf import rotary_permute
+
+    w = np.arange(2 * 8 * 3).reshape(16, 3)  # 2 heads of head_dim 8, 3 inputs
+    rows = rotary_permute(w, 2)[:, 0] // 3
+    assert rows.tolist() == [0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15]

@@ -1,0 +1,101 @@
+"""Remote results and inputs (kit.launch.remote) through the local frontend, and the multi-site merge.
+The same code runs over the real ssh frontend in tests/e2e/test_oar_e2e.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kit.config.sites import Site
+from kit.errors import ConfigError
+from kit.launch.frontend import Frontend
+from kit.launch.remote import check_remote_paths, staged_inputs, sync_tree, tree_digest, upload_inputs
+from kit.launch.sitestatus import merge_sites
+from kit.plan import Pair
+from kit.results import keys as K
+from kit.results.status import PairStatus
+
+LOCAL = Frontend("local")
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_a_mirror_gets_new_and_changed_files_and_loses_deleted_ones(tmp_path):
+    src = tree(tmp_path / "src", {"en/a.json": "1", "fr/a.json": "2", "fr/a.mllog": "m", "fr/.a.json.x.tmp": "t",
+                                  "report/x.csv": "c", "top.json": "t"})
+    dest = tmp_path / "mirror"
+    first = sync_tree(LOCAL, str(src), dest, delete=True)
+    assert sorted(first.fetched) == ["en/a.json", "fr/a.json", "fr/a.mllog"]
+    assert (dest / "fr" / "a.json").read_text() == "2"
+    assert sync_tree(LOCAL, str(src), dest, delete=True).fetched == []          # nothing changed
+    (src / "en" / "a.json").write_text("1 changed")
+    os.utime(src / "en" / "a.json", (1_800_000_000, 1_800_000_000))
+    (src / "fr" / "a.json").unlink()
+    again = sync_tree(LOCAL, str(src), dest, delete=True)
+    assert again.fetched == ["en/a.json"] and again.removed == ["fr/a.json"]
+    assert (dest / "en" / "a.json").read_text() == "1 changed" and not (dest / "fr" / "a.json").exists()
+
+
+def test_a_missing_remote_tree_is_empty_not_an_error(tmp_path):
+    report = sync_tree(LOCAL, str(tmp_path / "nothing-yet"), tmp_path / "m", delete=True)
+    assert report.listed == 0 and report.fetched == []
+
+
+def test_hostile_folder_names_are_copied_literally(tmp_path):
+    src = tree(tmp_path / "we ird $(touch PWNED)", {"en/x y.json": "1"})
+    sync_tree(LOCAL, str(src), tmp_path / "m", delete=False)
+    assert (tmp_path / "m" / "en" / "x y.json").read_text() == "1"
+    assert not list(tmp_path.rglob("PWNED"))
+
+
+def test_inputs_are_named_by_content_and_copied_once(tmp_path):
+    bench = tree(tmp_path / "bench", {"manifest.json": "{}", "translations/en.csv": "a,b\n", ".git/x": "no"})
+    roster = tmp_path / "roster.toml"
+    roster.write_text('benchmark = "bench"\n')
+    r, b, copies = staged_inputs(Path("/cluster/kit"), roster, bench)
+    assert str(b).startswith("/cluster/kit/inputs/benchmark-") and str(r).startswith("/cluster/kit/inputs/roster-")
+    assert staged_inputs(Path("/cluster/kit"), roster, bench)[1] == b                 # stable
+    (bench / "translations" / "en.csv").write_text("a,b\nc,d\n")
+    assert staged_inputs(Path("/cluster/kit"), roster, bench)[1] != b                 # content changes the name
+    assert tree_digest(bench) != ""
+    where = tmp_path / "remote"
+    local_copies = {str(where / Path(k).name): v for k, v in copies.items()}
+    upload_inputs(LOCAL, local_copies)
+    bdir = where / Path(str(b)).name
+    assert (bdir / "translations" / "en.csv").exists() and not (bdir / ".git").exists()
+    (bdir / "manifest.json").write_text("kept")
+    upload_inputs(LOCAL, local_copies)
+    assert (bdir / "manifest.json").read_text() == "kept"                              # not copied twice
+
+
+def test_remote_sites_need_absolute_cluster_paths():
+    check_remote_paths(Site(name="n", scheduler="oar", frontend="nancy.g5k", runtime="host", root="/home/j/kit",
+                            results="/home/j/r", python="python3"))
+    with pytest.raises(ConfigError) as err:
+        check_remote_paths(Site(name="n", scheduler="oar", frontend="nancy.g5k", root="/home/j/kit",
+                                results="/home/j/r"))                                    # images = "images"
+    assert "images = 'images' is relative" in str(err.value) and err.value.exit_code == 2
+    with pytest.raises(ConfigError):
+        check_remote_paths(Site(name="n", scheduler="oar", frontend="nancy.g5k", runtime="host", root="~/kit",
+                                results="/r"))
+
+
+def st(lang: str, state: str, job: str | None = None) -> PairStatus:
+    return PairStatus(Pair("m", lang), state, Path("x"), [f"why {state}"] if state != K.COMPLETE else [], job=job)
+
+
+def test_several_sites_give_one_row_per_pair_the_most_advanced_state_wins():
+    merged = merge_sites({
+        "nancy": [st("de", K.COMPLETE, "1"), st("en", K.FAILED, "2"), st("fr", K.UNCLAIMED), st("ja", K.QUEUED, "4")],
+        "grenoble": [st("de", K.FAILED, "5"), st("en", K.RUNNING, "6"), st("fr", K.UNCLAIMED), st("ja", K.TIMEOUT, "8")],
+    })
+    got = {s.pair.language: (s.state, s.job, s.reasons[0].split("]")[0] + "]") for s in merged}
+    assert got == {"de": ("complete", "1", "[nancy]"), "en": ("running", "6", "[grenoble]"),
+                   "fr": ("unclaimed", None, "[nancy]"), "ja": ("queued", "4", "[nancy]")}

@@ -1,0 +1,284 @@
+"""The OAR scheduler against fake oarsub/oarstat/oardel at the subprocess boundary (fast tier).
+
+The fakes are executables on PATH driven by a JSON state file; they record every call.
+The real OAR 2.5.9 runs the same code in tests/integration/test_oar_integration.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.config.sites import Site
+from kit.errors import ConfigError, SubmitError
+from kit.launch.jobscript import JobScript, readable_join, render_job_script
+from kit.launch.request import JobRequest
+from kit.launch.schedulers.base import COMPLETED, FAILED, RUNNING, UNKNOWN
+from kit.launch.schedulers.oar import OarScheduler, oar_walltime
+
+GOLDEN = Path(__file__).parent / "golden"
+HOSTILE = ["$(touch PWNED)", "`touch PWNED2`", "a'b\"c", "x\ny", "; touch PWNED3 #", "sp ace", "${HOME}"]
+
+FAKE = r'''#!PYTHON
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+tool = os.path.basename(sys.argv[0])
+state_file = os.path.join(here, "state.json")
+state = json.load(open(state_file))
+with open(os.path.join(here, "calls.jsonl"), "a") as fh:
+    fh.write(json.dumps({"tool": tool, "argv": sys.argv[1:], "env": sorted(os.environ)}) + "\n")
+canned = state.get(tool)
+if canned:
+    sys.stdout.write(canned.get("stdout", "")); sys.stderr.write(canned.get("stderr", ""))
+    sys.exit(canned.get("rc", 0))
+if tool == "oarsub":
+    n = int(sys.argv[sys.argv.index("--array") + 1]) if "--array" in sys.argv else 1
+    first = state.setdefault("next_id", 100)
+    print("[ADMISSION RULE] Modify resource description with type constraints")
+    for i in range(n):
+        print(f"OAR_JOB_ID={first + i}")
+        state.setdefault("jobs", {})[str(first + i)] = {"state": "Waiting", "array_index": i + 1}
+    if n > 1:
+        print(f"OAR_ARRAY_ID={first}")
+    state["next_id"] = first + n
+    json.dump(state, open(state_file, "w"))
+elif tool == "oarstat":
+    ids = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "-j"]
+    jobs = {j: state.get("jobs", {})[j] for j in ids if j in state.get("jobs", {})}
+    if jobs:
+        print(json.dumps(jobs, indent=3))
+'''
+
+
+class FakeOar:
+    """Fake OAR commands in a folder put first on PATH."""
+
+    def __init__(self, folder: Path) -> None:
+        self.bin = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        for tool in ("oarsub", "oarstat", "oardel"):
+            path = folder / tool
+            path.write_text(FAKE.replace("PYTHON", sys.executable))
+            path.chmod(0o755)
+        self.state = {}
+
+    @property
+    def state(self) -> dict:
+        return json.loads((self.bin / "state.json").read_text())
+
+    @state.setter
+    def state(self, value: dict) -> None:
+        (self.bin / "state.json").write_text(json.dumps(value))
+
+    def calls(self, tool: str | None = None) -> list[dict]:
+        path = self.bin / "calls.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        return [r for r in rows if tool is None or r["tool"] == tool]
+
+
+@pytest.fixture
+def fake_oar(tmp_path, monkeypatch) -> FakeOar:
+    fake = FakeOar(tmp_path / "fakebin")
+    monkeypatch.setenv("PATH", f"{fake.bin}:{os.environ['PATH']}")
+    return fake
+
+
+def site(**kw) -> Site:
+    return Site.model_validate({"name": "ci", "scheduler": "oar", "runtime": "host", **kw})
+
+
+def request(**kw) -> JobRequest:
+    return JobRequest(**{"name": "kit-ci-x", "gpus": 1, "walltime_s": 3600, "array_size": 3, **kw})
+
+
+def argv_for(s: Site, req: JobRequest, script: str = "/k/jobs/kit-ci.sh", logs: str = "/k/logs") -> list[str]:
+    return OarScheduler(s).submit_argv(req, Path(script), logs)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_grid5000_defaults_give_the_command_a_user_would_type():
+    argv = argv_for(site(), request())
+    assert argv == ["oarsub", "-n", "kit-ci-x", "-t", "night",
+                    "-p", "gpu_compute_capability_major>=7 AND gpu_mem>=23040",
+                    "-l", "host=1/gpu=1,walltime=1:00", "--array", "3", "-d", "/k/jobs",
+                    "-O", "/k/logs/OAR.%jobid%.stdout", "-E", "/k/logs/OAR.%jobid%.stderr", "bash /k/jobs/kit-ci.sh"]
+
+
+def test_lyon_a100_uses_exotic_and_the_default_queue_golden():
+    s = site(name="lyon", job_types=["exotic"], queue="default", account="proj",
+             gpu_filter="cluster='sirius' AND gpu_compute_capability_major>=7 AND gpu_mem>=23040")
+    text = "#!/bin/bash\n" + readable_join(argv_for(s, request(gpus=2, walltime_s=5400, array_size=85),
+                                                 "/home/jdoe/kit/jobs/kit-lyon.sh", "/home/jdoe/kit/logs")) + "\n"
+    golden = GOLDEN / "oar-submit-lyon.sh"
+    if os.environ.get("KIT_UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert text == golden.read_text()
+    assert shlex.split(text)[-1] == "bash /home/jdoe/kit/jobs/kit-lyon.sh"
+
+
+@pytest.mark.parametrize("argv", [HOSTILE, ["a='b'", "cluster='x' AND y>=1", "it's $HOME", "'", ""]])
+def test_the_readable_command_line_means_the_same_argv_to_bash(argv, tmp_path):
+    line = readable_join(["printf", "%s\\0", *argv])
+    assert shlex.split(line) == ["printf", "%s\\0", *argv]
+    out = subprocess.run(["bash", "-c", line], capture_output=True, cwd=tmp_path).stdout
+    assert out.decode().split("\0")[:-1] == argv and not list(tmp_path.glob("PWNED*"))
+
+
+def test_one_job_has_no_array_option_and_no_gpu_means_a_core():
+    argv = argv_for(site(job_types=[], gpu_filter=None), request(gpus=0, array_size=1, walltime_s=90))
+    assert "--array" not in argv and "-t" not in argv and "-p" not in argv
+    assert argv[argv.index("-l") + 1] == "host=1/core=1,walltime=0:01:30"
+
+
+@pytest.mark.parametrize("seconds,text", [(3600, "1:00"), (5400, "1:30"), (36000, "10:00"), (61, "0:01:01")])
+def test_walltime_is_written_h_mm(seconds, text):
+    assert oar_walltime(seconds) == text
+
+
+def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fake_oar, tmp_path):
+    folder = tmp_path / "we ird$(touch PWNED)"
+    folder.mkdir()
+    script = folder / "job `x`.sh"
+    script.write_text("#!/bin/bash\nprintf '%s\\n' \"$0\"\n")
+    s = site(gpu_filter=HOSTILE[2], queue=HOSTILE[4], job_types=[HOSTILE[0], HOSTILE[1]])
+    req = request(name=HOSTILE[3], array_size=1)
+    OarScheduler(s).submit(req, script, str(folder / "logs"), {"PATH": os.environ["PATH"]})
+    got = fake_oar.calls("oarsub")[0]["argv"]
+    assert got == argv_for(s, req, str(script), str(folder / "logs"))[1:]
+    # what OAR's shell does with the last argument: runs bash on that exact file
+    out = subprocess.run(["bash", "-c", got[-1]], capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.strip() == str(script)
+    assert not list(tmp_path.rglob("PWNED*"))
+    assert (folder / "logs").is_dir()
+
+
+def test_oarsub_runs_in_a_clean_allow_listed_environment(fake_oar, monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t")
+    sub = OarScheduler(site()).submit(request(), Path("/k/jobs/x.sh"), "/tmp/kit-test-logs-unused",
+                                      {"PATH": os.environ["PATH"], "HOME": "/h"})
+    assert sub.job_ids == ["100", "101", "102"]
+    env = fake_oar.calls("oarsub")[0]["env"]
+    assert "AWS_SECRET_ACCESS_KEY" not in env and "HOME" in env
+
+
+# ---------------------------------------------------------------- the job script
+
+
+def render(s: Site, argv: list[str]) -> str:
+    spec = JobScript(job_name="kit-ci", worker_argv=tuple(argv), shard_slots=(4, 5, 6), shard_count=8,
+                     env={"KIT_SITE": "ci", "HF_HUB_OFFLINE": "1"})
+    return render_job_script(OarScheduler(s).job_script(spec, request(), "/logs"))
+
+
+@pytest.mark.parametrize("runtime,argv", [
+    ("host", ["/venv/bin/python", "-m", "kit", "shard", "--results", "/r", "--pairs", "/p.json"]),
+    ("apptainer", ["apptainer", "exec", "--nv", "--containall", "--cleanenv", "/img.sif", "kit", "shard"]),
+])
+def test_golden_job_scripts(runtime, argv):
+    text = render(site(runtime=runtime), argv)
+    golden = GOLDEN / f"oar-{runtime}.sh"
+    if os.environ.get("KIT_UPDATE_GOLDEN") == "1":
+        golden.write_text(text)
+    assert text == golden.read_text(), f"differs from {golden}; KIT_UPDATE_GOLDEN=1 rewrites it"
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed (apt-get install shellcheck)")
+def test_oar_script_with_hostile_values_passes_shellcheck(tmp_path):
+    path = tmp_path / "job.sh"
+    path.write_text(render(site(runtime="host"), ["/venv/bin/python", "-m", "kit", "shard", *HOSTILE]))
+    r = subprocess.run(["shellcheck", "-S", "warning", str(path), *GOLDEN.glob("oar-*.sh")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+
+@pytest.mark.parametrize("index,shard", [("1", 4), ("2", 5), ("3", 6), (None, 4)])
+def test_oar_array_index_1_based_maps_to_slot_index_minus_1(tmp_path, index, shard):
+    script = tmp_path / "job.sh"
+    script.write_text(render(site(), ["printf", "%s\\n"]))
+    env = {"PATH": os.environ["PATH"]} | ({"OAR_ARRAY_INDEX": index, "OAR_JOB_ID": "77"} if index else {})
+    r = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["--shard", f"{shard}/8"]
+
+
+def test_an_array_index_past_the_slots_fails_cleanly(tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text(render(site(), ["true"]))
+    r = subprocess.run(["bash", str(script)], capture_output=True, text=True,
+                       env={"PATH": os.environ["PATH"], "OAR_ARRAY_INDEX": "4"})
+    assert r.returncode == 2 and "no shard slot" in r.stderr
+
+
+def test_forwarded_values_are_written_into_the_script_because_oar_passes_no_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("MY_SETTING", HOSTILE[0])
+    text = render(site(forward_env=["MY_SETTING"]), ["sh", "-c", 'printf "%s" "$MY_SETTING"'])
+    script = tmp_path / "job.sh"
+    script.write_text(text)
+    r = subprocess.run(["bash", str(script)], capture_output=True, text=True, cwd=tmp_path,
+                       env={"PATH": os.environ["PATH"], "OAR_ARRAY_INDEX": "1"})
+    assert r.stdout.startswith(HOSTILE[0]) and not list(tmp_path.glob("PWNED*"))
+
+
+def test_a_secret_is_never_written_into_an_oar_script(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    with pytest.raises(ConfigError) as err:
+        render(site(forward_env=["HF_TOKEN"]), ["true"])
+    assert "HF_TOKEN" in str(err.value) and err.value.exit_code == 2
+
+
+# ---------------------------------------------------------------- submit, poll, cancel
+
+
+def test_a_refusal_is_one_clear_error_and_oarsub_runs_once(fake_oar):
+    fake_oar.state = {"oarsub": {"rc": 8, "stdout": "[ADMISSION RULE] Modify resource description\nOAR_JOB_ID=-5\n",
+                                 "stderr": "There are not enough resources for your request\n"
+                                           "[ERROR] Oarsub failed, please verify your request syntax.\n"}}
+    with pytest.raises(SubmitError) as err:
+        OarScheduler(site(gpu_filter="gpu_mem>=999999")).submit(request(), Path("/k/j.sh"), "/tmp/kit-l",
+                                                                {"PATH": os.environ["PATH"]})
+    msg = err.value.one_line()
+    assert "not enough resources" in msg and "gpu_mem>=999999" in msg and "gpu_filter" in msg
+    assert "\n" not in msg
+    assert len(fake_oar.calls("oarsub")) == 1
+
+
+def test_an_unknown_job_type_names_the_setting_to_change(fake_oar):
+    fake_oar.state = {"oarsub": {"rc": 254, "stderr": "[ADMISSION RULE] Error: unknown job type: night\n"}}
+    with pytest.raises(SubmitError) as err:
+        OarScheduler(site()).submit(request(), Path("/k/j.sh"), "/tmp/kit-l", {"PATH": os.environ["PATH"]})
+    assert "job_types" in err.value.one_line() and "exotic" in err.value.one_line()
+
+
+def test_poll_asks_oarstat_once_for_all_ids_and_normalizes(fake_oar):
+    fake_oar.state = {"jobs": {"5": {"state": "Terminated", "exit_code": 0},
+                               "6": {"state": "Terminated", "exit_code": 768},
+                               "7": {"state": "Running", "exit_code": None}}}
+    got = OarScheduler(site()).poll(["5", "6", "7", "8"])
+    assert {j: s.state for j, s in got.items()} == {"5": COMPLETED, "6": FAILED, "7": RUNNING, "8": UNKNOWN}
+    assert got["6"].exit_code == 3
+    assert len(fake_oar.calls("oarstat")) == 1
+    assert fake_oar.calls("oarstat")[0]["argv"] == ["-f", "-J", "-j", "5", "-j", "6", "-j", "7", "-j", "8"]
+
+
+def test_poll_when_oarstat_prints_nothing_says_unknown_with_a_reason(fake_oar):
+    got = OarScheduler(site()).poll(["41"])
+    assert got["41"].state == UNKNOWN and "oarstat" in got["41"].reason
+
+
+def test_poll_when_oarstat_fails_says_why(fake_oar):
+    fake_oar.state = {"oarstat": {"rc": 1, "stderr": "database unreachable\n"}}
+    assert "database unreachable" in OarScheduler(site()).poll(["41"])["41"].reason
+
+
+def test_cancel_is_oardel_of_the_ids(fake_oar):
+    assert OarScheduler(site()).cancel_argv(["5", "6"]) == ["oardel", "5", "6"]
+    OarScheduler(site()).cancel(["5", "6"])
+    assert fake_oar.calls("oardel")[0]["argv"] == ["5", "6"]

@@ -25,7 +25,8 @@ t0=$(date +%s)
 key=$(printf '%s\n%s\n%s\n%s\n' "$version" "$cmake_args" "$(uname -m)" "$(gcc -dumpfullversion 2>/dev/null || echo nogcc)" \
       | sha256sum | cut -c1-12)
 wheel_dir="$cache_root/llama-cpp-python-$version-$key"
-wheel=$(ls "$wheel_dir"/llama_cpp_python-"$version"-*.whl 2>/dev/null | head -1 || true)
+cached_wheel() { local f; for f in "$wheel_dir"/llama_cpp_python-"$version"-*.whl; do [ -f "$f" ] && echo "$f" && return; done; }
+wheel=$(cached_wheel)
 if [ -z "$wheel" ]; then
   if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -53,7 +54,7 @@ if [ -z "$wheel" ]; then
   cp "$tmp/build.log" "$tmp/out/"
   rm -rf "$wheel_dir"
   mv "$tmp/out" "$wheel_dir"           # same filesystem: the cache entry appears whole or not at all
-  wheel=$(ls "$wheel_dir"/llama_cpp_python-"$version"-*.whl | head -1)
+  wheel=$(cached_wheel)
   echo "llamacpp-venv.sh: built $(basename "$wheel") in $(( $(date +%s) - tb ))s, cached in $wheel_dir"
 else
   echo "llamacpp-venv.sh: using cached $wheel"

@@ -65,12 +65,12 @@ class TransformersBackend(Backend):
 
     def load(self) -> None:
         """Load tokenizer and model from the snapshot, offline, on CUDA when visible else CPU."""
+        from kit.worker.backends.scoring import CAUSAL_KINDS, auto_class_name, score_kind
+
         torch, transformers = _import_libs()
         torch.manual_seed(self.run.seed)
         cuda = torch.cuda.is_available()
         self.device = "cuda" if cuda else "cpu"
-        from kit.worker.backends.scoring import CAUSAL_KINDS, auto_class_name, score_kind
-
         kind = score_kind(self.run.options) if self.run.task == "score" else None
         local = {"trust_remote_code": self.remote_code(), "local_files_only": True}
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.snapshot, **local)

@@ -77,7 +77,7 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
                 sync_mirror(site, sites_file.resolve().parent)
     runs = project.roster.select(models)
     plan = prepare_run(project, sites, sites_file.resolve().parent, runs, C.split_languages(languages),
-                       array=array, walltime=walltime, allow_unpinned=allow_unpinned)
+                       array=array, walltime=walltime, allow_unpinned=allow_unpinned, dry_run=dry_run)
     if not as_json:
         click.echo(f"plan: {len(plan.planned)} pairs, {plan.complete} complete, {len(plan.pending)} pending, "
                    f"{len(plan.invalid)} invalid (kept; rerun those with `kit shard --force`)")
@@ -88,6 +88,8 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
             click.echo("nothing to submit: every planned pair is complete")
         return
     if dry_run:
+        for warning in plan.warnings:
+            C.say(f"kit: warning: {warning}")
         if as_json:
             C.print_json("run", "dry-run", {**plan.as_dict(), "scripts": {s.site.name: s.script_text for s in plan.sites}})
             return

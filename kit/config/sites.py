@@ -13,6 +13,7 @@ from kit.errors import ConfigError
 
 G5K_JOB_TYPES = ("night",)
 G5K_GPU_FILTER = "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
+G5K_POLICY_CHECKS = ("usagepolicycheck -t",)
 _WALLTIME = re.compile(r"^(?:(\d+)-)?(\d+):([0-5]?\d)(?::([0-5]?\d))?$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -67,6 +68,7 @@ class Site(BaseModel):
             data.setdefault("job_types", list(G5K_JOB_TYPES))
             data.setdefault("gpu_filter", G5K_GPU_FILTER)
             data.setdefault("runtime", "apptainer")
+            data.setdefault("policy_checks", list(G5K_POLICY_CHECKS))
         return data
 
     @field_validator("walltime")

@@ -32,7 +32,6 @@ except ZoneInfoNotFoundError:  # no time zone database here (slim containers): r
     PARIS = None
 DAY_BOUNDARIES = (time(9, 0), time(19, 0))
 NIGHT_TYPE = "night"
-DEFAULT_OAR_CHECKS = ("usagepolicycheck -t",)
 
 
 def _paris() -> ZoneInfo:
@@ -94,10 +93,8 @@ def check_day_window(site: Site, walltime_s: int, now: datetime) -> None:
 
 
 def policy_commands(site: Site) -> list[str]:
-    """The site's policy checks: sites.toml policy_checks, or `usagepolicycheck -t` for OAR sites."""
-    if "policy_checks" in site.model_fields_set or site.scheduler != "oar":
-        return list(site.policy_checks)
-    return list(DEFAULT_OAR_CHECKS)
+    """The site's policy checks (sites.toml policy_checks; OAR sites default to `usagepolicycheck -t`)."""
+    return list(site.policy_checks)
 
 
 def run_policy_checks(site: Site, frontend: Frontend, show: Callable[[str], None]) -> None:

@@ -57,6 +57,7 @@ class RunPlan:
     complete: int
     invalid: list[Pair]
     sites: list[SitePlan] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         """JSON-ready summary (no script text)."""
@@ -122,8 +123,12 @@ def prepare_run(
     walltime: str | None = None,
     allow_unpinned: bool = False,
     images_lock: Path | None = None,
+    dry_run: bool = False,
 ) -> RunPlan:
-    """Plan every submission of a run: pending pairs, one job per (site, backend, GPU count)."""
+    """Plan every submission of a run: pending pairs, one job per (site, backend, GPU count).
+
+    With `dry_run`, an image that is not built yet is shown as a placeholder (and a warning)
+    instead of stopping the plan."""
     if not sites:
         raise ConfigError("no site given", fix="pass --site NAME (or --sites a,b)")
     planned = select_pairs(runs, project.benchmark, languages)
@@ -159,18 +164,38 @@ def prepare_run(
         for site in sites:
             if group_slots[site.name]:
                 plan.sites.append(_site_plan(project, site, sites_dir, backend, gpus, pairs, group_slots[site.name],
-                                             group_count, text, digest, walltime, allow_unpinned, images_lock))
+                                             group_count, text, digest, walltime, allow_unpinned, images_lock,
+                                             dry_run, plan.warnings))
     return plan
 
 
-def _image_for(site: Site, backend: str, sites_dir: Path, images_lock: Path | None) -> tuple[str | None, dict[str, str]]:
+NOT_BUILT = "NOT-BUILT"
+
+
+def _image_for(site: Site, backend: str, sites_dir: Path, images_lock: Path | None, dry_run: bool = False,
+               warnings: list[str] | None = None) -> tuple[str | None, dict[str, str]]:
     """The image reference the runtime uses and the KIT_IMAGE_* facts passed to the job."""
     if site.runtime == "host":
         return None, {}
+    from kit.errors import ImageError
     from kit.images.lockfile import DEFAULT_LOCK, load_lock
 
     lock_path = images_lock or DEFAULT_LOCK
-    built = load_lock(lock_path).get(backend, lock_path)
+    try:
+        return _built_image_for(site, backend, sites_dir, load_lock(lock_path).get(backend, lock_path))
+    except ImageError as exc:
+        if not dry_run:
+            raise
+        if warnings is not None:
+            warnings.append(f"{exc.one_line()} (the dry run shows a placeholder image)")
+        kind = {"docker": "oci", "apptainer": "sif"}.get(site.runtime, "sqsh")
+        ref = (f"kit/{backend}:{NOT_BUILT}" if kind == "oci"
+               else str(site_path(site, site.images, sites_dir) / f"kit-{backend}-{NOT_BUILT}.{kind}"))
+        return ref, {"KIT_IMAGE_DIGEST": NOT_BUILT, "KIT_IMAGE_ARTIFACT": kind}
+
+
+def _built_image_for(site: Site, backend: str, sites_dir: Path, built) -> tuple[str | None, dict[str, str]]:
+    """Reference and KIT_IMAGE_* facts of a built image for the site's runtime."""
     env = {"KIT_IMAGE_DIGEST": built.image_id, "KIT_LOCK_SHA256": built.lock_sha256}
     if site.runtime == "docker":
         env["KIT_IMAGE_ARTIFACT"] = "oci"
@@ -195,7 +220,7 @@ def check_token_file(path: Path) -> None:
 
 def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus: int, pairs: list[Pair],
                slots: list[int], count: int, text: str, digest: str, walltime: str | None, allow_unpinned: bool,
-               images_lock: Path | None) -> SitePlan:
+               images_lock: Path | None, dry_run: bool = False, warnings: list[str] | None = None) -> SitePlan:
     root = site_path(site, site.root, sites_dir)
     results = site_path(site, site.results, sites_dir)
     scratch = site_path(site, site.scratch, sites_dir)
@@ -216,7 +241,7 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
         kit_args[1:1] = ["--roster", str(roster)]
     if allow_unpinned:
         kit_args.append("--allow-unpinned")
-    image, image_env = _image_for(site, backend, sites_dir, images_lock)
+    image, image_env = _image_for(site, backend, sites_dir, images_lock, dry_run, warnings)
     env = {"KIT_SITE": site.name, "KIT_SCHEDULER": site.scheduler, "KIT_RUNTIME": site.runtime,
            "KIT_GPUS": str(gpus), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false",

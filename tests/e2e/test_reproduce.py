@@ -78,3 +78,16 @@ def test_a_changed_dataset_file_is_refused(work, tmp_path):
     csv.write_bytes(csv.read_bytes().replace(b"vineyards", b"wineyards", 1))
     r = kit("reproduce", RESULT, "--benchmark", str(bench), cwd=d, env=env)
     assert r.returncode == 2 and "sha256" in r.stderr
+
+
+def test_against_an_existing_rerun(work, demo_env):
+    d, env = work
+    root, _ = demo_env
+    env = {**env, "HF_HUB_CACHE": str(root / "cache" / "demo-v1" / "hub")}
+    r = kit("shard", "--roster", str(root / "kit-demo/roster.toml"), "--results", "rerun", "--model",
+            "kit-demo/tiny-llama", "--languages", "en", cwd=d, env=env)
+    assert r.returncode == 0, r.stderr
+    r = kit("reproduce", RESULT, "--against", "rerun/en/kit-demo__tiny-llama.json", cwd=d, env=env)
+    assert r.returncode == 0 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
+    r = kit("reproduce", RESULT, "--against", "results/fr/kit-demo__tiny-llama.json", cwd=d, env=env)
+    assert r.returncode == 2 and "language 'fr' is not the result's 'en'" in r.stderr

@@ -2,4 +2,7 @@
 
 from kit.cli.main import main
 
-main()
+# The guard matters: engines that start worker processes with "spawn" (vLLM on GPU)
+# re-import the main module, which must not run the CLI again.
+if __name__ == "__main__":
+    main()

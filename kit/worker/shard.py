@@ -194,4 +194,6 @@ def _evaluate(
     else:
         predictions = score_predictions(item_ids, expected, outputs, float(run.options.get("threshold", 0.5)))
         generated = 0
-    return predictions, speed_block(load_seconds, batch_seconds, len(item_ids), generated)
+    speed = speed_block(load_seconds, batch_seconds, len(item_ids), generated)
+    speed.update(backend.speed_facts())  # engine-measured figures (e.g. vLLM throughput, peak GPU memory)
+    return predictions, speed

@@ -11,13 +11,14 @@ system)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.errors import ImageError
+from kit.errors import ConfigError, ImageError
 from kit.images import helper
 
 _HEADER = struct.Struct("<32s10s3s3s16s8q")
@@ -70,22 +71,35 @@ def extract_partition(path: Path, dest: Path) -> Path:
     return dest
 
 
+def compression_args() -> list[str]:
+    """Extra `apptainer build` arguments for KIT_SIF_COMPRESSION (gzip, Apptainer's default and
+    the one every Apptainer and Singularity reads, or zstd: about 3x faster to make here)."""
+    choice = os.environ.get("KIT_SIF_COMPRESSION", "gzip")
+    if choice == "gzip":
+        return []
+    if choice == "zstd":
+        return ["--mksquashfs-args", "-comp zstd -Xcompression-level 3"]
+    raise ConfigError(f"KIT_SIF_COMPRESSION={choice!r} is not gzip or zstd", fix="unset it or use gzip or zstd")
+
+
 def build_sif(archive: Path, out: Path, *, use_helper: bool | None = None) -> str:
     """`apptainer build OUT docker-archive://ARCHIVE`, on the host or in the helper; returns the tool."""
     archive, out = Path(archive).resolve(), Path(out).resolve()
+    extra = compression_args()
     if use_helper is None:
         use_helper = shutil.which("apptainer") is None
     if not use_helper:
-        r = subprocess.run(["apptainer", "build", "--force", str(out), f"docker-archive://{archive}"],
+        r = subprocess.run(["apptainer", "build", "--force", *extra, str(out), f"docker-archive://{archive}"],
                            capture_output=True, text=True)
         tool = subprocess.run(["apptainer", "--version"], capture_output=True, text=True).stdout.strip()
         status, err = r.returncode, r.stderr
     else:
         mounts = [helper.Mount(str(archive.parent), "/in"), helper.Mount(str(out.parent), "/out", read_only=False)]
-        r = helper.run(["apptainer", "build", "--force", f"/out/{out.name}", f"docker-archive:///in/{archive.name}"],
-                       mounts, tmpfs_mb=0)
+        r = helper.run(["apptainer", "build", "--force", *extra, f"/out/{out.name}",
+                        f"docker-archive:///in/{archive.name}"], mounts)
         tool = f"{helper.version()} (helper {helper.HELPER})"
         status, err = r.status, r.stderr
+    tool += f", {os.environ.get('KIT_SIF_COMPRESSION', 'gzip')}"
     if status != 0:
         tail = " | ".join(err.strip().splitlines()[-4:])
         raise ImageError(f"apptainer build failed for {archive.name}: {tail}",

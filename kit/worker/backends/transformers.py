@@ -112,7 +112,9 @@ class TransformersBackend(Backend):
                                      pad_token_id=tok.pad_token_id)
             for row in ids[:, batch["input_ids"].shape[1]:].tolist():
                 n, truncated = count_generated(row, eos, max_new)
-                out.append(Generation(tok.decode(row[:n], skip_special_tokens=True), truncated, n, tuple(row[:n])))
+                # The text leaves out the end-of-sequence token, as vLLM and llama.cpp do.
+                shown = row[:n - 1] if n and not truncated and row[n - 1] in eos else row[:n]
+                out.append(Generation(tok.decode(shown, skip_special_tokens=True), truncated, n, tuple(row[:n])))
         return out
 
     def score(self, texts: list[str]) -> list[Score]:

@@ -1,0 +1,297 @@
+"""Images end to end on the real engine: the CPU variant of transformers-5.17 built from its real
+Dockerfile (offline, from a cached wheelhouse), converted to SIF (Apptainer 1.4 in the helper
+image) and sqsh, verified content-equal, linted, and a tiny-model shard run in all three forms
+with the image facts the launcher passes. One built image per session.
+
+Cost on 2 cores (cold caches): build ~2-3 min, SIF ~3-5 min (gzip), sqsh ~20 s, verify ~45 s,
+three shards ~1.5 min, the CA-bundle probe build ~1 min. Needs root on Debian with Docker;
+scripts/images/tools.sh (run first) installs the squashfs tools and makes the bases and helper.
+Timings are printed at the end of the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(2400)]
+
+REPO = Path(__file__).resolve().parents[2]
+NAME, VARIANT = "transformers-5.17", "cpu"
+WHEELHOUSE = Path(os.environ.get("KIT_WHEELHOUSE") or Path.home() / ".cache" / "kit" / "wheelhouse")
+TIMINGS: dict[str, float] = {}
+
+
+def kit(*args: str, env: dict | None = None, check: bool = True, timeout: float = 1800) -> subprocess.CompletedProcess:
+    r = subprocess.run([sys.executable, "-m", "kit", *args], cwd=REPO, capture_output=True, text=True,
+                       timeout=timeout, env={**os.environ, **(env or {})})
+    if check and r.returncode != 0:
+        pytest.fail(f"kit {' '.join(args)} exited {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}", pytrace=False)
+    return r
+
+
+def timed(key: str, fn, *a, **kw):
+    t0 = time.monotonic()
+    out = fn(*a, **kw)
+    TIMINGS[key] = round(time.monotonic() - t0, 1)
+    return out
+
+
+@pytest.fixture(scope="session")
+def work(request) -> Path:
+    """A session folder under /var/tmp (world-traversable: the containers run as uid 1000)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: dockerd, the squashfs tools, unshare and chroot")
+    if not Path("/etc/debian_version").is_file():
+        pytest.skip("needs Debian: scripts/images/tools.sh installs Debian packages")
+    r = timed("tools", subprocess.run, ["bash", str(REPO / "scripts/images/tools.sh")], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"scripts/images/tools.sh failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}", pytrace=False)
+    path = Path(tempfile.mkdtemp(prefix="kit-images-test-", dir="/var/tmp"))
+    os.chmod(path, 0o755)
+
+    request.addfinalizer(lambda: shutil.rmtree(path, ignore_errors=True))
+    if not request.config.pluginmanager.has_plugin("kit-images-timings"):
+        request.config.pluginmanager.register(TimingsReport(), "kit-images-timings")
+    return path
+
+
+class TimingsReport:
+    """Prints the measured step times in pytest's terminal summary."""
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if TIMINGS:
+            terminalreporter.write_line("images timings (s): " + ", ".join(f"{k} {v}" for k, v in TIMINGS.items()))
+
+
+@pytest.fixture(scope="session")
+def lock_env(work) -> dict[str, str]:
+    return {"KIT_IMAGES_LOCK": str(work / "images.lock.json"), "KIT_IMAGES_DIR": str(work / "images")}
+
+
+@pytest.fixture(scope="session")
+def built(work, lock_env):
+    """The CPU variant, built offline from the wheelhouse, as recorded in the session's lock."""
+    from kit.images.lockfile import load_lock
+
+    timed("build", kit, "images", "build", NAME, "--variant", VARIANT, "--wheelhouse", str(WHEELHOUSE), "--quiet",
+          env=lock_env)
+    return load_lock(Path(lock_env["KIT_IMAGES_LOCK"])).get(NAME)
+
+
+@pytest.fixture(scope="session")
+def converted(built, lock_env):
+    from kit.images.lockfile import load_lock
+
+    t0 = time.monotonic()
+    kit("images", "convert", NAME, "--to", "sif", env=lock_env)
+    TIMINGS["sif"] = round(time.monotonic() - t0, 1)
+    timed("sqsh", kit, "images", "convert", NAME, "--to", "sqsh", env=lock_env)
+    return load_lock(Path(lock_env["KIT_IMAGES_LOCK"])).get(NAME)
+
+
+def test_build_is_recorded_with_its_inputs(built):
+    from kit.images import engine, spec
+
+    t = spec.target(NAME, VARIANT, REPO / "containers/images.toml")
+    assert built.image_id == engine.image_attrs(t.tag)["Id"]
+    assert built.lock_sha256 == t.lock_sha256() and built.dockerfile_sha256 == t.dockerfile_sha256()
+    assert built.build_args == {"TORCH_VARIANT": "cpu"} and built.base == "kit/base:bookworm"
+    assert built.base_image_id and built.offline and built.variant == "cpu" and built.built_at
+    assert built.kit_commit and built.kit_commit != "unknown"
+
+
+def test_docker_run_prints_the_version(built):
+    r = subprocess.run(["docker", "run", "--rm", built.tag, "kit", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "kit, version 0.1.0", r.stderr
+
+
+def test_lint_passes(built, lock_env):
+    r = timed("lint", kit, "images", "lint", NAME, "--json", env=lock_env)
+    checks = {c["check"]: c for c in json.loads(r.stdout)["data"]}
+    assert set(checks) >= {"gpu-env", "cuda-arch", "kit-import", "entry-point", "kit-commit", "lock", "engine"}
+    assert all(c["ok"] for c in checks.values()), checks
+
+
+def test_sif_and_sqsh_are_content_equal_to_the_image(converted, lock_env):
+    r = timed("verify", kit, "images", "verify", NAME, env=lock_env)
+    assert "sif: SAME" in r.stdout and "sqsh: SAME" in r.stdout, r.stdout
+    assert converted.artifacts["sif"].image_id == converted.image_id == converted.artifacts["sqsh"].image_id
+
+
+def test_two_sqsh_conversions_are_byte_identical(converted, lock_env, work):
+    first = Path(lock_env["KIT_IMAGES_DIR"]) / converted.artifacts["sqsh"].file
+    lock2 = work / "again.lock.json"
+    shutil.copy(lock_env["KIT_IMAGES_LOCK"], lock2)
+    kit("images", "convert", NAME, "--to", "sqsh", "--out", str(work / "again"), "--lock-file", str(lock2))
+    second = work / "again" / first.name
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_verify_names_a_tampered_file(converted, lock_env, work):
+    from kit.images.lockfile import load_lock, save_lock
+    from kit.images.spec import file_sha256
+
+    folder, lock2 = work / "tampered", work / "tampered.lock.json"
+    folder.mkdir()
+    images = Path(lock_env["KIT_IMAGES_DIR"])
+    sif, sqsh = converted.artifacts["sif"].file, converted.artifacts["sqsh"].file
+    (folder / sif).symlink_to(images / sif)
+    shutil.copy(images / sqsh, folder / sqsh)
+    extra = work / "extra"
+    extra.mkdir()
+    (extra / "kit-tampered.txt").write_text("not in the image\n")
+    subprocess.run(["mksquashfs", str(extra), str(folder / sqsh), "-quiet", "-no-progress"], check=True)
+    shutil.copy(lock_env["KIT_IMAGES_LOCK"], lock2)
+    r = kit("images", "verify", NAME, "--out", str(folder), "--lock-file", str(lock2), check=False)
+    assert r.returncode == 1 and "sha256 differs" in r.stderr  # a changed file is caught by its digest first
+    lock = load_lock(lock2)
+    lock.images[NAME].artifacts["sqsh"].sha256 = file_sha256(folder / sqsh)
+    save_lock(lock, lock2)
+    r = kit("images", "verify", NAME, "--out", str(folder), "--lock-file", str(lock2), check=False)
+    assert r.returncode == 1 and "sif: SAME" in r.stdout
+    assert "sqsh: DIFFERENT (1 paths)" in r.stdout and "differs: /kit-tampered.txt" in r.stdout
+
+
+def test_sif_reader_agrees_with_apptainer(converted, lock_env):
+    from kit.images import helper
+    from kit.images.sif import primary_partition
+
+    sif = Path(lock_env["KIT_IMAGES_DIR"]) / converted.artifacts["sif"].file
+    r = helper.run(["apptainer", "sif", "list", f"/w/{sif.name}"], [helper.Mount(str(sif.parent), "/w")])
+    line = next(x for x in r.stdout.splitlines() if "FS (Squashfs/*System" in x)
+    start, end = (int(n) for n in line.split("|")[3].strip().split("-"))
+    part = primary_partition(sif)
+    assert (part.offset, part.offset + part.size) == (start, end)
+
+
+@pytest.fixture(scope="session")
+def demo(work) -> tuple[Path, Path, Path]:
+    """Tiny models in a hub cache, the tiny benchmark and the demo roster (readable by uid 1000)."""
+    from kit.demo.run import prepare_demo
+
+    os.environ.setdefault("KIT_CACHE_DIR", str(work / "cache"))
+    files = prepare_demo(work / "demo")
+    subprocess.run(["chmod", "-R", "a+rX", str(work / "demo"), str(files.cache)], check=True)
+    return files.roster, files.hub, files.cache
+
+
+@pytest.fixture(scope="session")
+def shards(converted, demo, lock_env, work) -> dict[str, tuple[Path, object]]:
+    """One shard per artifact form, with the image facts kit.launch.submit passes to a job."""
+    from kit.config.sites import Site
+    from kit.images import execute
+    from kit.launch.submit import _image_for
+
+    roster, hub, cache = demo
+    out = {}
+    for form, runtime in (("oci", "docker"), ("sif", "apptainer"), ("sqsh", "enroot")):
+        site = Site(name="ci", scheduler="local", runtime=runtime, images=lock_env["KIT_IMAGES_DIR"])
+        image, image_env = _image_for(site, NAME, work, Path(lock_env["KIT_IMAGES_LOCK"]))
+        results = work / f"results-{form}"
+        results.mkdir()
+        os.chmod(results, 0o777)
+        env = {**image_env, "KIT_RUNTIME": runtime, "KIT_SITE": "ci", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        argv = ["kit", "shard", "--roster", str(roster), "--results", str(results), "--cache-dir", str(hub)]
+        binds = [str(roster.parent), str(cache), str(results)]
+        run = {"oci": execute.run_oci, "sif": execute.run_sif, "sqsh": execute.run_sqsh}[form]
+        outcome = timed(f"shard-{form}", run, image if form == "oci" else Path(image), argv, binds, env)
+        assert outcome.status == 0, f"{form}: {outcome.stdout[-1500:]}\n{outcome.stderr[-3000:]}"
+        out[form] = (results, outcome)
+    return out
+
+
+def test_shards_in_all_three_forms_write_identical_predictions(shards, converted):
+    sets = {}
+    for form, (results, _) in shards.items():
+        files = sorted(p for p in results.glob("*/*.json") if p.parent.name != "systems")
+        assert len(files) == 6, form
+        sets[form] = {p.relative_to(results).as_posix(): json.loads(p.read_text()) for p in files}
+    assert sets["oci"].keys() == sets["sif"].keys() == sets["sqsh"].keys()
+    for rel in sets["oci"]:
+        preds = [sets[f][rel]["predictions"] for f in ("oci", "sif", "sqsh")]
+        assert preds[0] == preds[1] == preds[2], rel
+
+
+def test_checkpoints_name_the_image_they_ran_in(shards, converted):
+    for form, (results, _) in shards.items():
+        for p in results.glob("*/*.json"):
+            if p.parent.name == "systems":
+                continue
+            prov = json.loads(p.read_text())["provenance"]
+            assert prov["image"]["digest"] == converted.image_id, (form, p)
+            assert prov["image"]["artifact"] == form and prov["image"]["lock_sha256"] == converted.lock_sha256
+            if form != "oci":
+                assert prov["image"]["artifact_sha256"] == converted.artifacts[form].sha256
+            assert prov["kit_commit"] == converted.kit_commit  # baked into kit/_commit.txt in the image
+            assert prov["packages"]["torch"].endswith("+cpu") and prov["packages"]["transformers"] == "5.17.0"
+        r = kit("verify", str(results), check=False)
+        assert r.returncode == 0, (form, r.stdout, r.stderr)
+
+
+def _cert_blocks(text: str) -> set[str]:
+    return {"-----BEGIN CERTIFICATE-----" + b.split("-----END CERTIFICATE-----")[0]
+            for b in text.split("-----BEGIN CERTIFICATE-----")[1:]}
+
+
+def test_ca_bundle_reaches_pip_and_never_the_image(work):
+    """A networked build of the real Dockerfile (with a small lock: kit's own dependencies) whose
+    pip trusts only the given bundle; the bundle's proxy and marker certificates appear in no
+    layer, nor in the config or history, of the final image."""
+    from kit.images import engine, spec
+    from kit.images.build import BuildOptions, build
+    from kit.images.locks import uv_command
+
+    host_bundle = Path("/etc/ssl/certs/ca-certificates.crt")
+    repo = work / "ca-probe"
+    for rel in ("pyproject.toml", "README.md", "containers/transformers-5.17/Dockerfile"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / rel, repo / rel)
+    shutil.copytree(REPO / "kit", repo / "kit", ignore=shutil.ignore_patterns("__pycache__", "_commit.txt"))
+    (repo / "containers/images.toml").write_text(
+        '[image."transformers-5.17"]\ndockerfile = "containers/transformers-5.17/Dockerfile"\n'
+        'lock = "containers/transformers-5.17/requirements-cpu.lock"\nbase = "kit/base:bookworm"\n'
+        'tag = "kit/ca-probe:test"\nbuild_args = { TORCH_VARIANT = "cpu" }\n')
+    (repo / "small.in").write_text("setuptools>=68\n")
+    r = subprocess.run([*uv_command(), "pip", "compile", "pyproject.toml", "small.in", "--generate-hashes",
+                        "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28", "-q",
+                        "-o", "containers/transformers-5.17/requirements-cpu.lock"], cwd=repo, capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"PyPI is not reachable from here: {r.stderr.strip()[-200:]}")
+    marker = work / "marker.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kit-ca-probe", "-days",
+                    "1", "-keyout", str(work / "marker.key"), "-out", str(marker)], check=True, capture_output=True)
+    bundle = work / "bundle.pem"
+    bundle.write_text(host_bundle.read_text() + marker.read_text())
+    # the machine's own CAs (a TLS-intercepting proxy's) are the local additions to Debian's bundle
+    local = {b for f in Path("/usr/local/share/ca-certificates").rglob("*.crt") for b in _cert_blocks(f.read_text())}
+    secret = _cert_blocks(marker.read_text()) | local
+    t = spec.target(NAME, None, repo / "containers/images.toml")
+    lock = work / "ca.lock.json"
+    try:
+        if local:
+            # behind a TLS-intercepting proxy: pip fails without the bundle, so it is really used
+            with pytest.raises(Exception) as exc:
+                build(t, BuildOptions(quiet=True, no_cache=True), lock)
+            assert "failed" in str(exc.value)
+        built = timed("ca-probe-build", build, t, BuildOptions(ca_bundle=bundle, quiet=True), lock)
+        assert built.ca_bundle and not built.offline
+        with tempfile.TemporaryDirectory(dir=work) as tmp:
+            archive = engine.save(built.image_id, Path(tmp) / "probe.tar")
+            data = archive.read_bytes()
+        lines = {ln for block in secret for ln in block.splitlines()[1:] if len(ln) >= 40}
+        assert lines and not [ln for ln in lines if ln.encode() in data], "a CA certificate line is in the image"
+        meta = json.dumps(engine.image_attrs(built.image_id)) + json.dumps(engine.client().api.history(built.image_id))
+        assert "BEGIN CERTIFICATE" not in meta and not [ln for ln in lines if ln in meta]
+        assert subprocess.run(["docker", "run", "--rm", built.image_id, "kit", "--version"],
+                              capture_output=True, text=True).returncode == 0
+    finally:
+        subprocess.run(["docker", "rmi", "-f", "kit/ca-probe:test"], capture_output=True)

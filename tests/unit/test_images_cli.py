@@ -1,0 +1,59 @@
+"""`kit images`: help without heavy imports, one-line errors with the right exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SUBCOMMANDS = ("build", "convert", "verify", "lint", "locks", "defs")
+
+
+def kit(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kit", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_subcommand_help_imports_neither_docker_nor_spython():
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from kit.cli.main import cli\n"
+        f"for c in {SUBCOMMANDS!r}:\n"
+        "    r = CliRunner().invoke(cli, ['images', c, '--help'])\n"
+        "    assert r.exit_code == 0 and 'Usage:' in r.output, (c, r.output)\n"
+        "print(','.join(m for m in ('docker', 'spython', 'uv', 'torch', 'rich') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+@pytest.mark.parametrize("args,words", [
+    (("images", "build", "sglang"), ["images.toml", "'sglang'", "gguf"]),
+    (("images", "build", "gguf", "--variant", "cpu"), ["'cpu'", "variant"]),
+    (("images", "verify", "nope"), ["'nope'"]),
+])
+def test_bad_names_exit_2_naming_the_file_and_choices(args, words):
+    r = kit(*args)
+    assert r.returncode == 2, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("kit: error: ") and "; fix: " in line
+    for w in words:
+        assert w in line
+
+
+def test_corrupt_lock_is_bad_input_and_missing_build_names_the_make_target(tmp_path):
+    bad = tmp_path / "images.lock.json"
+    bad.write_text("{not json")
+    r = kit("images", "lint", "gguf", "--lock-file", str(bad))
+    assert r.returncode == 2 and str(bad) in r.stderr
+    r = kit("images", "convert", "gguf", "--lock-file", str(tmp_path / "none.json"))
+    assert r.returncode == 1 and "make image-gguf" in r.stderr
+
+
+def test_committed_definitions_are_current():
+    pytest.importorskip("spython", reason="spython is not installed (pip install spython)")
+    r = kit("images", "defs", "--check")
+    assert r.returncode == 0, r.stderr

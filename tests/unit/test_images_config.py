@@ -1,0 +1,111 @@
+"""containers/images.toml, the Dockerfiles and the lock files: every image is complete and
+follows the rules (hashed locks, GPU variables, explicit CUDA arch list, kit installed)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kit.config.backends import BACKENDS
+from kit.config.images import ImageSpec
+from kit.errors import ConfigError
+from kit.images import spec
+from kit.images.wheelhouse import lock_hashes
+REPO = Path(__file__).resolve().parents[2]
+
+IMAGES = REPO / "containers" / "images.toml"
+
+
+def targets():
+    return spec.all_targets(IMAGES)
+
+
+def test_every_backend_has_an_image_with_its_files():
+    names = {t.name for t in targets()}
+    assert names == set(BACKENDS)
+    for t in targets():
+        for rel in (t.spec.dockerfile, *t.spec.locks()):
+            assert t.path(rel).is_file(), rel
+            assert t.path(rel).with_suffix(".in").is_file() or rel == t.spec.dockerfile, rel
+    assert (REPO / "Dockerfile.vllm").is_file() and (REPO / "Dockerfile.gguf").is_file()
+
+
+@pytest.mark.parametrize("t", targets(), ids=lambda t: f"{t.name}:{t.variant or 'default'}")
+def test_every_lock_pins_every_package_with_hashes(t):
+    for lock in t.spec.locks():
+        pins = lock_hashes(t.path(lock))
+        assert pins, lock
+        for req, hashes in pins.items():
+            assert hashes, f"{lock}: {req} has no --hash"
+            assert "==" in req
+        text = t.path(lock).read_text()
+        assert "make locks" in text.splitlines()[1]  # the documented regeneration command
+        assert "/opt/" not in text and "file://" not in text  # no machine paths leak into locks
+
+
+@pytest.mark.parametrize("t", targets(), ids=lambda t: f"{t.name}:{t.variant or 'default'}")
+def test_dockerfile_rules(t):
+    text = t.path(t.spec.dockerfile).read_text()
+    assert re.search(r"^ARG BASE_IMAGE=\S+@sha256:[0-9a-f]{64}$", text, re.M), "base pinned by digest"
+    assert "NVIDIA_VISIBLE_DEVICES=all" in text and "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in text
+    assert "--require-hashes" in text
+    # kit itself, with the commit baked where provenance reads it
+    assert "--no-deps --no-index" in text and "_commit.txt" in text and '"$KIT_COMMIT"' in text
+    assert "native" not in re.sub(r"#.*", "", text).replace('!= native', "")
+    # the CA bundle and wheelhouse stay in a build stage: the final stage copies the venv only
+    final = text.rsplit("\nFROM ", 1)[1]
+    assert "kit-build" not in final and "COPY --from=" in final
+
+
+def test_cuda_images_pin_cuda_and_gguf_lists_volta_to_hopper():
+    by_name = {t.name: t for t in targets() if t.variant is None}
+    for t in by_name.values():
+        assert t.spec.cuda, t.name
+        assert "@sha256:" in t.spec.base, t.name
+    gguf = by_name["gguf"].spec
+    arch = gguf.build_args["CMAKE_CUDA_ARCHITECTURES"].split(";")
+    assert arch[0] == "70" and arch[-1] == "90" and "native" not in arch
+    assert "-DGGML_CUDA=on" in (REPO / "Dockerfile.gguf").read_text()
+
+
+def test_cpu_variant_swaps_lock_base_and_cuda():
+    t = spec.target("transformers-5.17", "cpu", IMAGES)
+    assert t.spec.lock.endswith("requirements-cpu.lock") and t.spec.base == "kit/base:bookworm"
+    assert t.spec.cuda is None and t.spec.python == "3.11" and t.spec.build_args["TORCH_VARIANT"] == "cpu"
+    assert any(r.startswith("torch==") and r.endswith("+cpu") for r in lock_hashes(t.path(t.spec.lock)))
+    default = spec.target("transformers-5.17", None, IMAGES)
+    assert default.spec.build_args["TORCH_VARIANT"] == "cuda" and default.tag != t.tag
+
+
+def test_gliner2_runs_transformers_4():
+    t = spec.target("gliner2", None, IMAGES)
+    pins = lock_hashes(t.path(t.spec.lock))
+    assert any(r.startswith("transformers==4.") for r in pins)
+    assert any(r.startswith("gliner2==") for r in pins)
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("build_args", {"CMAKE_CUDA_ARCHITECTURES": "native"}, ["native", "70"]),
+    ("dockerfile", "/abs/Dockerfile", ["relative", "/abs/Dockerfile"]),
+    ("python", "3", ["3", "python"]),
+])
+def test_bad_image_fields_are_config_errors(tmp_path, field, value, words):
+    import tomllib
+
+    data = tomllib.loads(IMAGES.read_text())
+    data["image"]["gguf"][field] = value
+    with pytest.raises(Exception) as exc:
+        ImageSpec.model_validate(data["image"]["gguf"])
+    for w in words:
+        assert w in str(exc.value)
+
+
+def test_unknown_image_or_variant_names_the_choices():
+    with pytest.raises(ConfigError) as exc:
+        spec.target("sglang", None, IMAGES)
+    assert "sglang" in exc.value.one_line() and "gguf" in exc.value.one_line()
+    with pytest.raises(ConfigError) as exc:
+        spec.target("gguf", "cpu", IMAGES)
+    assert "'cpu'" in exc.value.one_line() and "none" in exc.value.one_line()

@@ -1,0 +1,70 @@
+"""`make locks`: the uv command line of every lock (no network: the commands are built, not run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kit.errors import ConfigError
+from kit.images import locks
+
+REPO = Path(__file__).resolve().parents[2]
+IMAGES = REPO / "containers" / "images.toml"
+
+
+@pytest.fixture
+def jobs(monkeypatch):
+    monkeypatch.setattr(locks, "uv_command", lambda: ["uv"])
+    return lambda env=None, **kw: {j.lock: list(j.argv) for j in locks.lock_jobs(IMAGES, env=env or {}, **kw)}
+
+
+def test_one_job_per_lock_file_each_from_its_in_file(jobs):
+    got = jobs()
+    assert len(got) == 9
+    for lock, argv in got.items():
+        assert argv[:3] == ["uv", "pip", "compile"]
+        assert lock.replace(".lock", ".in") in argv
+        assert argv[argv.index("--output-file") + 1] == lock
+        assert "--generate-hashes" in argv and argv[argv.index("--custom-compile-command") + 1] == "make locks"
+        assert argv[argv.index("--python-platform") + 1] == "x86_64-manylinux_2_28"
+
+
+def test_runtime_locks_take_kits_worker_dependencies_build_locks_do_not(jobs):
+    got = jobs()
+    runtime = got["containers/transformers-5.11/requirements.lock"]
+    assert runtime[3:6] == ["pyproject.toml", "--extra", "worker"]
+    for lock in ("containers/gguf/build-tools.lock", "containers/gguf/llama-cpp-python.lock"):
+        assert "pyproject.toml" not in got[lock]
+    assert got["containers/gguf/llama-cpp-python.lock"][-1] == "--no-deps"
+    assert got["containers/gguf/requirements.lock"][-2:] == ["--no-emit-package", "llama-cpp-python"]
+    assert got["containers/gliner2/requirements.lock"][-2:] == ["--override", "containers/gliner2/overrides.txt"]
+
+
+def test_each_lock_targets_its_images_python(jobs):
+    got = jobs()
+    version = lambda argv: argv[argv.index("--python-version") + 1]  # noqa: E731
+    assert version(got["containers/transformers-5.17/requirements-cpu.lock"]) == "3.11"
+    assert version(got["containers/transformers-5.17/requirements-cuda.lock"]) == "3.12"
+
+
+def test_torch_cpu_source_is_the_pytorch_index_or_a_local_folder(jobs):
+    cpu = "containers/transformers-5.17/requirements-cpu.lock"
+    online = jobs()[cpu]
+    assert online[-4:] == ["--extra-index-url", locks.TORCH_CPU_INDEX, "--index-strategy", "unsafe-best-match"]
+    mirror = jobs({"KIT_TORCH_CPU_INDEX": "https://mirror.example/cpu"})[cpu]
+    assert "https://mirror.example/cpu" in mirror
+    offline = jobs({"KIT_TORCH_CPU_FIND_LINKS": "/srv/wheels"})[cpu]
+    assert offline[-2:] == ["--find-links", "/srv/wheels"] and "--extra-index-url" not in offline
+    # only the CPU lock gets the CPU torch source: the CUDA lock must never resolve torch==2.13.0+cpu
+    assert "--find-links" not in jobs({"KIT_TORCH_CPU_FIND_LINKS": "/srv/wheels"})[cpu.replace("cpu", "cuda")]
+
+
+def test_upgrade_and_name_selection(jobs):
+    got = jobs(names=["gguf"], upgrade=True)
+    assert set(got) == {"containers/gguf/requirements.lock", "containers/gguf/build-tools.lock",
+                        "containers/gguf/llama-cpp-python.lock"}
+    assert all(argv[-1] == "--upgrade" for argv in got.values())
+    with pytest.raises(ConfigError) as exc:
+        jobs(names=["nope"])
+    assert "nope" in exc.value.one_line()

@@ -17,7 +17,7 @@ from kit.cli import common as C
 @C.models_option
 @C.languages_option
 @click.option("--images-lock", type=click.Path(path_type=Path), default=Path("containers/images.lock.json"),
-              show_default=True, help="The lock of built images that result digests must appear in.")
+              show_default=True, envvar="KIT_IMAGES_LOCK", help="The lock of built images that result digests must appear in.")
 @C.json_option
 def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
           images_lock: Path, as_json: bool) -> None:

@@ -14,7 +14,10 @@ from kit.cli import common as C
 @click.command()
 @click.option("--workdir", type=click.Path(path_type=Path), default="kit-demo", show_default=True,
               help="Folder for the demo's roster, sites file, results and report.")
-def demo(workdir: Path) -> None:
+@click.option("--runtime", type=click.Choice(["host", "docker"]), default="host", show_default=True,
+              help="Run the jobs on the host, or in the built transformers-5.17 Docker image "
+                   "(make base-image image-transformers-5.17-cpu), as REPRODUCE.md does.")
+def demo(workdir: Path, runtime: str) -> None:
     """Run the embedded default sweep end to end: no files, no network.
 
     Creates once (cached under the user cache dir, KIT_CACHE_DIR overrides) a tiny
@@ -35,7 +38,7 @@ def demo(workdir: Path) -> None:
 
     t0 = time.perf_counter()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    files = prepare_demo(workdir, progress=C.say)
+    files = prepare_demo(workdir, progress=C.say, runtime=runtime)
     project = load_project(files.roster, None)
     runs = list(project.roster.run)
     ov = plan_overview(project, runs, None, (0, 1), files.results)

@@ -20,7 +20,7 @@ from kit.errors import ConfigError, KitError
 @click.option("--images", "image_dirs", multiple=True, type=click.Path(path_type=Path),
               help="Folders to search for .sif/.sqsh artifacts (repeatable). Default: build/images. Env: KIT_IMAGES_DIR.")
 @click.option("--images-lock", type=click.Path(path_type=Path), default=Path("containers/images.lock.json"),
-              show_default=True, help="Lock of built images (maps an image id to its SIF/sqsh sha256).")
+              show_default=True, envvar="KIT_IMAGES_LOCK", help="Lock of built images (maps an image id to its SIF/sqsh sha256).")
 @click.option("--allow-other-image", is_flag=True, help="Rerun even if the image differs from the record (said in the verdict).")
 @C.benchmark_option
 @click.option("--weights", type=click.Path(path_type=Path), default=None, envvar="HF_HUB_CACHE",

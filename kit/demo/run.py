@@ -64,12 +64,14 @@ max_new_tokens = 1
 '''
 
 
-def sites_text(hub: Path) -> str:
-    """The demo's one site: the local scheduler with the host runtime."""
-    return f'''# kit demo site: run jobs here, in this Python environment.
+def sites_text(hub: Path, runtime: str = "host") -> str:
+    """The demo's one site: the local scheduler with the host runtime (or the docker runtime:
+    the built transformers image from containers/images.lock.json)."""
+    where = "in this Python environment" if runtime == "host" else f"in the {runtime} image of each backend"
+    return f'''# kit demo site: run jobs here, {where}.
 [site.local]
 scheduler = "local"
-runtime = "host"
+runtime = "{runtime}"
 root = "."
 results = "results"
 weights = "{hub}"
@@ -78,7 +80,7 @@ walltime = "0:30"
 '''
 
 
-def prepare_demo(workdir: Path, progress=lambda msg: None) -> DemoFiles:
+def prepare_demo(workdir: Path, progress=lambda msg: None, runtime: str = "host") -> DemoFiles:
     """Build (or reuse) the cached assets and write the demo's roster and sites files."""
     from kit.demo.dataset import write_demo_benchmark
     from kit.demo.model import build_tiny_classifier, build_tiny_llama
@@ -95,5 +97,5 @@ def prepare_demo(workdir: Path, progress=lambda msg: None) -> DemoFiles:
                       workdir / "results", workdir / "results" / "report")
     roster = roster_text(llm, reranker).replace("{benchmark}", str(benchmark).replace("\\", "/"))
     write_text_atomic(files.roster, roster)
-    write_text_atomic(files.sites, sites_text(hub))
+    write_text_atomic(files.sites, sites_text(hub, runtime))
     return files

@@ -180,7 +180,7 @@ def _image_for(site: Site, backend: str, sites_dir: Path, images_lock: Path | No
     from kit.errors import ImageError
     from kit.images.lockfile import DEFAULT_LOCK, load_lock
 
-    lock_path = images_lock or DEFAULT_LOCK
+    lock_path = images_lock or Path(os.environ.get("KIT_IMAGES_LOCK") or DEFAULT_LOCK)
     try:
         return _built_image_for(site, backend, sites_dir, load_lock(lock_path).get(backend, lock_path))
     except ImageError as exc:

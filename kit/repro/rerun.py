@@ -15,10 +15,6 @@ from kit.repro.resolve import ResolvedImage
 from kit.results import keys as K
 from kit.results.store import checkpoint_path, write_text_atomic
 
-PASSED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE", "KIT_RUNTIME", "KIT_IMAGE_DIGEST",
-              "KIT_IMAGE_ARTIFACT", "KIT_IMAGE_SHA256", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")
-
-
 def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int | None = None) -> str:
     """A roster TOML holding one run with the result's recorded settings."""
     meta = result[K.METADATA]
@@ -38,21 +34,25 @@ def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int 
     return "\n".join(lines) + "\n"
 
 
-def worker_argv(image: ResolvedImage, kit_args: list[str], binds: list[str], env: dict[str, str]) -> list[str]:
-    """The command that runs `kit <kit_args>` in the resolved image (or on the host)."""
+def execute(image: ResolvedImage, kit_args: list[str], binds: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run `kit <kit_args>` in the resolved image (or on the host); (exit status, output)."""
     if image.runtime == "host":
-        return [sys.executable, "-m", "kit", *kit_args]
-    if image.runtime == "docker":
-        argv = ["docker", "run", "--rm", "--network", "none", "--user", f"{os.getuid()}:{os.getgid()}",
-                "-e", "HOME=/tmp"]
-        for name in sorted(env):
-            argv += ["-e", name]
-        for b in binds:
-            argv += ["-v", f"{b}:{b}"]
-        return [*argv, str(image.ref), "kit", *kit_args]
-    from kit.repro import containers
+        run_env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "USER")}, **env}
+        proc = subprocess.run([sys.executable, "-m", "kit", *kit_args], capture_output=True, text=True, env=run_env,
+                              timeout=3600)
+        return proc.returncode, proc.stdout + proc.stderr
+    from kit.images import execute as X
 
-    return containers.argv(image, kit_args, binds, env)
+    argv = ["kit", *kit_args]
+    if image.runtime == "docker":
+        out = X.run_oci(str(image.ref), argv, binds, env, user=f"{os.getuid()}:{os.getgid()}")
+    elif image.runtime == "apptainer":
+        out = X.run_sif(Path(str(image.ref)), argv, binds, env)
+    elif image.runtime == "sqsh":
+        out = X.run_sqsh(Path(str(image.ref)), argv, binds, env, user=f"{os.getuid()}:{os.getgid()}")
+    else:
+        raise ImageError(f"unknown runtime {image.runtime!r}", fix="use docker, apptainer, sqsh or host")
+    return out.status, out.stdout + out.stderr
 
 
 def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Path, weights: Path | None,
@@ -80,15 +80,17 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
     elif image.runtime == "docker":
         env["KIT_IMAGE_ARTIFACT"] = "oci"
     binds = sorted({str(workdir), str(Path(benchmark_root).resolve()), *([str(Path(weights).resolve())] if weights else [])})
-    argv = worker_argv(image, kit_args, binds, env)
-    run_env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "USER")}, **env}
+    # the container may run as another user (uid 1000 in the Apptainer helper): let it write here
+    out.mkdir(parents=True, exist_ok=True)
+    for p in (workdir, out):
+        p.chmod(0o777)
+    roster.chmod(0o644)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, env=run_env, timeout=3600)
+        status, log = execute(image, kit_args, binds, env)
     except FileNotFoundError as exc:
-        raise ImageError(f"{exc.filename} not found", fix=f"install it, or choose another --runtime") from None
-    log = proc.stdout + proc.stderr
+        raise ImageError(f"{exc.filename} not found", fix="install it, or choose another --runtime") from None
     path = checkpoint_path(out, run_name, lang)
     if not path.exists():
-        raise ConfigError(f"the rerun wrote no checkpoint (exit {proc.returncode}): {log.strip()[-600:]}",
+        raise ConfigError(f"the rerun wrote no checkpoint (exit {status}): {log.strip()[-600:]}",
                           fix="see the worker's message; check --weights and --benchmark")
     return json.loads(path.read_text(encoding="utf-8")), log

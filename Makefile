@@ -21,8 +21,8 @@ test-fast: venv  ## the fast tier: pure logic, generated scripts, config errors 
 
 # ---------------------------------------------------------------- images (containers/images.toml)
 # Backend images from hashed locks, built with the docker SDK, converted to SIF and sqsh
-# (kit images --help). image-NAME, sif-NAME, sqsh-NAME, verify-NAME and lint-NAME take any
-# NAME of containers/images.toml.
+# (kit images --help). image-NAME, sif-NAME, sqsh-NAME, save-NAME (docker archive),
+# verify-NAME and lint-NAME take any NAME of containers/images.toml.
 IMAGES := vllm gguf transformers-5.17 transformers-5.11 gliner2 gliclass
 WHEELHOUSE ?= $(HOME)/.cache/kit/wheelhouse
 IMAGES_DIR ?= build/images
@@ -51,6 +51,9 @@ sif-%: venv
 
 sqsh-%: venv
 	$(KIT) images convert $* --to sqsh --out $(IMAGES_DIR)
+
+save-%: venv
+	$(KIT) images save $* --out $(IMAGES_DIR)
 
 verify-%: venv
 	$(KIT) images verify $* --out $(IMAGES_DIR)

@@ -4,12 +4,12 @@
 # Idempotent: reinstalls only when pyproject.toml changed.
 #   KIT_VENV       venv folder            (default: .venv)
 #   KIT_TORCH_SPEC torch requirement       (default: torch==2.13.0, the CPU build on this project's machines)
-#   KIT_EXTRAS     extras to install       (default: worker,report,test)
+#   KIT_EXTRAS     extras to install       (default: worker,report,images,test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${KIT_VENV:-.venv}
 torch_spec=${KIT_TORCH_SPEC:-torch==2.13.0}
-extras=${KIT_EXTRAS:-worker,report,test}
+extras=${KIT_EXTRAS:-worker,report,images,test}
 py=${PYTHON:-python3}
 t0=$(date +%s)
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then

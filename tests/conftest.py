@@ -30,3 +30,31 @@ def lrb_dir() -> Path:
     if not LRB.is_dir():
         pytest.skip(f"shared third-party data not found at {LRB}")
     return LRB
+
+
+@pytest.fixture(scope="session")
+def cpu_image_env() -> dict[str, str]:
+    """KIT_IMAGES_LOCK / KIT_IMAGES_DIR of a session lock in which the CPU variant of the
+    transformers-5.17 image is built (offline, from the cached wheelhouse; Docker's layer cache
+    makes this quick when the images tests built it already). Root on Debian only."""
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or not Path("/etc/debian_version").is_file():
+        pytest.skip("needs root on Debian: scripts/images/tools.sh starts dockerd and makes the bases")
+    r = subprocess.run(["bash", str(REPO / "scripts/images/tools.sh")], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail(f"scripts/images/tools.sh failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}", pytrace=False)
+    import tempfile
+
+    # under /var/tmp, world-traversable: containers run as uid 1000
+    lock_dir = Path(tempfile.mkdtemp(prefix="kit-cpu-image-", dir="/var/tmp"))
+    os.chmod(lock_dir, 0o755)
+    env = {"KIT_IMAGES_LOCK": str(lock_dir / "images.lock.json"), "KIT_IMAGES_DIR": str(lock_dir / "images")}
+    wheelhouse = os.environ.get("KIT_WHEELHOUSE") or str(Path.home() / ".cache" / "kit" / "wheelhouse")
+    r = subprocess.run([sys.executable, "-m", "kit", "images", "build", "transformers-5.17", "--variant", "cpu",
+                        "--wheelhouse", wheelhouse, "--quiet"], cwd=REPO, capture_output=True, text=True,
+                       env={**os.environ, **env}, timeout=2400)
+    if r.returncode != 0:
+        pytest.fail(f"building the CPU image failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}", pytrace=False)
+    return env

@@ -98,6 +98,19 @@ def convert_cmd(names, to, out_dir, images_file, lock_file) -> None:
             click.echo(f"{built.backend}\t{form}\t{out_dir / art.file}\t{art.sha256}")
 
 
+@images.command("save")
+@names_arg
+@out_option
+@with_files
+def save_cmd(names, out_dir, images_file, lock_file) -> None:
+    """Write built images as docker archives (docker load -i FILE on a host with no registry)."""
+    from kit.images.convert import convert
+
+    for _, built in list(_built(names, images_file, lock_file)):
+        art = convert(built, ("tar",), out_dir, lock_file)["tar"]
+        click.echo(f"{built.backend}\ttar\t{out_dir / art.file}\t{art.sha256}")
+
+
 @images.command("verify")
 @names_arg
 @out_option

@@ -64,9 +64,11 @@ class ImageSpec(BaseModel):
     python: str = "3.11"
     cuda: str | None = None
     tag: str | None = None
-    # Extensions (issue 3): hashed locks used only inside build stages (gguf's compiler tools and
+    # Extensions (issue 3): kit's pyproject extra the image installs (its runtime lock takes that
+    # extra's dependencies), hashed locks used only inside build stages (gguf's compiler tools and
     # the llama-cpp-python sdist), extra `uv pip compile` arguments per lock (`make locks`), and
     # named variants (the CPU variant CI builds).
+    kit_extra: str = Field("worker", pattern=r"^[a-z0-9][a-z0-9-]*$")
     build_locks: list[str] = Field(default_factory=list)
     compile_args: dict[str, list[str]] = Field(default_factory=dict)
     variants: dict[str, ImageVariant] = Field(default_factory=dict)

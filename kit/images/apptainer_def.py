@@ -8,7 +8,10 @@ one), ARGs become fixed shell assignments (here: Apptainer build arguments `{{ N
 `--build-arg BOOTSTRAP=docker-daemon`), USER becomes a broken `su -` (here: a comment, since
 Apptainer runs as the calling user), and CMD gets appended arguments (here: Docker's
 semantics, arguments replace the command). kit's `.kit-build/` context (CA bundle, wheelhouse)
-exists only in kit's own builds and is left out."""
+exists only in kit's own builds: it is left out, and a %setup links its place to /mnt instead, so
+`apptainer build --bind FOLDER:/mnt` lends pip a CA bundle or a wheelhouse that never enters the
+image. Docker's RUN instructions each start afresh; Apptainer's %post is one script, so the
+Dockerfiles keep to absolute paths after a `cd`."""
 
 from __future__ import annotations
 
@@ -26,10 +29,11 @@ _USER = re.compile(r"^\s*USER\s+(.+)$", re.I)
 KIT_BUILD_SOURCE = ".kit-buil[d]"
 
 
-def preprocess(text: str) -> tuple[str, str, dict[str, str], list[str]]:
-    """(header comments, Dockerfile for spython, ARG defaults, USER values) of a Dockerfile."""
-    header, body, args, users = [], [], {}, []
-    seen_from = False
+def preprocess(text: str) -> tuple[str, str, dict[str, str], list[str], dict[str, str]]:
+    """(header comments, Dockerfile for spython, ARG defaults, USER values, and for each stage
+    that reads kit's build inputs, the folder they go to) of a Dockerfile."""
+    header, body, args, users, inputs = [], [], {}, [], {}
+    seen_from, stage = False, ""
     for line in text.splitlines():
         if not seen_from and line.startswith("#"):
             header.append(line)
@@ -44,22 +48,36 @@ def preprocess(text: str) -> tuple[str, str, dict[str, str], list[str]]:
             continue
         m = _FROM.match(line)
         if m:
-            seen_from = True
-            line = f"FROM {m.group(1)} AS {m.group(2).split()[-1] if m.group(2) else 'final'}"
-        if line.lstrip().upper().startswith("COPY"):
+            seen_from, stage = True, m.group(2).split()[-1] if m.group(2) else "final"
+            line = f"FROM {m.group(1)} AS {stage}"
+        if line.lstrip().upper().startswith("COPY") and f" {KIT_BUILD_SOURCE}" in line:
             line = line.replace(f" {KIT_BUILD_SOURCE}", "")
+            inputs[stage] = line.split()[-1].rstrip("/")
         body.append(line)
     out = "\n".join(body) + "\n"
     for name in sorted(args, key=len, reverse=True):
         out = re.sub(r"\$\{%s\}|\$%s\b" % (name, name), f"@@{name}@@", out)
-    return "\n".join(header), out, args, users
+    return "\n".join(header), out, args, users, inputs
+
+
+def setup_lines(folder: str) -> list[str]:
+    """%setup pointing pip's optional inputs at /mnt: `apptainer build --bind DIR:/mnt` lends a
+    folder with ca.pem and/or wheels/ to every stage's %post (a bind needs a target that exists
+    in each stage, and /mnt does), and only this stage's links lead pip there."""
+    return ["%setup", f'mkdir -p "${{APPTAINER_ROOTFS}}{folder}"',
+            f'ln -sfn /mnt/wheels "${{APPTAINER_ROOTFS}}{folder}/wheels"',
+            f'ln -sfn /mnt/ca.pem "${{APPTAINER_ROOTFS}}{folder}/ca.pem"']
 
 
 def _files(root: Path, pairs: list[list[str]]) -> list[str]:
-    # Docker copies a file into a destination folder ending in "/"; Apptainer needs the full path
+    # Docker copies a file into a destination folder ending in "/", and a folder's contents into
+    # it; Apptainer's %files copies like `cp -r`: a file needs its full destination path, and a
+    # folder copied onto "dest/" would land inside it as dest/<name>
     out = []
     for src, dest in pairs:
-        if dest.endswith("/") and not (root / src).is_dir() and not src.endswith("/"):
+        if dest.endswith("/") and ((root / src).is_dir() or src.endswith("/")):
+            dest = dest.rstrip("/")
+        elif dest.endswith("/"):
             dest += Path(src).name
         out.append(f"{src} {dest}")
     return out
@@ -86,7 +104,7 @@ def render(t: Target) -> str:
     except ImportError:
         raise MissingExtraError("kit images defs", "spython", "images") from None
     dockerfile = t.path(t.spec.dockerfile)
-    header, body, args, users = preprocess(dockerfile.read_text(encoding="utf-8"))
+    header, body, args, users, inputs = preprocess(dockerfile.read_text(encoding="utf-8"))
     args = {"BOOTSTRAP": "docker", **args, "BASE_IMAGE": t.spec.base, **t.spec.build_args}
     from spython.logger import bot
 
@@ -104,8 +122,8 @@ def render(t: Target) -> str:
            "# Build from the repository root, with network:",
            f"#   apptainer build kit-{t.name}.sif apptainer/{t.name}.def",
            "# On a Docker base present locally: --build-arg BOOTSTRAP=docker-daemon --build-arg BASE_IMAGE=TAG",
-           "# Behind a TLS-intercepting proxy or offline, bind pip's inputs for %post only (never copied in):",
-           "#   --bind CA.pem:/opt/kit-build/ca.pem   --bind WHEELHOUSE:/opt/kit-build/wheels",
+           "# Behind a TLS-intercepting proxy or offline, lend pip a folder holding ca.pem and/or wheels/",
+           "# (a wheelhouse) for %post only; it never enters the image:  --bind FOLDER:/mnt",
            *(f"# USER {u}: not applied; Apptainer runs as the calling user." for u in users),
            "#", *header.splitlines(), ""]
     names = list(stages)
@@ -113,6 +131,8 @@ def render(t: Target) -> str:
         from_ref = r.fromHeader.strip()
         out += ["Bootstrap: {{ BOOTSTRAP }}", f"From: {from_ref}", f"Stage: {name}", "", "%arguments",
                 *(f"{k}={v}" for k, v in sorted(args.items())), ""]
+        if name in inputs:
+            out += [*setup_lines(inputs[name]), ""]
         if r.files:
             out += ["%files", *_files(t.root, r.files), ""]
         for layer, pairs in r.layer_files.items():

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import kit
-from kit.errors import ImageError
+from kit.errors import ConfigError, ImageError
 from kit.images import engine
 from kit.images.context import write_context
 from kit.images.lockfile import BuiltImage, ImagesLock, update_lock
@@ -61,12 +61,37 @@ def _stream_build(t: Target, opts: BuildOptions, args: dict[str, str], commit: s
         image_id = None
         for event in events:
             if "error" in event:
-                hint = ("the base is not in the local engine and no registry answers: make base-image, then "
-                        "--base kit/base:bookworm" if "pull" in event["error"] or "no such host" in event["error"]
-                        else "read the build output above; fix the Dockerfile or lock and build again")
-                raise ImageError(f"build of {t.name} failed: {event['error'].strip()[:300]}", fix=hint)
+                raise ImageError(f"build of {t.name} failed: {event['error'].strip()[:300]}", fix=_hint(t, args, event))
             image_id = progress.build_event(event) or image_id
     return image_id or engine.image_attrs(t.tag)["Id"]
+
+
+def _hint(t: Target, args: dict[str, str], event: dict) -> str:
+    error = event["error"]
+    if not any(w in error for w in ("pull access denied", "no such host", "manifest unknown", "registry",
+                                    "repository does not exist")):
+        return "read the build output above; fix the Dockerfile or lock and build again"
+    base = args["BASE_IMAGE"]
+    if t.spec.python == "3.11":
+        return f"{base} is not in the local engine and no registry answers: make base-image, then --base kit/base:bookworm"
+    return (f"{base} is not in the local engine and no registry answers: docker load it (docker save on a connected "
+            f"host); the bootstrapped kit/base:bookworm has Python 3.11, and this image's locks are for {t.spec.python}")
+
+
+def preflight(t: Target, base: str) -> None:
+    """Refuse a local base whose Python differs from the one the image's locks were compiled for."""
+    if not engine.has_image(base):
+        return  # pulled at build time (or the build names it as missing)
+    probe = "import sys; print('%d.%d' % sys.version_info[:2])"
+    try:
+        out = engine.client().containers.run(base, ["python3", "-c", probe], remove=True, entrypoint=[])
+    except Exception:  # no python3 in the base (CUDA bases): the Dockerfile installs the distro's
+        return
+    found = out.decode().strip()
+    if found and found != t.spec.python:
+        raise ConfigError(f"base {base} has Python {found}, but the locks of {t.name} are compiled for "
+                          f"{t.spec.python} (containers/images.toml)",
+                          fix=f"use a base with Python {t.spec.python}, or a variant of {t.name} made for this base")
 
 
 def _drop_build_stages(image_id: str, seen: list[str], progress: Progress) -> None:
@@ -89,6 +114,7 @@ def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
     """Build the image, record it in the lock of built images, and return the record."""
     commit = kit_commit(t.root)
     args = build_args(t, opts, commit)
+    preflight(t, args["BASE_IMAGE"])
     progress = Progress(f"kit images build {t.name}" + (f" --variant {t.variant}" if t.variant else "")
                         + f" -> {t.tag}", quiet=opts.quiet)
     image_id = _stream_build(t, opts, args, commit, progress)
@@ -108,6 +134,7 @@ def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
         offline=opts.wheelhouse is not None, ca_bundle=opts.ca_bundle is not None, size_bytes=attrs.get("Size"))
 
     def change(lock: ImagesLock) -> None:
+        """Put the record in; keep the artifacts when the image is unchanged."""
         old = lock.images.get(t.name)
         if old is not None and old.image_id == image_id:
             record.artifacts.update(old.artifacts)  # same image: its SIF and sqsh still hold

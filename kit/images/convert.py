@@ -19,11 +19,12 @@ FORMS = ("sif", "sqsh")
 
 
 def forms_of(to: str) -> tuple[str, ...]:
-    """--to sif|sqsh|all -> the forms to make."""
+    """--to sif|sqsh|tar|all -> the forms to make (all: sif and sqsh; tar: the docker archive that
+    `docker load` reads on a host with no registry)."""
     if to == "all":
         return FORMS
-    if to not in FORMS:
-        raise ConfigError(f"--to {to!r} is not a known artifact form", fix="use sif, sqsh or all")
+    if to not in (*FORMS, "tar"):
+        raise ConfigError(f"--to {to!r} is not a known artifact form", fix="use sif, sqsh, tar or all")
     return (to,)
 
 
@@ -36,6 +37,11 @@ def artifact_name(built: BuiltImage, form: str) -> str:
 def _make(built: BuiltImage, form: str, dest: Path, progress: Progress) -> str:
     if form == "sqsh":
         return build_sqsh(built.image_id, dest)
+    if form == "tar":
+        # by tag when the tag still names this image, so `docker load` restores the tag too
+        tagged = engine.has_image(built.tag) and engine.image_attrs(built.tag)["Id"] == built.image_id
+        engine.save(built.tag if tagged else built.image_id, dest)
+        return f"docker save {built.tag if tagged else '(by id)'} (load with: docker load -i FILE)"
     with tempfile.TemporaryDirectory(prefix=".kit-archive-", dir=dest.parent) as tmp:
         progress.line(f"docker save {built.image_id[:19]}")
         archive = engine.save(built.image_id, Path(tmp) / "image.tar")
@@ -62,6 +68,7 @@ def convert(built: BuiltImage, forms: tuple[str, ...], out_dir: Path, lock_path:
         progress.done(f"{dest.name} sha256 {made[form].sha256[:16]} ({made[form].bytes / 1e6:.0f} MB)")
 
     def change(lock: ImagesLock) -> None:
+        """Record the artifacts, unless the image was rebuilt meanwhile."""
         current = lock.get(built.backend, lock_path)
         if current.image_id != built.image_id:
             raise ImageError(f"{lock_path}: {built.backend} was rebuilt during the conversion",

@@ -78,7 +78,8 @@ def read_environment(path: Path) -> dict[str, str]:
 
 def _enter_script(rootfs: Path, binds: list[str], user: str, env: dict[str, str], argv: list[str]) -> str:
     q = shlex.quote
-    lines = ["set -e", f"R={q(str(rootfs))}", 'mount -t proc proc "$R/proc"', 'mount --rbind /dev "$R/dev"']
+    lines = ["set -e", f"R={q(str(rootfs))}", 'mount -t proc proc "$R/proc"', 'mount --rbind /dev "$R/dev"',
+             'mount --rbind /sys "$R/sys"']
     for b in binds:
         lines += [f'mkdir -p "$R"{q(b)}', f'mount --bind {q(b)} "$R"{q(b)}']
     assigns = " ".join(q(f"{k}={v}") for k, v in env.items())
@@ -93,7 +94,8 @@ def run_sqsh(sqsh: Path, argv: list[str], binds: list[str], env: dict[str, str],
         raise ImageError("entering a sqsh without Enroot needs root, unsquashfs and unshare",
                          fix="run as root with squashfs-tools and util-linux installed (or use enroot start)")
     work = Path(tempfile.mkdtemp(prefix="kit-sqsh-", dir="/var/tmp"))
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8g,mode=0755", "kit-sqsh", str(work)],
+    size = os.environ.get("KIT_SQSH_TMPFS", "16g")  # a limit, not an allocation; unpacked on disk without it
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "kit-sqsh", str(work)],
                              capture_output=True).returncode == 0
     try:
         rootfs = work / "rootfs"

@@ -47,7 +47,7 @@ def ensure_helper() -> str:
 
 
 def run(argv: list[str], mounts: list[Mount], *, user: str | None = None, env: dict[str, str] | None = None,
-        unconfined: bool = False, tmpfs_mb: int = 0, timeout: int = 3600) -> Result:
+        unconfined: bool = False, tmpfs_mb: int = 0, timeout: int = 3600, workdir: str | None = None) -> Result:
     """Run argv in a fresh helper container and wait; the container is always removed."""
     import docker.types
 
@@ -61,7 +61,8 @@ def run(argv: list[str], mounts: list[Mount], *, user: str | None = None, env: d
         # what the CLI's `--security-opt systempaths=unconfined` sends: no masked or read-only
         # /proc and /sys paths (the API itself does not know that option)
         host["MaskedPaths"], host["ReadonlyPaths"] = [], []
-    cid = api.create_container(image, command=argv, user=user, environment=env or {}, host_config=host)["Id"]
+    cid = api.create_container(image, command=argv, user=user, environment=env or {}, host_config=host,
+                               working_dir=workdir)["Id"]
     try:
         api.start(cid)
         status = api.wait(cid, timeout=timeout).get("StatusCode", 1)

@@ -69,6 +69,7 @@ def _env(facts: Facts) -> dict[str, str]:
 
 
 def check_gpu_env(f: Facts) -> Finding:
+    """NVIDIA_VISIBLE_DEVICES=all and NVIDIA_DRIVER_CAPABILITIES=compute,utility in the config."""
     env = _env(f)
     bad = {k: env.get(k) for k, v in GPU_ENV.items() if env.get(k) != v}
     return Finding("gpu-env", not bad, "NVIDIA_* set for Enroot's and the NVIDIA runtime's GPU hooks" if not bad
@@ -76,6 +77,7 @@ def check_gpu_env(f: Facts) -> Finding:
 
 
 def check_cuda_arch(f: Facts) -> Finding:
+    """No host-dependent CUDA architecture (native, all) anywhere; an explicit list where CUDA is compiled."""
     texts = [f.dockerfile, *f.history, json.dumps(f.built.build_args)]
     hits = [m.group(0) for t in texts for m in _NATIVE.finditer(t)]
     wants_list = "CMAKE_CUDA_ARCHITECTURES" in f.dockerfile
@@ -88,35 +90,41 @@ def check_cuda_arch(f: Facts) -> Finding:
 
 
 def check_kit_import(f: Facts) -> Finding:
+    """kit imports inside the image, at this kit version."""
     p = f.probe
     ok = p.get("kit_version") == kit.__version__
     return Finding("kit-import", ok, f"kit {p.get('kit_version')} at {p.get('kit_file')}" if p else "probe failed")
 
 
 def check_entry_point(f: Facts) -> Finding:
+    """`kit --version` on the image PATH prints this kit version."""
     status, out = f.entry
     return Finding("entry-point", status == 0 and out.strip() == f"kit, version {kit.__version__}",
                    f"`kit --version` -> {status}: {out.strip()[:80]}")
 
 
 def check_commit(f: Facts) -> Finding:
+    """kit/_commit.txt holds the commit recorded in the lock (provenance reads it)."""
     got = f.probe.get("commit")
     return Finding("kit-commit", bool(got) and got == f.built.kit_commit, f"kit/_commit.txt = {got!r}")
 
 
 def check_lock(f: Facts) -> Finding:
+    """The lock file inside the image is the one recorded (same sha256)."""
     got = f.probe.get("lock_sha256")
     return Finding("lock", got == f.built.lock_sha256,
                    f"lock in image {str(got)[:16]} vs recorded {f.built.lock_sha256[:16]}")
 
 
 def check_no_build_inputs(f: Facts) -> Finding:
+    """No build input (CA bundle, wheelhouse, kit source) is left in the image."""
     left = f.probe.get("build_inputs_left")
     return Finding("no-build-inputs", left is False, "no /opt/kit-build or /opt/kit-src (CA bundle, wheels)"
                    if left is False else "build inputs left in the final image")
 
 
 def check_engine(f: Facts) -> Finding:
+    """The libraries of the backend's worker engine import."""
     mods = f.probe.get("modules") or {}
     bad = {m: v for m, v in mods.items() if v != "ok"}
     return Finding("engine", bool(mods) and not bad, f"imports {', '.join(mods)}" if not bad else f"failed: {bad}")

@@ -50,7 +50,7 @@ class BuiltImage(BaseModel):
     kit_version: str
     kit_commit: str | None = None
     built_at: str
-    artifacts: dict[str, Artifact] = Field(default_factory=dict)   # "sif" | "sqsh"
+    artifacts: dict[str, Artifact] = Field(default_factory=dict)   # "sif" | "sqsh" | "tar" (docker archive)
     variant: str | None = None
     python: str | None = None
     cuda: str | None = None

@@ -1,8 +1,8 @@
 """`make locks`: every lock file of every image, compiled with hashes by `uv pip compile`.
 
 Each lock `X.lock` is compiled from `X.in` beside it. A runtime lock (an image's `lock`) also
-takes kit's own dependencies from pyproject.toml with its `worker` extra, so kit can be
-installed in the image with --no-deps. Locks are compiled for the image's Python on
+takes kit's own dependencies from pyproject.toml with the image's extra (`kit_extra`: `worker`,
+or the engine's, e.g. `gliner2`), so kit can be installed in the image with --no-deps. Locks are compiled for the image's Python on
 x86_64 manylinux_2_28 (glibc 2.28+: Debian 12, Ubuntu 22.04/24.04) without installing anything.
 An existing lock's pins are kept unless `upgrade` is set, so regeneration is stable."""
 
@@ -65,7 +65,7 @@ def job_for(t: Target, lock: str, *, upgrade: bool, env: dict[str, str], uv: lis
                           fix=f"create {source} with the image's top-level requirements")
     argv = [*uv, "pip", "compile"]
     if lock == t.spec.lock:
-        argv += ["pyproject.toml", "--extra", "worker"]
+        argv += ["pyproject.toml", "--extra", t.spec.kit_extra]
     argv += [str(source), "--generate-hashes", "--python-version", t.spec.python, "--python-platform", PLATFORM,
              "--custom-compile-command", COMPILE_COMMAND, "--output-file", lock, "--quiet"]
     argv += expand(t.spec.compile_args.get(lock, []), env)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ("build", "convert", "verify", "lint", "locks", "defs")
+SUBCOMMANDS = ("build", "convert", "save", "verify", "lint", "locks", "defs")
 
 
 def kit(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:

@@ -32,7 +32,8 @@ def test_every_stage_is_kept_and_the_last_copies_from_an_earlier_one(t):
     last = text.split("Stage: final", 1)[1]
     assert "%files from " in last and "/opt/venv /opt/venv" in last
     assert ".kit-buil[d]" not in text  # kit's own context folder never reaches an Apptainer build
-    assert "$TORCH_VARIANT" not in text and "${" not in text.split("%environment")[0].replace("$PATH", "")
+    before_env = text.split("%environment")[0].replace("$PATH", "").replace("${APPTAINER_ROOTFS}", "")
+    assert "$TORCH_VARIANT" not in text and "${" not in before_env
 
 
 def test_args_become_apptainer_build_arguments_with_the_images_values():
@@ -59,10 +60,10 @@ CMD ["--port", "8080"]
 
 
 def test_preprocess_fixes_spythons_losses():
-    header, body, args, users = preprocess(SYNTHETIC)
+    header, body, args, users, inputs = preprocess(SYNTHETIC)
     assert header == "# a demo"
     assert args == {"PY": "3.11", "APP_VERSION": "1.2.3"}
-    assert users == ["app"] and "USER" not in body
+    assert users == ["app"] and "USER" not in body and inputs == {}
     assert "FROM debian:bookworm-slim AS final" in body  # spython merges an unnamed stage otherwise
     assert "python:@@PY@@-slim" in body and "built @@APP_VERSION@@" in body
 

@@ -75,3 +75,21 @@ def test_environment_is_allow_listed():
     source = {"PATH": "/bin", "HOME": "/h", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "HF_TOKEN": "hf_x", "CUDA_VISIBLE_DEVICES": "3", "MY_VAR": "1"}
     env = allow_listed_env(source, ["MY_VAR"])
     assert env == {"PATH": "/bin", "HOME": "/h", "MY_VAR": "1"}
+
+
+def test_job_refuses_an_image_whose_sha256_is_not_the_recorded_one(tmp_path):
+    import hashlib
+
+    from kit.launch.runtimes.base import artifact_check_lines
+
+    sif = tmp_path / "img with space.sif"
+    sif.write_bytes(b"an image")
+    script = "\n".join(["set -euo pipefail", *artifact_check_lines(str(sif)), "echo started"])
+    good = hashlib.sha256(b"an image").hexdigest()
+    ok = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={"PATH": os.environ["PATH"], "KIT_IMAGE_SHA256": good})
+    assert ok.returncode == 0 and ok.stdout.strip() == "started"
+    bad = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={"PATH": os.environ["PATH"], "KIT_IMAGE_SHA256": "0" * 64})
+    assert bad.returncode == 2 and "is not the recorded" in bad.stderr and "started" not in bad.stdout
+    sif.unlink()
+    gone = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    assert gone.returncode == 2 and "not readable" in gone.stderr

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 
-from kit.launch.runtimes.base import GPU_ENV, Runtime, RuntimeContext, list_paths, register_runtime
+from kit.launch.runtimes.base import GPU_ENV, Runtime, RuntimeContext, artifact_check_lines, list_paths, register_runtime
 
 
 @register_runtime("apptainer")
@@ -39,7 +39,5 @@ class ApptainerRuntime(Runtime):
         names = dict.fromkeys([*ctx.env_names, *GPU_ENV])
         image = ctx.image or "IMAGE.sif"
         # an unset variable stays unset inside (an empty HF_TOKEN_PATH would name no file)
-        message = shlex.quote(f"kit: image not readable: {image}")
-        return [f'[ -z "${{{name}+set}}" ] || export APPTAINERENV_{name}="${{{name}}}"' for name in names] + [
-            f"test -r {shlex.quote(image)} || {{ echo {message} >&2; exit 2; }}"
-        ]
+        return [f'[ -z "${{{name}+set}}" ] || export APPTAINERENV_{name}="${{{name}}}"' for name in names] + \
+            artifact_check_lines(image)

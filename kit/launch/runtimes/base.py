@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import shlex
 from dataclasses import dataclass, field
 
 from kit.config.sites import Site
@@ -74,3 +75,30 @@ def get_runtime(name: str) -> type[Runtime]:
     if name not in _REGISTRY:
         raise ConfigError(f"runtime {name!r} is not available", fix=f"use one of: {', '.join(KNOWN_RUNTIMES)}")
     return _REGISTRY[name]
+
+
+def artifact_check_lines(image: str) -> list[str]:
+    """Job-script lines that refuse to start unless the SIF/sqsh is readable and its sha256 is the one
+    the launcher passed (KIT_IMAGE_SHA256): the job re-checks what the result will record."""
+    q = shlex.quote(image)
+    unreadable = shlex.quote(f"kit: image not readable: {image}")
+    return [
+        f"test -r {q} || {{ echo {unreadable} >&2; exit 2; }}",
+        'if [ -n "${KIT_IMAGE_SHA256:-}" ]; then',
+        f"  KIT_SEEN_SHA256=$(sha256sum {q} | cut -d' ' -f1)",
+        '  [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the '
+        'recorded $KIT_IMAGE_SHA256; convert and ship the image again (kit images convert)" >&2; exit 2; }',
+        "fi",
+    ]
+
+
+def image_id_check_lines(image: str) -> list[str]:
+    """Job-script lines that refuse to start unless the Docker image's id is KIT_IMAGE_DIGEST."""
+    q = shlex.quote(image)
+    return [
+        'if [ -n "${KIT_IMAGE_DIGEST:-}" ]; then',
+        f"  KIT_SEEN_ID=$(docker image inspect --format '{{{{.Id}}}}' {q})",
+        '  [ "$KIT_SEEN_ID" = "$KIT_IMAGE_DIGEST" ] || { echo "kit: image id $KIT_SEEN_ID is not the recorded '
+        '$KIT_IMAGE_DIGEST; load or build that image (make image-BACKEND)" >&2; exit 2; }',
+        "fi",
+    ]

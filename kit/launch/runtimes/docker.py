@@ -15,7 +15,7 @@ the worker uses only its own. Settings (sites.toml)::
 from __future__ import annotations
 
 from kit.launch.jobscript import Expand
-from kit.launch.runtimes.base import GPU_ENV, Runtime, RuntimeContext, list_paths, register_runtime
+from kit.launch.runtimes.base import GPU_ENV, Runtime, RuntimeContext, image_id_check_lines, list_paths, register_runtime
 
 
 @register_runtime("docker")
@@ -37,4 +37,4 @@ class DockerRuntime(Runtime):
 
     def setup_lines(self, ctx: RuntimeContext) -> list[str]:
         """The numeric user and group the container runs as."""
-        return ["KIT_UID=$(id -u)", "KIT_GID=$(id -g)"]
+        return ["KIT_UID=$(id -u)", "KIT_GID=$(id -g)", *image_id_check_lines(ctx.image or self.site.docker_image or "IMAGE")]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 
 from kit.launch.jobscript import Expand
-from kit.launch.runtimes.base import Runtime, RuntimeContext, register_runtime
+from kit.launch.runtimes.base import Runtime, RuntimeContext, artifact_check_lines, register_runtime
 
 
 @register_runtime("enroot")
@@ -32,4 +32,5 @@ class EnrootRuntime(Runtime):
     def setup_lines(self, ctx: RuntimeContext) -> list[str]:
         """Create the container from the sqsh (--force replaces a leftover of an earlier job)."""
         image = shlex.quote(ctx.image or "/IMAGE.sqsh")
-        return [f'enroot create --force --name "kit-${{KIT_JOB_ID:-$$}}" {image}']
+        return [*artifact_check_lines(ctx.image or "/IMAGE.sqsh"),
+                f'enroot create --force --name "kit-${{KIT_JOB_ID:-$$}}" {image}']

@@ -15,7 +15,7 @@ over the job's; the worker starts in kit's root folder. Settings (sites.toml)::
 from __future__ import annotations
 
 from kit.errors import ConfigError
-from kit.launch.runtimes.base import Runtime, RuntimeContext, list_paths, register_runtime
+from kit.launch.runtimes.base import Runtime, RuntimeContext, artifact_check_lines, list_paths, register_runtime
 
 
 @register_runtime("pyxis")
@@ -38,3 +38,7 @@ class PyxisRuntime(Runtime):
         if ctx.workdir:
             argv.append(f"--container-workdir={ctx.workdir}")
         return [*argv, "kit", *ctx.kit_args]
+
+    def setup_lines(self, ctx: RuntimeContext) -> list[str]:
+        """Refuse to start unless the sqsh is readable and has the recorded sha256."""
+        return artifact_check_lines(ctx.image or "/IMAGE.sqsh")

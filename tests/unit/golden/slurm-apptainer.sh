@@ -76,5 +76,9 @@ export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
 [ -z "${HF_TOKEN_PATH+set}" ] || export APPTAINERENV_HF_TOKEN_PATH="${HF_TOKEN_PATH}"
 [ -z "${CUDA_VISIBLE_DEVICES+set}" ] || export APPTAINERENV_CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES}"
 test -r /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif || { echo 'kit: image not readable: /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif' >&2; exit 2; }
+if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
+  KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif | cut -d' ' -f1)
+  [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the recorded $KIT_IMAGE_SHA256; convert and ship the image again (kit images convert)" >&2; exit 2; }
+fi
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
 exec srun apptainer exec --nv --containall --cleanenv --no-home --bind /lustre/me/kit/results,/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c,/lustre/me/kit,/tmp,/lustre/me/kit/inputs,/lustre/me/hf-hub,/home/me/.config/kit/hf_token --pwd /lustre/me/kit /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif kit shard --roster /lustre/me/kit/inputs/roster-094454a77bf886de.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"

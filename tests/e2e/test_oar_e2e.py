@@ -96,6 +96,17 @@ weights = "{hub}"
 walltime = "0:10"
 policy_checks = ["{ws}/bin/usagepolicycheck -t"]
 
+# the same, with a worker that waits before starting, so a job can be deleted while it runs
+[site.ci-oar-slow]
+scheduler = "oar"
+runtime = "host"
+python = "{ws}/bin/slow-python"
+root = "{ws}/oar-slow"
+results = "{ws}/results-slow"
+weights = "{hub}"
+walltime = "0:10"
+policy_checks = ["{ws}/bin/usagepolicycheck -t"]
+
 [site.ci-oar-huge]
 scheduler = "oar"
 runtime = "host"
@@ -161,6 +172,7 @@ def ws() -> Workspace:
     hub = made.stdout.strip().splitlines()[-1]
     (root / "bin" / "usagepolicycheck").write_text(
         '#!/bin/sh\necho "fake usagepolicycheck ($*): 3% of the daily allowance used"\n')
+    (root / "bin" / "slow-python").write_text(f'#!/bin/sh\nsleep 25\nexec {PY} "$@"\n')
     (root / "bin" / "usagepolicycheck-over").write_text(
         '#!/bin/sh\necho "fake usagepolicycheck ($*): daily allowance exceeded on every cluster" >&2\nexit 1\n')
     fmt = {"py": PY, "ws": root, "hub": hub, "cl": cluster}
@@ -234,7 +246,7 @@ def test_a_filter_no_resource_satisfies_is_kits_clear_error_not_a_hang(ws):
 
 def test_oardel_of_one_array_job_shows_failed_and_a_rerun_completes_only_the_missing_pair(ws):
     t0 = time.monotonic()
-    r = ws.kit("run", "--site", "ci-oar", "--model", RERANKER, "--array", "3", "--json")
+    r = ws.kit("run", "--site", "ci-oar-slow", "--model", RERANKER, "--array", "3", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     jobs = json.loads(r.stdout)["data"]["submitted"][0]["job_ids"]
     end = time.monotonic() + 60
@@ -242,20 +254,20 @@ def test_oardel_of_one_array_job_shows_failed_and_a_rerun_completes_only_the_mis
         time.sleep(0.2)
     assert oarstat_state(jobs[0]) in ("Launching", "Running"), "job 1 of the array never started"
     as_kit(["oardel", jobs[0]], Path("/home/kit"))
-    data = wait_settled(ws, "ci-oar", RERANKER)
+    data = wait_settled(ws, "ci-oar-slow", RERANKER)
     by = {p["language"]: p for p in data["pairs"]}
     assert data["counts"] == {"complete": 2, "failed": 1}, data
     assert (by["de"]["state"], by["de"]["job"]) == ("failed", jobs[0])      # shard 0 = array index 1 = de
     assert "oardel" in by["de"]["reasons"][0]
-    kept = {lang: (ws.root / "results" / lang / "kit-demo__tiny-reranker.json").read_bytes() for lang in ("en", "fr")}
-    r = ws.kit("run", "--site", "ci-oar", "--model", RERANKER, "--array", "3", "--json")
+    kept = {lang: (ws.root / "results-slow" / lang / "kit-demo__tiny-reranker.json").read_bytes() for lang in ("en", "fr")}
+    r = ws.kit("run", "--site", "ci-oar-slow", "--model", RERANKER, "--array", "3", "--json")
     assert r.returncode == 0, r.stderr
     again = json.loads(r.stdout)["data"]
     assert (again["pending"], again["complete"], again["jobs"][0]["array_size"]) == (1, 2, 1)
-    data = wait_settled(ws, "ci-oar", RERANKER)
+    data = wait_settled(ws, "ci-oar-slow", RERANKER)
     assert data["counts"] == {"complete": 3}, data
     assert {p["language"]: p["job"] for p in data["pairs"]}["de"] == again["submitted"][0]["job_ids"][0]
-    assert all((ws.root / "results" / lang / "kit-demo__tiny-reranker.json").read_bytes() == kept[lang] for lang in kept)
+    assert all((ws.root / "results-slow" / lang / "kit-demo__tiny-reranker.json").read_bytes() == kept[lang] for lang in kept)
     print(f"\noardel + rerun of the missing pair: {time.monotonic() - t0:.1f}s")
 
 

@@ -20,8 +20,21 @@ def steps(text: str | None = None) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in _BLOCK.finditer(text if text is not None else GUIDE.read_text())}
 
 
+def venv_is_current() -> bool:
+    """True when .venv was installed from this pyproject.toml (so the guide's `make venv` is a no-op
+    and cannot reinstall the shared venv from the sandbox)."""
+    import hashlib
+
+    stamp = REPO / ".venv" / ".kit-installed"
+    digest = hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    return stamp.is_file() and stamp.read_text().split(" ", 1)[0] == digest
+
+
 def sandbox(dest: Path) -> Path:
     """A copy of the repository's files (tracked and untracked-not-ignored) with the venv linked in."""
+    if not venv_is_current():
+        raise RuntimeError("the .venv was not installed from the current pyproject.toml: run `make venv` first "
+                           "(the guide's own `make venv` would otherwise reinstall it from the sandbox copy)")
     files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
                            capture_output=True, check=True).stdout.split(b"\0")
     for rel in filter(None, (f.decode() for f in files)):

@@ -9,7 +9,6 @@ METRICS = "metrics"
 PREDICTIONS = "predictions"
 SPEED = "speed"
 PROVENANCE = "provenance"
-SECTIONS = (METADATA, METRICS, PREDICTIONS, SPEED, PROVENANCE)
 
 # --- metadata keys (lrb names first, kit additions after)
 MODEL_ID = "model_id"
@@ -76,7 +75,7 @@ METRIC_NAMES = (ACCURACY, BALANCED_ACCURACY, F1, PRECISION, RECALL, MCC, UNPARSE
 COMPLETE = "complete"
 PENDING = "pending"
 INVALID = "invalid"
-# --- pair states (scheduler side, normalized)
+# --- pair states explained by the scheduler (job states themselves: kit.launch.schedulers.base)
 RUNNING = "running"
 QUEUED = "queued"
 FAILED = "failed"
@@ -84,7 +83,6 @@ TIMEOUT = "timeout"
 CANCELLED = "cancelled"
 UNCLAIMED = "unclaimed"
 UNKNOWN = "unknown"
-JOB_STATES = ("pending", RUNNING, "completed", FAILED, TIMEOUT, CANCELLED, UNKNOWN)
 
 # --- tasks
 TASK_GENERATE = "generate"

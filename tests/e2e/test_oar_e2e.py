@@ -249,10 +249,13 @@ def test_oardel_of_one_array_job_shows_failed_and_a_rerun_completes_only_the_mis
     r = ws.kit("run", "--site", "ci-oar-slow", "--model", RERANKER, "--array", "3", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     jobs = json.loads(r.stdout)["data"]["submitted"][0]["job_ids"]
-    end = time.monotonic() + 60
-    while oarstat_state(jobs[0]) not in ("Launching", "Running") and time.monotonic() < end:
+    # wait for Running, not Launching: its worker then sleeps 25 s in the slowed `python` before it
+    # starts, so the deletion always lands before the pair can be written
+    end = time.monotonic() + 120
+    while oarstat_state(jobs[0]) != "Running" and time.monotonic() < end:
         time.sleep(0.2)
-    assert oarstat_state(jobs[0]) in ("Launching", "Running"), "job 1 of the array never started"
+    assert oarstat_state(jobs[0]) == "Running", "job 1 of the array never started"
+    time.sleep(2)
     as_kit(["oardel", jobs[0]], Path("/home/kit"))
     data = wait_settled(ws, "ci-oar-slow", RERANKER)
     by = {p["language"]: p for p in data["pairs"]}

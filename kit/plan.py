@@ -91,7 +91,7 @@ def group_by_run(pairs: Iterable[Pair]) -> dict[str, list[str]]:
 def run_languages(run: "Run", benchmark: "Benchmark", selected: Sequence[str] | None) -> list[str]:
     """The languages a run covers: its own list (if any) intersected with the selection."""
     if run.languages:
-        unknown = [lang for lang in run.languages if lang not in benchmark.manifest.languages]
+        unknown = [lang for lang in run.languages if lang not in benchmark.languages]
         if unknown:
             raise ConfigError(
                 f"run {run.name!r} lists languages the benchmark manifest does not: {', '.join(unknown)}",

@@ -1,12 +1,94 @@
 #!/usr/bin/env bash
-# The prepared GPU check (for a machine with torch + transformers, no network): the transformers
-# engine on a tiny and on a small random Llama with CUDA; results as JSON in ${OUT:-.}.
-#   bash bench/gpu/run.sh            (from the repository root)
+# The prepared GPU check (for a machine with torch + transformers, no network), results in ${OUT:-.}:
+#   1. the transformers engine on a tiny and on a small random Llama with CUDA (tiny.json, small-bf16.json)
+#   2. the demo's sweep through `kit run --site local` on the GPU, `kit verify` and `kit check`, and
+#      the checkpoint's provenance must name the GPU (demo-checkpoint.json, demo-system.json,
+#      demo-provenance.json)
+# and the whole log in run.log. Each step reports "STEP n FAILED rc=N" and the script goes on.
+#
+# Python packages the machine lacks (pydantic and its three, platformdirs, mlperf-logging)
+# travel as wheels in .whl/ and are installed first:
+#   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+#       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+#   OUT=/some/dir bash bench/gpu/run.sh            (from the repository root)
+# KIT_BENCH_ALLOW_CPU=1 is the CPU dry run: no --require-cuda, a smaller "small" run, and a demo
+# checkpoint without a GPU is accepted. Worst case (every step at its timeout) about 8 minutes.
+# Each step below ends in `|| echo STEP n FAILED`: one failure does not stop the rest.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
 out=${OUT:-.}
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-python3 bench/gpu/transformers_cuda.py --require-cuda --out "$out/tiny.json"
-python3 bench/gpu/transformers_cuda.py --require-cuda --dtype bfloat16 --hidden 1024 --heads 16 --layers 8 \
-  --prompts 256 --batch-size 64 --max-new-tokens 128 --out "$out/small-bf16.json"
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+cd "$(dirname "$0")/../.." || exit 1
+repo=$PWD
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
+allow_cpu=${KIT_BENCH_ALLOW_CPU:-0}
+[ "$allow_cpu" = 1 ] && cuda_flag=() || cuda_flag=(--require-cuda)
+[ "$allow_cpu" = 1 ] && small=(--prompts 16 --batch-size 8 --max-new-tokens 16) \
+                     || small=(--prompts 256 --batch-size 64 --max-new-tokens 128)
+
+step() { echo; echo "=== STEP $1 ($(date +%T), ${SECONDS}s)"; }
+
+main() {
+  step "0 facts"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader || echo "nvidia-smi failed rc=$?"
+  python3 - <<'EOF' || echo "STEP 0 FAILED rc=$?"
+import importlib, importlib.metadata as md, platform, sys
+print("python", platform.python_version(), sys.executable)
+for dist, mod in (("torch", "torch"), ("transformers", "transformers"), ("tokenizers", "tokenizers"),
+                  ("safetensors", "safetensors"), ("huggingface_hub", "huggingface_hub"), ("numpy", "numpy"),
+                  ("typing_extensions", "typing_extensions"), ("pydantic", "pydantic"), ("pydantic_core", "pydantic_core"),
+                  ("platformdirs", "platformdirs"), ("mlperf-logging", "mlperf_logging"), ("matplotlib", "matplotlib"),
+                  ("click", "click"), ("rich", "rich"), ("filelock", "filelock"), ("PyYAML", "yaml")):
+    try:
+        where = importlib.import_module(mod).__file__
+        print(f"  {dist:18} {md.version(dist):14} {where}")
+    except Exception as exc:  # noqa: BLE001 - a fact, not a failure
+        print(f"  {dist:18} MISSING ({type(exc).__name__}: {exc})")
+import torch
+print("torch cuda", torch.version.cuda, "available", torch.cuda.is_available(),
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
+EOF
+
+  step "1a transformers_cuda tiny"
+  timeout 90 python3 bench/gpu/transformers_cuda.py "${cuda_flag[@]}" --out "$out/tiny.json" \
+    || echo "STEP 1a FAILED rc=$?"
+
+  step "1b transformers_cuda small bf16"
+  timeout 120 python3 bench/gpu/transformers_cuda.py "${cuda_flag[@]}" --dtype bfloat16 --hidden 1024 --heads 16 \
+    --layers 8 "${small[@]}" --out "$out/small-bf16.json" || echo "STEP 1b FAILED rc=$?"
+
+  work=$(mktemp -d /tmp/kit-gpu-demo.XXXXXX)
+  step "2a the demo's files ($work/demo), its site forwarding PYTHONPATH"
+  # A job runs in a clean environment (kit's allow-list): the wheels in /tmp/site and this checkout
+  # reach it only through the site's forward_env, as a cluster site would be configured.
+  KIT_CACHE_DIR="$work/cache" timeout 90 python3 - "$work/demo" <<'EOF' || echo "STEP 2a FAILED rc=$?"
+import sys
+from pathlib import Path
+from kit.demo.run import prepare_demo
+files = prepare_demo(Path(sys.argv[1]))
+text = files.sites.read_text(encoding="utf-8").replace("gpus_per_node = 0", "gpus_per_node = 1")
+# [site.local] is the file's last table
+files.sites.write_text(text + 'forward_env = ["PYTHONPATH", "LD_LIBRARY_PATH"]\n', encoding="utf-8")
+print(files.sites.read_text(encoding="utf-8"))
+EOF
+
+  step "2b kit run --site local (the demo's sweep on the GPU)"
+  (cd "$work/demo" && KIT_CACHE_DIR="$work/cache" timeout 150 python3 -m kit run --site local) \
+    || echo "STEP 2b FAILED rc=$?"
+
+  step "2c kit verify"
+  timeout 45 python3 -m kit verify "$work/demo/results" || echo "STEP 2c FAILED rc=$?"
+
+  step "2d kit check"
+  timeout 45 python3 -m kit check --roster "$work/demo/roster.toml" "$work/demo/results" || echo "STEP 2d FAILED rc=$?"
+
+  step "2e provenance names the GPU"
+  [ "$allow_cpu" = 1 ] && cpu_ok=(--allow-cpu) || cpu_ok=()
+  python3 bench/gpu/demo_check.py --results "$work/demo/results" --out "$out" "${cpu_ok[@]}" \
+    || echo "STEP 2e FAILED rc=$?"
+
+  step "done"
+  echo "step 3 (llama.cpp CUDA build) is not part of this script: the llama-cpp-python 0.3.36 sdist (74 MiB) does not fit the 60 MiB tree"
+  ls -la "$out"
+}
+
+main 2>&1 | tee "$out/run.log"

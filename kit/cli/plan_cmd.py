@@ -47,8 +47,7 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
         C.print_json("plan", "ok", ov.as_dict())
         return
     echo = click.echo
-    echo(f"benchmark  {project.benchmark.root}  ({project.benchmark.manifest.dataset}"
-         f" @ {project.benchmark.manifest.revision or '?'})")
+    echo(f"benchmark  {project.benchmark.root}  ({project.benchmark.describe()})")
     echo(f"whole set  {ov.whole_set[0]}: {ov.whole_set[1]}")
     for task, digest in ov.prompt_digests.items():
         echo(f"prompt     {task}: sha256 {digest}")

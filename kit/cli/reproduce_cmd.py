@@ -47,6 +47,7 @@ def reproduce(result: Path, runtime: str | None, image: str | None, image_dirs: 
     Verdicts and exit codes:
       REPRODUCED        every prediction and raw output identical      exit 0
       WITHIN TOLERANCE  verdict agreement and F1 delta within bounds   exit 0
+                        (LightEval suites: item metrics and the largest metric delta)
       DIFFERENT         anything else, with the differing items        exit 1
       (could not run)   a missing image, snapshot or dataset           exit 2
 
@@ -82,7 +83,7 @@ def reproduce(result: Path, runtime: str | None, image: str | None, image_dirs: 
     if as_json:
         C.print_json("reproduce", cmp.verdict, data)
     else:
-        click.echo(f"{cmp.verdict}: {cmp.agreement:.2%} of items agree, delta F1 {cmp.metric_deltas.get('f1', 0.0):+.4f}, "
+        click.echo(f"{cmp.verdict}: {cmp.agreement:.2%} of items agree, delta {cmp.bounded} {cmp.bounded_delta:+.4f}, "
                    f"{len(cmp.differing)} differing items")
         for line in data["settings_differences"]:
             click.echo(f"  setting differs from the record: {line}")

@@ -16,12 +16,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kit.config.loading import config_error_from, load_model
+from kit.config.loading import config_error_from, load_model, read_toml
 from kit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kit.config.evalsuite import EvalSuite
 
 PLACEHOLDER = "{}"
 TASKS = ("generate", "score")
@@ -217,6 +220,22 @@ class Benchmark:
     prompts: dict[str, Prompt]
     config_path: Path | None = None
 
+    kind = "lrb"
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The manifest's languages, in manifest order."""
+        return self.manifest.languages
+
+    def describe(self) -> str:
+        """One line naming the dataset and its revision."""
+        return f"{self.manifest.dataset} @ {self.manifest.revision or '?'}"
+
+    def pinned_sha256(self, language: str) -> str | None:
+        """The manifest's sha256 of a language file; None for a language it does not list."""
+        entry = self.manifest.files.get(language)
+        return entry.sha256 if entry else None
+
     @property
     def is_kit_dataset(self) -> bool:
         """True for datasets kit itself publishes (their whole-set digest must match at load)."""
@@ -399,13 +418,15 @@ class BenchmarkFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    kind: Literal["lrb"] = Field("lrb", description='"lrb" (this file) or "lighteval" (kit.config.evalsuite)')
     name: str = Field(min_length=1)
     manifest: str = Field(min_length=1, description="manifest.json, relative to benchmark.toml")
     prompts: PromptFiles = Field(default_factory=PromptFiles)
 
 
-def load_benchmark(path: Path) -> Benchmark:
-    """Load the benchmark in folder `path`: from its benchmark.toml, or by the lrb file names."""
+def load_benchmark(path: Path) -> "Benchmark | EvalSuite":
+    """Load the benchmark in folder `path`: from its benchmark.toml (an lrb benchmark or, with
+    kind = "lighteval", a LightEval suite), or by the lrb file names."""
     root = Path(path)
     if not root.is_dir():
         raise ConfigError(
@@ -414,6 +435,10 @@ def load_benchmark(path: Path) -> Benchmark:
         )
     config = root / "benchmark.toml"
     if config.is_file():
+        if read_toml(config, "benchmark").get("kind") == "lighteval":
+            from kit.config.evalsuite import load_suite
+
+            return load_suite(root, config)
         return _from_config(root, config)
     return _auto_detect(root)
 

@@ -89,8 +89,8 @@ def dataset_digests(inp: CheckInput) -> list[Finding]:
     for path, data in inp.complete():
         meta = _meta(data)
         lang = meta.get(K.LANGUAGE)
-        entry = inp.benchmark.manifest.files.get(lang)
-        if entry is None or meta.get(K.BENCHMARK_SHA256) != entry.sha256:
+        pinned = inp.benchmark.pinned_sha256(lang)
+        if pinned is None or meta.get(K.BENCHMARK_SHA256) != pinned:
             out.append(Finding("dataset_digests", str(path), "metadata.benchmark_sha256",
                                f"{str(meta.get(K.BENCHMARK_SHA256))[:16]} is not the manifest's digest for {lang!r}"))
         if meta.get(K.MANIFEST_SHA256) != inp.benchmark.manifest_sha256:
@@ -129,8 +129,9 @@ def revisions_pinned(inp: CheckInput) -> list[Finding]:
 def mllog_compliant(inp: CheckInput) -> list[Finding]:
     """Each pair's :::MLLOG log passes mlperf-logging's compliance checker with kit's ruleset."""
     out = []
-    for path, _ in inp.complete():
-        for problem in check_mllog(mllog_path(path)):
+    for path, data in inp.complete():
+        kind = _meta(data).get(K.BENCHMARK_KIND, K.KIND_LRB)
+        for problem in check_mllog(mllog_path(path), kind if kind in (K.KIND_LRB, K.KIND_LIGHTEVAL) else K.KIND_LRB):
             out.append(Finding("mllog_compliant", str(mllog_path(path)), "-", problem.split(": ", 1)[-1]))
     return out
 
@@ -160,7 +161,7 @@ def run_checks(results: Path, benchmark: Benchmark, expected: list[Pair], images
     inp = CheckInput(Path(results), benchmark, expected, images)
     for path in iter_checkpoint_files(results):
         pair = next((p for p in expected if checkpoint_path(results, p.run, p.language) == path), None)
-        ids = benchmark.item_ids(path.parent.name) if path.parent.name in benchmark.manifest.files else None
+        ids = benchmark.item_ids(path.parent.name) if path.parent.name in benchmark.languages else None
         inp.checkpoints[path] = validate_checkpoint(path, run=pair.run if pair else None,
                                                     language=path.parent.name, item_ids=ids)
     return inp, {rule.name: rule.check(inp) for rule in RULES}

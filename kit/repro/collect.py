@@ -48,7 +48,7 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmar
             continue
         for path in iter_checkpoint_files(root):
             lang = path.parent.name
-            ids = benchmark.item_ids(lang) if lang in benchmark.manifest.files else None
+            ids = benchmark.item_ids(lang) if lang in benchmark.languages else None
             st = validate_checkpoint(path, language=lang, item_ids=ids)
             pair = _pair_of(path, st.data)
             if st.state != K.COMPLETE:

@@ -21,8 +21,8 @@ EXACTNESS_NOTE = ("Exact equality (REPRODUCED) is expected only on the same GPU 
 class Tolerance:
     """How close a rerun must be to count as WITHIN TOLERANCE."""
 
-    agreement: float = 0.99    # fraction of items with the same predicted label
-    f1: float = 0.01           # largest |delta F1|
+    agreement: float = 0.99    # fraction of items with the same predicted label (suites: item metrics)
+    f1: float = 0.01           # largest |delta F1| (suites: largest |delta| of any task metric)
 
 
 @dataclass
@@ -34,6 +34,8 @@ class Comparison:
     metric_deltas: dict[str, float]
     differing: list[dict[str, Any]] = field(default_factory=list)
     outputs_identical: bool = False
+    bounded: str = "F1"            # what the tolerance's f1 bound applies to
+    bounded_delta: float = 0.0     # its delta (for suites, the largest |delta| of any task metric)
 
 
 def parse_tolerance(text: str | None) -> Tolerance:
@@ -56,7 +58,13 @@ def parse_tolerance(text: str | None) -> Tolerance:
 
 
 def compare(recorded: dict[str, Any], rerun: dict[str, Any], tolerance: Tolerance) -> Comparison:
-    """Item by item: identical outputs, or agreement and metric deltas within tolerance."""
+    """Item by item: identical outputs, or agreement and metric deltas within tolerance.
+
+    lrb results agree on an item when the predicted label is the same, and the tolerance bounds
+    |delta f1|; LightEval suite results agree when the item's metric values are the same, and the
+    tolerance bounds the largest |delta| of any task metric."""
+    suite = recorded.get(K.METADATA, {}).get(K.BENCHMARK_KIND) == K.KIND_LIGHTEVAL
+    verdict_of = K.ITEM_METRICS if suite else K.PREDICTED
     rec = {p[K.ITEM_ID]: p for p in recorded[K.PREDICTIONS]}
     new = {p[K.ITEM_ID]: p for p in rerun[K.PREDICTIONS]}
     differing = []
@@ -64,29 +72,33 @@ def compare(recorded: dict[str, Any], rerun: dict[str, Any], tolerance: Toleranc
     for item_id in rec:
         a, b = rec[item_id], new.get(item_id)
         if b is None:
-            differing.append({"item_id": item_id, "recorded": a.get(K.PREDICTED), "rerun": None,
+            differing.append({"item_id": item_id, "recorded": a.get(verdict_of), "rerun": None,
                               "recorded_output": a.get(K.RAW_OUTPUT), "rerun_output": None})
             continue
-        same_label += a.get(K.PREDICTED) == b.get(K.PREDICTED)
-        fields = (K.PREDICTED, K.RAW_OUTPUT, K.TRUNCATED, K.SCORE_YES, K.NATIVE_SCORE)
+        same_label += a.get(verdict_of) == b.get(verdict_of)
+        fields = (K.PREDICTED, K.RAW_OUTPUT, K.TRUNCATED, K.SCORE_YES, K.NATIVE_SCORE, K.ITEM_METRICS, K.OUTPUTS)
         if any(a.get(f) != b.get(f) for f in fields):
-            differing.append({"item_id": item_id, "recorded": a.get(K.PREDICTED), "rerun": b.get(K.PREDICTED),
+            differing.append({"item_id": item_id, "recorded": a.get(verdict_of), "rerun": b.get(verdict_of),
                               "recorded_output": a.get(K.RAW_OUTPUT), "rerun_output": b.get(K.RAW_OUTPUT)})
     extra = sorted(set(new) - set(rec))
     for item_id in extra:
-        differing.append({"item_id": item_id, "recorded": None, "rerun": new[item_id].get(K.PREDICTED),
+        differing.append({"item_id": item_id, "recorded": None, "rerun": new[item_id].get(verdict_of),
                           "recorded_output": None, "rerun_output": new[item_id].get(K.RAW_OUTPUT)})
     agreement = same_label / len(rec) if rec else 0.0
-    deltas = {m: round(rerun[K.METRICS][m] - recorded[K.METRICS][m], 12) for m in K.METRIC_NAMES
+    names = sorted(m for m in recorded[K.METRICS] if m != K.N_ITEMS) if suite else K.METRIC_NAMES
+    deltas = {m: round(rerun[K.METRICS][m] - recorded[K.METRICS][m], 12) for m in names
               if m in recorded[K.METRICS] and m in rerun[K.METRICS]}
+    worst = max((abs(d) for d in deltas.values()), default=0.0) if suite else abs(deltas.get(K.F1, 0.0))
     identical = not differing
     if identical:
         verdict = REPRODUCED
-    elif not extra and agreement >= tolerance.agreement and abs(deltas.get(K.F1, 0.0)) <= tolerance.f1:
+    elif not extra and agreement >= tolerance.agreement and worst <= tolerance.f1:
         verdict = WITHIN_TOLERANCE
     else:
         verdict = DIFFERENT
-    return Comparison(verdict, agreement, deltas, differing, identical)
+    signed = max(deltas.values(), key=abs, default=0.0) if suite else deltas.get(K.F1, 0.0)
+    return Comparison(verdict, agreement, deltas, differing, identical,
+                      "largest task metric" if suite else "F1", signed)
 
 
 SETTINGS = (K.BACKEND, K.TASK, K.DTYPE, K.BATCH_SIZE, K.MAX_NEW_TOKENS, K.SEED, K.DECODING, K.OPTIONS)

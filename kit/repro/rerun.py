@@ -37,7 +37,10 @@ def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int 
 def execute(image: ResolvedImage, kit_args: list[str], binds: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run `kit <kit_args>` in the resolved image (or on the host); (exit status, output)."""
     if image.runtime == "host":
-        run_env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "USER")}, **env}
+        # the host's engine settings (vLLM's CPU KV-cache size, the visible GPUs) carry over
+        kept = {k: v for k, v in os.environ.items()
+                if k in ("PATH", "HOME", "LANG", "USER", "CUDA_VISIBLE_DEVICES") or k.startswith("VLLM_CPU_")}
+        run_env = {**kept, **env}
         proc = subprocess.run([sys.executable, "-m", "kit", *kit_args], capture_output=True, text=True, env=run_env,
                               timeout=3600)
         return proc.returncode, proc.stdout + proc.stderr
@@ -62,13 +65,13 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
     workdir = Path(workdir).resolve()
     out = workdir / "results"
     roster = workdir / "roster.toml"
-    write_text_atomic(roster, roster_for(result, benchmark_root, batch_size=batch_size))
+    write_text_atomic(roster, roster_for(result, Path(benchmark_root).resolve(), batch_size=batch_size))
     run_name, lang = meta.get(K.RUN) or meta[K.MODEL_ID], meta[K.LANGUAGE]
     kit_args = ["shard", "--roster", str(roster), "--results", str(out), "--languages", lang, "--model", run_name,
                 "--force"]
     if not meta.get(K.MODEL_REVISION):
         kit_args.append("--allow-unpinned")
-    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
            "TRANSFORMERS_VERBOSITY": "error", "KIT_RUNTIME": image.runtime}
     if weights:
         env["HF_HUB_CACHE"] = str(Path(weights).resolve())

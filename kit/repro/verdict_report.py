@@ -17,7 +17,7 @@ def verdict_data(result_path: Path, recorded: dict[str, Any], rerun: dict[str, A
     """The JSON verdict."""
     return {
         "result": str(result_path), "verdict": cmp.verdict, "agreement": cmp.agreement,
-        "metric_deltas": cmp.metric_deltas, "tolerance": vars(tolerance),
+        "metric_deltas": cmp.metric_deltas, "tolerance": vars(tolerance), "bounded": cmp.bounded,
         "differing_items": cmp.differing, "settings_differences": settings_diff,
         "image": {"runtime": image.runtime, "ref": image.ref, "matches_record": image.matches_record,
                   "note": image.note},
@@ -30,7 +30,7 @@ def verdict_markdown(data: dict[str, Any]) -> str:
     """The Markdown verdict."""
     lines = [f"# Reproduction of `{data['result']}`", "", f"**Verdict: {data['verdict']}**", "",
              f"- items with the same verdict: {data['agreement']:.2%} "
-             f"(tolerance: >= {data['tolerance']['agreement']:.0%}, |delta F1| <= {data['tolerance']['f1']})",
+             f"(tolerance: >= {data['tolerance']['agreement']:.0%}, |delta {data.get('bounded', 'F1')}| <= {data['tolerance']['f1']})",
              f"- image: {data['image']['note']}" + ("" if data["image"]["matches_record"] else " — NOT the recorded image")]
     if data["settings_differences"]:
         lines += ["- settings that differ from the recorded run (they can explain differences):"]

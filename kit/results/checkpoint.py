@@ -20,6 +20,7 @@ from typing import Any
 from kit.results import keys
 from kit.results.metrics import PREDICTED_LABELS, compute_metrics, metrics_equal
 from kit.results.store import run_file_stem
+from kit.results.suite_metrics import prediction_faults, suite_metrics, suite_metrics_differ
 
 # keys.py has no checkpoint-side name for "no file yet"; kept here until it does.
 MISSING = "missing"
@@ -97,11 +98,17 @@ def validate_checkpoint(
     reasons += _run_reasons(data[keys.METADATA], path, run)
     reasons += _language_reasons(data[keys.METADATA], path, language, notices)
     predictions = data[keys.PREDICTIONS]
-    shape = _prediction_reasons(predictions)
+    kind = data[keys.METADATA].get(keys.BENCHMARK_KIND, keys.KIND_LRB)
+    if kind not in (keys.KIND_LRB, keys.KIND_LIGHTEVAL):
+        reasons.append(f"metadata.{keys.BENCHMARK_KIND} is {kind!r} ; kit knows {keys.KIND_LRB} and {keys.KIND_LIGHTEVAL}")
+        return CheckpointState(keys.INVALID, reasons, notices, data)
+    lighteval = kind == keys.KIND_LIGHTEVAL
+    shape = _suite_prediction_reasons(predictions) if lighteval else _prediction_reasons(predictions)
     reasons += shape
     if not shape:
         reasons += _item_id_reasons([p[keys.ITEM_ID] for p in predictions], item_ids)
-        differing = metrics_equal(data[keys.METRICS], compute_metrics(predictions))
+        differing = (suite_metrics_differ(data[keys.METRICS], suite_metrics(predictions)) if lighteval
+                     else metrics_equal(data[keys.METRICS], compute_metrics(predictions)))
         if differing:
             reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
     return CheckpointState(keys.INVALID if reasons else keys.COMPLETE, reasons, notices, data)
@@ -162,6 +169,14 @@ def _prediction_reasons(predictions: list[Any]) -> list[str]:
         if item.get(keys.PREDICTED) not in PREDICTED_LABELS:
             faults.setdefault(f"{keys.PREDICTED} is not yes/no/unparsed", []).append(index)
     return [f"{keys.PREDICTIONS}[{at[0]}]: {fault}{_more(len(at) - 1, 'item')}" for fault, at in faults.items()]
+
+
+def _suite_prediction_reasons(predictions: list[Any]) -> list[str]:
+    """Structure of LightEval suite predictions, as _prediction_reasons does for lrb ones."""
+    if not predictions:
+        return [f"{keys.PREDICTIONS} is empty"]
+    return [f"{keys.PREDICTIONS}[{at[0]}]: {fault}{_more(len(at) - 1, 'item')}"
+            for fault, at in prediction_faults(predictions).items()]
 
 
 def _item_id_reasons(found: list[str], expected: Sequence[str] | None) -> list[str]:

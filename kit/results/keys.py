@@ -30,6 +30,7 @@ PACKAGE_VERSION = "package_version"
 SOURCE_COMMIT = "source_commit"
 OPTIONS = "options"
 MANIFEST_SHA256 = "manifest_sha256"
+BENCHMARK_KIND = "benchmark_kind"  # absent: lrb; "lighteval": a LightEval suite task
 
 # --- prediction keys
 ITEM_ID = "item_id"
@@ -41,6 +42,14 @@ PARSE_MODE = "parse_mode"
 SCORE_YES = "score_yes"
 SCORE_NO = "score_no"
 NATIVE_SCORE = "native_score"
+ITEM_METRICS = "item_metrics"  # LightEval suites: {metric: value} of one item
+OUTPUTS = "outputs"  # LightEval suites: every sample's text when a task samples several
+
+# --- benchmark kinds
+KIND_LRB = "lrb"
+KIND_LIGHTEVAL = "lighteval"
+# LightEval checkpoints: LightEval's own aggregates and what its registry left out
+LIGHTEVAL = "lighteval"
 
 # --- labels and parse modes
 YES = "yes"

@@ -444,7 +444,8 @@ def heatmap_png(runs: Sequence[str], languages: Sequence[str], f1: Mapping[tuple
 
 
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None) -> ReportPaths:
-    """Write leaderboard.csv, aggregates.csv, by_language.csv, summary.md and heatmap_f1.png to OUT.
+    """Write leaderboard.csv, aggregates.csv, by_language.csv, summary.md and heatmap_f1.png to OUT;
+    for LightEval suite checkpoints, kit.results.suite_report's files instead.
 
     Nothing is written when the input is refused (no complete checkpoint, an unknown run,
     checkpoints that are not comparable, matplotlib missing).
@@ -456,6 +457,15 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
             f"no complete checkpoint under {str(results_dir)!r} ({len(records)} invalid)",
             fix="run `kit status` to see why, or point at the folder holding <language>/<run>.json",
         )
+    from kit.results.suite_report import is_suite_record, write_suite_report
+
+    suite = [r for r in valid if is_suite_record(r)]
+    if suite and len(suite) < len(valid):
+        lrb = next(r for r in valid if not is_suite_record(r))
+        raise ConfigError(f"cannot report LightEval suite checkpoints ({suite[0].name}) with lrb ones ({lrb.name})",
+                          fix=_SEPARATE.format(a=suite[0].run, b=lrb.run) + ", or keep each benchmark in its own results folder")
+    if suite:
+        return write_suite_report(records, out_dir)  # type: ignore[return-value]
     check_comparable(valid)
 
     leaderboard = leaderboard_rows(valid)

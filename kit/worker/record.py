@@ -59,21 +59,19 @@ def speed_block(load_seconds: float, batch_seconds: list[float], n_items: int, g
     }
 
 
-def build_checkpoint(
+def pair_metadata(
     *,
     run: Run,
     language: str,
-    predictions: list[dict[str, Any]],
-    speed: dict[str, Any],
-    provenance: dict[str, Any],
     benchmark_sha256: str,
     manifest_sha256: str,
     prompt_sha256: str,
     started_at: str,
     source_commit: str | None,
+    duration_seconds: float,
 ) -> dict[str, Any]:
-    """The full checkpoint for one pair."""
-    metadata = {
+    """The metadata section every checkpoint kind shares (lrb names first, kit's after)."""
+    return {
         K.MODEL_ID: run.model_id,
         K.RUN: run.name,
         K.MODEL_REVISION: run.revision,
@@ -93,8 +91,27 @@ def build_checkpoint(
         K.PACKAGE_VERSION: kit.__version__,
         K.SOURCE_COMMIT: source_commit,
         K.STARTED_AT: started_at,
-        K.DURATION_SECONDS: speed["duration_seconds"],
+        K.DURATION_SECONDS: duration_seconds,
     }
+
+
+def build_checkpoint(
+    *,
+    run: Run,
+    language: str,
+    predictions: list[dict[str, Any]],
+    speed: dict[str, Any],
+    provenance: dict[str, Any],
+    benchmark_sha256: str,
+    manifest_sha256: str,
+    prompt_sha256: str,
+    started_at: str,
+    source_commit: str | None,
+) -> dict[str, Any]:
+    """The full checkpoint for one pair."""
+    metadata = pair_metadata(run=run, language=language, benchmark_sha256=benchmark_sha256,
+                             manifest_sha256=manifest_sha256, prompt_sha256=prompt_sha256, started_at=started_at,
+                             source_commit=source_commit, duration_seconds=speed["duration_seconds"])
     return {
         K.METADATA: metadata,
         K.METRICS: compute_metrics(predictions),

@@ -18,7 +18,7 @@ from kit.config.roster import Run
 from kit.errors import KitError
 from kit.plan import Pair, group_by_run, shard_pairs
 from kit.results import keys as K
-from kit.results.status import pair_states
+from kit.results.status import PairStatus, pair_states
 from kit.results.store import checkpoint_path, write_checkpoint
 from kit.worker import provenance as P
 from kit.worker.backends.base import Backend, get_backend
@@ -67,18 +67,15 @@ def run_shard(
     cache_dir: Path | None = None,
     progress: Progress = lambda msg: None,
 ) -> ShardReport:
-    """Run this shard's pairs that lack a complete checkpoint; returns what happened."""
+    """Run this shard's pairs that lack a complete checkpoint; returns what happened.
+    A LightEval suite (kit.config.evalsuite) goes to kit.worker.lighteval.shard."""
+    if getattr(benchmark, "kind", K.KIND_LRB) == K.KIND_LIGHTEVAL:
+        from kit.worker.lighteval.shard import run_suite_shard
+
+        return run_suite_shard(runs=runs, pairs=pairs, suite=benchmark, results=results, shard=shard,  # type: ignore[arg-type]
+                               force=force, cache_dir=cache_dir, progress=progress)
     report = ShardReport(assigned=shard_pairs(pairs, *shard))
-    states = pair_states(results, report.assigned, benchmark.item_ids)
-    todo: list[Pair] = []
-    for st in states:
-        if st.state == K.COMPLETE:
-            report.skipped.append(st.pair)
-        elif st.state == K.INVALID and not force:
-            report.invalid.append((st.pair, st.reasons))
-            progress(f"invalid checkpoint kept (use --force to replace): {st.path}: {'; '.join(st.reasons)}")
-        else:
-            todo.append(st.pair)
+    todo = pairs_to_run(report, pair_states(results, report.assigned, benchmark.item_ids), force, progress)
     progress(
         f"shard {shard[0]}/{shard[1]}: {len(report.assigned)} pairs assigned, {len(report.skipped)} complete, "
         f"{len(report.invalid)} invalid, {len(todo)} to run"
@@ -101,21 +98,42 @@ def run_shard(
             progress(f"system description: {write_system_description(results, desc)}")
             described = True
         try:
-            for lang in languages:
-                pair = Pair(run_name, lang)
-                try:
-                    _run_pair(run, lang, benchmark, results, backend, snapshot_digests, load_seconds,
-                              shard, hardware, progress)
-                    report.written.append(pair)
-                except KitError as exc:
-                    report.failed.append((pair, exc.one_line()))
-                    progress(f"{pair}: failed: {exc.one_line()}")
-                except Exception as exc:  # noqa: BLE001 - one broken pair must not lose the others
-                    report.failed.append((pair, f"{type(exc).__name__}: {exc}"))
-                    progress(f"{pair}: failed: {type(exc).__name__}: {exc}")
+            run_each(report, run_name, languages, progress, lambda lang: _run_pair(
+                run, lang, benchmark, results, backend, snapshot_digests, load_seconds, shard, hardware, progress))
         finally:
             backend.close()
     return report
+
+
+def pairs_to_run(report: ShardReport, states: list[PairStatus], force: bool, progress: Progress) -> list[Pair]:
+    """Sort pair states into the report (complete: skipped; invalid: kept unless `force`); the pairs to run."""
+    todo: list[Pair] = []
+    for st in states:
+        if st.state == K.COMPLETE:
+            report.skipped.append(st.pair)
+        elif st.state == K.INVALID and not force:
+            report.invalid.append((st.pair, st.reasons))
+            progress(f"invalid checkpoint kept (use --force to replace): {st.path}: {'; '.join(st.reasons)}")
+        else:
+            todo.append(st.pair)
+    return todo
+
+
+def run_each(report: ShardReport, run_name: str, languages: list[str], progress: Progress,
+             run_pair: Callable[[str], None]) -> None:
+    """run_pair(language) for each language of one loaded run, recording it as written or failed;
+    one broken pair does not lose the others."""
+    for lang in languages:
+        pair = Pair(run_name, lang)
+        try:
+            run_pair(lang)
+            report.written.append(pair)
+        except KitError as exc:
+            report.failed.append((pair, exc.one_line()))
+            progress(f"{pair}: failed: {exc.one_line()}")
+        except Exception as exc:  # noqa: BLE001 - one broken pair must not lose the others
+            report.failed.append((pair, f"{type(exc).__name__}: {exc}"))
+            progress(f"{pair}: failed: {type(exc).__name__}: {exc}")
 
 
 def _load(run: Run, cache_dir: Path | None, progress: Progress) -> tuple[Backend, dict[str, str], float]:

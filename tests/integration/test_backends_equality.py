@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from engines import engine_venv
 
 from kit.config.roster import Run
 from kit.demo.model import build_tiny_llama, content_revision, repo_folder
@@ -55,16 +56,6 @@ def main():
 if __name__ == "__main__":
     main()
 """
-
-
-def engine_venv(script: str, venv: str, *args: str) -> Path:
-    """Set a backend venv up through its script (idempotent); its python. Skips only off root on Debian."""
-    if os.geteuid() != 0 or not Path("/etc/debian_version").is_file():
-        pytest.skip(f"scripts/backends/{script} installs build tools and engines: needs root on Debian (as in CI)")
-    r = subprocess.run(["bash", str(REPO / "scripts" / "backends" / script), *args], cwd=REPO, capture_output=True,
-                       text=True, timeout=3000)
-    assert r.returncode == 0, f"{script} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    return REPO / venv / "bin" / "python"
 
 
 def eos_variant(hub: Path, source: tuple[str, str], eos: int) -> tuple[str, str]:

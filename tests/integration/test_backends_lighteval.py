@@ -100,6 +100,7 @@ def test_provenance_names_lighteval_and_the_engine(project, first_run):
     assert data["provenance"]["job"]["job_id"].startswith("local-")
     skipped = data["lighteval"]["skipped_modules"]
     assert "downloads tinyBenchmarks.pkl at import" in skipped["tiny_benchmarks"]
+    assert "downloads NLTK tokenizers/punkt" in skipped["ifeval.main"]
     files = [root / "results" / f for f in data["lighteval"]["files"]]
     assert {f.suffix for f in files} == {".json", ".parquet"} and all(f.is_file() for f in files)
     (results_json,) = [f for f in files if f.suffix == ".json"]

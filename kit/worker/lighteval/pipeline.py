@@ -1,12 +1,13 @@
 """One LightEval task through LightEval's own Pipeline, offline, with kit's model; what it
 returns is turned into kit predictions (one per evaluation line, in file order).
 
-LightEval 0.13 imports every built-in task module to build its registry. Two of them break a
+LightEval 0.13 imports every built-in task module to build its registry. Some of them break a
 compute node: `tiny_benchmarks` downloads a file from GitHub at import (no timeout; compute
-nodes have no network) and `mt_bench` calls a huggingface_hub API that 1.x removed. The
-registry here imports each built-in module on its own, leaves out `tiny_benchmarks` unless its
-file is already in place, and records any module that fails instead of failing the run: a suite
-then loses only the tasks of broken modules, and says which.
+nodes have no network), `ifeval` downloads NLTK data at import, and `mt_bench` calls a
+huggingface_hub API that 1.x removed. The registry here imports each built-in module on its own,
+leaves out those that would download unless what they fetch is already in place, and records any
+module that fails instead of failing the run: a suite then loses only the tasks of those modules,
+and says which.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from kit.results import keys as K
 
 log = logging.getLogger(__name__)
 NETWORK_AT_IMPORT = {"tiny_benchmarks": "tinyBenchmarks.pkl"}
+# built-in modules that call nltk.download at import unless these NLTK resources are installed
+NLTK_AT_IMPORT = {name: ("tokenizers/punkt", "tokenizers/punkt_tab") for name in ("ifeval", "ifbench")}  # ifbench imports ifeval
 
 
 @dataclass
@@ -49,6 +52,16 @@ def _load_modules(names: list[str], prefix: str, skipped: dict[str, str]) -> dic
     return configs
 
 
+def _nltk_has(resource: str) -> bool:
+    try:
+        import nltk
+
+        nltk.data.find(resource)
+        return True
+    except (ImportError, LookupError):
+        return False
+
+
 @contextmanager
 def offline_registry(skipped: dict[str, str]) -> Iterator[None]:
     """While active, LightEval builds its task registry module by module (see the module doc);
@@ -69,7 +82,13 @@ def offline_registry(skipped: dict[str, str]) -> Iterator[None]:
                 continue
             files.append(f.stem)
         configs = _load_modules(files, "lighteval.tasks.tasks", skipped)
-        subdirs = sorted(d.name for d in tasks_dir.iterdir() if d.is_dir() and (d / "main.py").exists())
+        subdirs = []
+        for d in sorted(d.name for d in tasks_dir.iterdir() if d.is_dir() and (d / "main.py").exists()):
+            missing = [r for r in NLTK_AT_IMPORT.get(d, ()) if not _nltk_has(r)]
+            if missing:
+                skipped[f"{d}.main"] = f"downloads NLTK {', '.join(missing)} at import; compute nodes have no network"
+                continue
+            subdirs.append(d)
         configs.update(_load_modules([f"{d}.main" for d in subdirs], "lighteval.tasks.tasks", skipped))
         if custom_tasks is not None:
             custom = Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))

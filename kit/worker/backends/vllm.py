@@ -59,9 +59,9 @@ def tensor_parallel_size(env: dict[str, str] | None = None) -> int:
 def start_engine(backend: Backend) -> tuple[Any, str, bool]:
     """vLLM's offline LLM on `backend`'s snapshot with its run's settings: (llm, dtype, on CUDA).
 
-    Shared by this engine and the LightEval model (kit.worker.lighteval.model), so both start
-    vLLM the same way: local snapshot, pinned revision, dtype as the transformers engine
-    resolves it, tensor-parallel size from KIT_GPUS, remote code only when pinned.
+    Local snapshot, pinned revision, dtype as the transformers engine resolves it,
+    tensor-parallel size from KIT_GPUS, remote code only when pinned. The LightEval model
+    (kit.worker.lighteval.model) drives a VllmBackend, so LightEval suites start vLLM this way too.
     """
     try:
         import torch

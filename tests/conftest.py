@@ -5,6 +5,7 @@ Under CI=true a skipped test fails the run: CI never goes green by skipping."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def lrb_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def cpu_image_env() -> dict[str, str]:
+def cpu_image_env() -> Iterator[dict[str, str]]:
     """KIT_IMAGES_LOCK / KIT_IMAGES_DIR of a session lock in which the CPU variant of the
     transformers-5.17 image is built (offline, from the cached wheelhouse; Docker's layer cache
     makes this quick when the images tests built it already). Root on Debian only."""
@@ -45,6 +46,7 @@ def cpu_image_env() -> dict[str, str]:
     r = subprocess.run(["bash", str(REPO / "scripts/images/tools.sh")], capture_output=True, text=True)
     if r.returncode != 0:
         pytest.fail(f"scripts/images/tools.sh failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}", pytrace=False)
+    import shutil
     import tempfile
 
     # under /var/tmp, world-traversable: containers run as uid 1000
@@ -56,5 +58,8 @@ def cpu_image_env() -> dict[str, str]:
                         "--wheelhouse", wheelhouse, "--quiet"], cwd=REPO, capture_output=True, text=True,
                        env={**os.environ, **env}, timeout=2400)
     if r.returncode != 0:
+        shutil.rmtree(lock_dir, ignore_errors=True)
         pytest.fail(f"building the CPU image failed:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}", pytrace=False)
-    return env
+    yield env
+    # the lock and its SIF/sqsh take about 0.9 GB; a test session must not leave them behind
+    shutil.rmtree(lock_dir, ignore_errors=True)

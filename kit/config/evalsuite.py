@@ -203,8 +203,12 @@ class EvalSuite:
         if digest != spec.sha256:
             raise ConfigError(f"{path}: sha256 {digest} differs from task {name!r}'s sha256 {spec.sha256} in {self.config_path}",
                               fix="restore the file, or set the new digest if the change is intended")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})", fix="save the file as UTF-8") from None
         items, seen = [], set()
-        for n, line in enumerate(data.decode("utf-8", errors="strict").splitlines(), start=1):
+        for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:

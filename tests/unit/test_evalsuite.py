@@ -103,6 +103,18 @@ def test_duplicate_or_missing_ids_are_refused(suite_dir):
             load_benchmark(suite_dir).load_language(TASK)
 
 
+def test_data_that_is_not_utf8_is_one_line_exit_2(suite_dir):
+    data = suite_dir / "data" / TASK / "test.jsonl"
+    toml = suite_dir / "benchmark.toml"
+    old = load_benchmark(suite_dir).task(TASK).sha256
+    data.write_bytes(data.read_bytes() + b'{"id": "x", "question": "\xff", "answer": "1"}\n')
+    toml.write_text(toml.read_text(encoding="utf-8").replace(old, hashlib.sha256(data.read_bytes()).hexdigest()),
+                    encoding="utf-8")
+    r = run_kit("plan", "--benchmark", str(suite_dir), cwd=suite_dir.parent)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "not UTF-8 text" in r.stderr, r.stderr
+    assert str(data) in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
 def test_pairs_are_run_by_task(suite_dir):
     suite = load_benchmark(suite_dir)
     runs = [Run(model="org/a", revision=REV, backend="vllm"), Run(model="org/b", revision=REV, backend="vllm")]

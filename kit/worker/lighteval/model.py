@@ -25,6 +25,7 @@ from lighteval.utils.cache_management import SampleCache
 
 from kit.config.evalsuite import Generation
 from kit.config.roster import Run
+from kit.errors import ConfigError
 from kit.worker.backends.base import package_version
 from kit.worker.backends.transformers import check_lengths, uses_chat_template
 from kit.worker.backends.vllm import VllmBackend
@@ -87,8 +88,6 @@ class KitVllmModel(LightevalModel):
         responses: list[ModelResponse | None] = [None] * len(docs)
         for (stops, samples), members in groups.items():
             if samples > 1 and self.sampling.temperature == 0:
-                from kit.errors import ConfigError
-
                 raise ConfigError(f"task {docs[members[0]].task_name} asks {samples} samples per item at temperature 0",
                                   fix="set [generation] temperature > 0 in the suite's benchmark.toml (Open-R1: 0.6)")
             params = SamplingParams(n=samples, temperature=self.sampling.temperature, top_p=self.sampling.top_p,
@@ -111,8 +110,6 @@ class KitVllmModel(LightevalModel):
 
     def loglikelihood(self, docs: list[Doc]) -> list[ModelResponse]:
         """Not offered: Open-R1's suites are generative; a log-likelihood task is refused."""
-        from kit.errors import ConfigError
-
         raise ConfigError(f"task {docs[0].task_name if docs else '?'} needs log-likelihoods, which kit's LightEval model does not compute",
                           fix="use generative LightEval tasks (Open-R1's math_500, aime24, gpqa:diamond, lcb are)")
 

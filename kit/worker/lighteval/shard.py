@@ -17,7 +17,7 @@ from typing import Any
 
 from kit.config.evalsuite import EvalSuite
 from kit.config.roster import Run
-from kit.errors import ConfigError, KitError
+from kit.errors import ConfigError, KitError, MissingExtraError
 from kit.plan import Pair, group_by_run, shard_pairs
 from kit.results import keys as K
 from kit.results.status import pair_states
@@ -93,8 +93,6 @@ def _load(run: Run, suite: EvalSuite, cache_dir: Path | None, scratch: Path, pro
     try:
         from kit.worker.lighteval.model import KitVllmModel
     except ImportError as exc:
-        from kit.errors import MissingExtraError
-
         raise MissingExtraError("LightEval suites", exc.name or "lighteval", "lighteval") from None
     t0 = time.perf_counter()
     snapshot = resolve_snapshot(run.model_id, run.revision, cache_dir)

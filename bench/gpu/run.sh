@@ -6,8 +6,12 @@
 #      demo-provenance.json)
 # and the whole log in run.log. Each step reports "STEP n FAILED rc=N" and the script goes on.
 #
-# Python packages the machine lacks (pydantic and its three, platformdirs, mlperf-logging)
-# travel as wheels in .whl/ and are installed first:
+# Python packages the machine lacks travel as wheels in .whl/ (git-ignored; for Python 3.12:
+# pydantic==2.14.4 pydantic_core==2.50.5 annotated_types==0.8.0 typing_inspection==0.4.5
+# typing_extensions==4.16.0 platformdirs==4.14.8 mlperf_logging==4.1.68, fetched with
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux2014_x86_64 -d .whl NAME==VERSION ...)
+# and are installed first:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 #   OUT=/some/dir bash bench/gpu/run.sh            (from the repository root)

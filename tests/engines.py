@@ -1,9 +1,12 @@
-"""The engines' own virtual environments (scripts/backends/*.sh), set up on demand by tests."""
+"""The engines' own virtual environments (scripts/backends/*.sh), set up on demand by tests, and a
+`local` site that runs kit jobs with one of them."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,3 +30,19 @@ def local_site(python: Path, weights: Path, forward_env: tuple[str, ...] = ()) -
     return ('[site.local]\nscheduler = "local"\nruntime = "host"\nroot = "."\nresults = "results"\n'
             f'weights = "{weights}"\npython = "{python}"\ngpus_per_node = 0\nwalltime = "0:30"\n'
             f"forward_env = [{forward}]\n")
+
+
+def kit_run_local_pair(workdir: Path, model: str, language: str, env: dict[str, str]) -> dict:
+    """`kit run --site local --model MODEL --languages LANG` in `workdir` (roster.toml and sites.toml
+    there); asserts that it succeeds and that `kit status` counts the one pair complete, then
+    returns the checkpoint it wrote."""
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "local", "--model", model, "--languages", language],
+                       cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    status = subprocess.run([sys.executable, "-m", "kit", "status", "results", "--languages", language, "--json"],
+                            cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr
+    counts = json.loads(status.stdout)["data"]["counts"]
+    assert counts["complete"] == 1 and not counts.get("pending") and not counts.get("invalid"), counts
+    (ckpt,) = (workdir / "results" / language).glob("*.json")
+    return json.loads(ckpt.read_text(encoding="utf-8"))

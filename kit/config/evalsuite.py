@@ -44,7 +44,7 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class Generation(BaseModel):
+class SamplingSettings(BaseModel):
     """[generation]: LightEval's sampling settings for every task of the suite."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -105,7 +105,7 @@ class SuiteFile(BaseModel):
     name: str = Field(min_length=1)
     custom_tasks: str = Field(min_length=1, description="LightEval custom-tasks module, relative to benchmark.toml")
     custom_tasks_sha256: str
-    generation: Generation = Field(default_factory=Generation)
+    generation: SamplingSettings = Field(default_factory=SamplingSettings)
     task: tuple[SuiteTask, ...] = Field(min_length=1)
 
     @field_validator("custom_tasks_sha256")
@@ -128,7 +128,6 @@ class SuiteItem:
 
     item_id: str
     sentence: str
-    label: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -222,7 +221,7 @@ class EvalSuite:
             if str(ident) in seen:
                 raise ConfigError(f"{path}: line {n} repeats id {ident!r}", fix="give every line its own id")
             seen.add(str(ident))
-            items.append(SuiteItem(str(ident), json.dumps(row, ensure_ascii=False, sort_keys=True), ""))
+            items.append(SuiteItem(str(ident), json.dumps(row, ensure_ascii=False, sort_keys=True)))
         if not items:
             raise ConfigError(f"{path}: task {name!r} has no lines", fix="add the evaluation items")
         return LanguageData(language=name, items=tuple(items), file_sha256=digest, path=path)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from engines import engine_venv, local_site
+from engines import engine_venv, kit_run_local_pair, local_site
 
 from kit.demo.backends import roster_text, write_backend_benchmark
 from kit.demo.model import build_tiny_llama
@@ -127,14 +127,5 @@ def test_kit_run_site_local_completes_a_vllm_pair(vllm_python, hub, tmp_path):
            "max_new_tokens": 4, "options": {"enforce_eager": True, "max_model_len": 1024}}
     (tmp_path / "roster.toml").write_text(roster_text([run], bench), encoding="utf-8")
     (tmp_path / "sites.toml").write_text(local_site(vllm_python, cache, ("VLLM_CPU_KVCACHE_SPACE",)), encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "local", "--model", f"{repo_id}@vllm",
-                        "--languages", "en"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    status = subprocess.run([sys.executable, "-m", "kit", "status", "results", "--languages", "en", "--json"],
-                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
-    assert status.returncode == 0, status.stderr
-    counts = json.loads(status.stdout)["data"]["counts"]
-    assert counts["complete"] == 1 and not counts.get("pending") and not counts.get("invalid"), counts
-    (ckpt,) = (tmp_path / "results" / "en").glob("*.json")
-    data = json.loads(ckpt.read_text())
+    data = kit_run_local_pair(tmp_path, f"{repo_id}@vllm", "en", ENV)
     assert data["provenance"]["job"]["job_id"].startswith("local-") and data["provenance"]["packages"]["vllm"]

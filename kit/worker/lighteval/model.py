@@ -23,7 +23,7 @@ from lighteval.tasks.prompt_manager import PromptManager
 from lighteval.tasks.requests import Doc
 from lighteval.utils.cache_management import SampleCache
 
-from kit.config.evalsuite import Generation
+from kit.config.evalsuite import SamplingSettings
 from kit.config.roster import Run
 from kit.errors import ConfigError
 from kit.worker.backends.base import package_version
@@ -35,7 +35,7 @@ class KitVllmModel(LightevalModel):
     """LightEval's view of one loaded model: generation through vLLM, settings from the roster run
     (seed, max_new_tokens, dtype, engine options) and the suite ([generation] sampling)."""
 
-    def __init__(self, run: Run, snapshot: Path, generation: Generation, work_dir: Path) -> None:
+    def __init__(self, run: Run, snapshot: Path, generation: SamplingSettings, work_dir: Path) -> None:
         self.engine = VllmBackend(run, snapshot)
         self.engine.load()
         self.run = run

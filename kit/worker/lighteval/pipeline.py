@@ -130,14 +130,12 @@ def evaluate_task(model: Any, suite: EvalSuite, task: SuiteTask, ids: list[str],
     details = pipeline.get_details()
     results = pipeline.get_results()
     pipeline.save_and_push_results()
-    (full_name,) = details.keys() if len(details) == 1 else _one_task(details, task)
+    if len(details) != 1:
+        raise ConfigError(f"LightEval task string {task.lighteval!r} expanded to {len(details)} tasks ({', '.join(sorted(details))})",
+                          fix="give each LightEval task its own [[task]] entry, so each gets its own checkpoint")
+    (full_name,) = details
     predictions = _predictions(details[full_name], ids, task, getattr(model, "finish_reasons", {}))
     return TaskOutcome(predictions, _task_metrics(results, full_name), skipped)
-
-
-def _one_task(details: dict[str, Any], task: SuiteTask) -> tuple[str]:
-    raise ConfigError(f"LightEval task string {task.lighteval!r} expanded to {len(details)} tasks ({', '.join(sorted(details))})",
-                      fix="give each LightEval task its own [[task]] entry, so each gets its own checkpoint")
 
 
 def _task_metrics(results: dict[str, Any], full_name: str) -> dict[str, float]:

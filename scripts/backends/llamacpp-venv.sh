@@ -25,7 +25,8 @@ t0=$(date +%s)
 key=$(printf '%s\n%s\n%s\n%s\n' "$version" "$cmake_args" "$(uname -m)" "$(gcc -dumpfullversion 2>/dev/null || echo nogcc)" \
       | sha256sum | cut -c1-12)
 wheel_dir="$cache_root/llama-cpp-python-$version-$key"
-cached_wheel() { local f; for f in "$wheel_dir"/llama_cpp_python-"$version"-*.whl; do [ -f "$f" ] && echo "$f" && return; done; }
+# cached_wheel: the cached wheel path, or nothing (always status 0: it runs in $(...) under set -e).
+cached_wheel() { local f; for f in "$wheel_dir"/llama_cpp_python-"$version"-*.whl; do [ -f "$f" ] && echo "$f" && break; done; return 0; }
 wheel=$(cached_wheel)
 if [ -z "$wheel" ]; then
   if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null; then

@@ -1,25 +1,115 @@
 #!/usr/bin/env bash
-# Set up and run the test suite: the venv, then pytest. Integration tests start the real
-# services they need (dockerd, Slurm, OAR, sshd) through scripts/dev/*.sh when run as root
-# on Debian; elsewhere they skip with a reason, and under CI=true a skip is a failure.
-#   scripts/test.sh                 full suite
-#   scripts/test.sh -m "not slow"   any pytest arguments
+# Set up and run the test suite, and say where the time went.
+#   scripts/test.sh            the whole suite, in phases (what `make test` and CI run):
+#     venv       .venv (scripts/venv.sh)
+#     then, in the background while the fast tier runs (as root on Debian; elsewhere the
+#     tests that need them skip, and under CI=true a skip is a failure):
+#       services   one apt transaction for every Debian package the suite uses, dockerd, the
+#                  debootstrapped bases, the Apptainer helper image, Slurm, OAR, sshd, and the CPU
+#                  image build (it fills the wheelhouse and Docker's layer cache for the tests)
+#       llama.cpp  the llama-cpp-python wheel (compiled once per machine) and .venv-llamacpp
+#       engines    .venv-vllm, .venv-gliner2, .venv-gliclass
+#     tests: fast tier (no service), then, once the set-up is done, the slow, integration and
+#     e2e tiers in one pytest run.
+#   scripts/test.sh ARGS...    .venv, then one pytest run with ARGS; services start on demand.
+# At the end: a table of every phase (start, seconds, result), pytest's 30 slowest tests, and the
+# logs of the background phases under $KIT_TEST_LOGS (default build/test-logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# System tools the tests use (as root on Debian/Ubuntu, as CI is; elsewhere those tests skip).
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  need=()
-  command -v shellcheck >/dev/null || need+=(shellcheck)
-  command -v git >/dev/null || need+=(git)
-  if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  fi
-fi
-bash scripts/venv.sh
+# shellcheck source=scripts/dev/lib.sh
+. scripts/dev/lib.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TESTCONTAINERS_RYUK_DISABLED=true
-set +e
-.venv/bin/python -m pytest "$@"
-rc=$?
-set -e
+logs=${KIT_TEST_LOGS:-build/test-logs}
+case $logs in /*) ;; *) logs="$PWD/$logs" ;; esac
+mkdir -p "$logs"
+phases=$logs/phases.tsv
+: >"$phases"
+export KIT_TEST_TIMES=$logs/tiers.tsv
+: >"$KIT_TEST_TIMES"
+t0=$(date +%s)
+
+# phase NAME CMD...: run CMD, record NAME, its start (seconds after t0), its seconds and exit status.
+phase() {
+  local name=$1 start rc=0
+  shift
+  start=$(date +%s)
+  "$@" || rc=$?
+  printf '%s\t%s\t%s\t%s\n' "$name" "$((start - t0))" "$(($(date +%s) - start))" "$rc" >>"$phases"
+  return "$rc"
+}
+
+# background NAME FUNCTION: run FUNCTION in the background, its output in $logs/NAME.log.
+pids=() names=()
+background() {
+  # niced: the tests in the foreground come first; the builds take the CPU the tests leave idle
+  (renice -n 10 "$BASHPID" >/dev/null && "$2") >"$logs/$1.log" 2>&1 &
+  pids+=("$!") names+=("$1")
+}
+
+# The background set-up chains; each stops at its first failure (the tests that need the rest then
+# set it up themselves through the same idempotent scripts, or fail naming it).
+setup_services() {
+  phase "services: Debian packages (one apt run)" bash scripts/dev/packages.sh &&
+    phase "services: dockerd" bash scripts/dev/dockerd.sh start &&
+    phase "services: Slurm" bash scripts/dev/slurm.sh start &&
+    phase "services: OAR" bash scripts/dev/oar.sh start &&
+    phase "services: sshd frontend" bash scripts/dev/sshd.sh start &&
+    phase "images: bases, Apptainer helper" bash scripts/images/tools.sh &&
+    phase "images: transformers-5.17 cpu build" env KIT_IMAGES_LOCK="$logs/images.lock.json" \
+      KIT_IMAGES_DIR="$logs/images" .venv/bin/kit images build transformers-5.17 --variant cpu \
+      --wheelhouse "${KIT_WHEELHOUSE:-$HOME/.cache/kit/wheelhouse}" --quiet
+}
+setup_llamacpp() {
+  phase "engines: llama.cpp wheel (compile)" bash scripts/backends/llamacpp-venv.sh --wheel &&
+    phase "engines: .venv-llamacpp" bash scripts/backends/llamacpp-venv.sh
+}
+setup_engines() {
+  phase "engines: .venv-vllm" bash scripts/backends/vllm-venv.sh &&
+    phase "engines: .venv-gliner2, .venv-gliclass" bash scripts/backends/gl-venv.sh
+}
+
+table() {
+  local total=$(($(date +%s) - t0))
+  printf '\n%s\n' "---------------------------------------------------------- where the time went"
+  awk -F'\t' 'BEGIN { printf "%-40s %7s %8s  %s\n", "phase", "start", "seconds", "result" }
+              { printf "%-40s %7s %8s  %s\n", $1, $2, $3, ($4 == 0 ? "ok" : "FAILED (exit " $4 ")") }' "$phases"
+  [ -s "$KIT_TEST_TIMES" ] && awk -F'\t' '{ printf "%-40s %7s %8.0f  %s passed, %s failed\n", $1, "", $2, $3, $4 }' "$KIT_TEST_TIMES"
+  printf '%-40s %7s %8s\n' "total (wall)" "" "$total"
+  printf 'background logs: %s\n' "$logs"
+}
+trap table EXIT
+
+root_on_debian=0
+[ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && root_on_debian=1
+phase "venv (.venv)" bash scripts/venv.sh
+if [ $# -gt 0 ]; then
+  [ "$root_on_debian" = 0 ] || phase "services: Debian packages (one apt run)" bash scripts/dev/packages.sh
+  rc=0
+  phase "tests: pytest $*" .venv/bin/python -m pytest "$@" || rc=$?
+  exit "$rc"
+fi
+if [ "$root_on_debian" = 1 ]; then
+  background services setup_services
+  background llama.cpp setup_llamacpp
+  background engines setup_engines
+fi
+
+rc=0
+phase "tests: fast tier (no service)" .venv/bin/python -m pytest -m "not slow and not integration and not e2e" \
+  --durations=10 || rc=$?
+# The rest in one run, the tests of the engine venvs last: by then their background set-up is done
+# or nearly (a test that needs a venv or service still being set up waits for it on its lock).
+main=(tests/e2e tests/unit) engines=()
+for f in tests/integration/test_*.py; do
+  case $f in */test_backends_*) engines+=("$f") ;; *) main+=("$f") ;; esac
+done
+phase "tests: slow, integration, e2e tiers" .venv/bin/python -m pytest -m "slow or integration or e2e" \
+  --durations=30 "${main[@]}" "${engines[@]}" || rc=$?
+# A background step that failed was run again by the tests that needed it (they pass or fail on
+# their own); its log is still worth a look.
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || { echo "test.sh: WARNING: background set-up '${names[$i]}' failed; its log: $logs/${names[$i]}.log" >&2
+                          tail -n 30 "$logs/${names[$i]}.log" >&2; }
+done
 # pytest exits 5 when nothing was collected: that is a failure for us, not a pass.
-exit $rc
+exit "$rc"

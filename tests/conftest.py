@@ -25,6 +25,38 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under CI=true, which counts as a failure: {reason}"
 
 
+# A test's tier is its first marker in this order; a test with none of them is in the fast tier.
+TIERS = ("e2e", "integration", "slow")
+_tier_times: dict[str, list[float]] = {}   # tier -> [seconds, passed, failed]
+
+
+def _tier(report) -> str:
+    return next((t for t in TIERS if t in report.keywords), "fast")
+
+
+def pytest_runtest_logreport(report):
+    row = _tier_times.setdefault(_tier(report), [0.0, 0, 0])
+    row[0] += report.duration
+    row[1] += report.when == "call" and report.outcome == "passed"
+    row[2] += report.outcome == "failed"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Seconds, passes and failures per tier; also appended to $KIT_TEST_TIMES (scripts/test.sh's table)."""
+    if not _tier_times:
+        return
+    terminalreporter.write_sep("-", "time by tier")
+    lines = []
+    for tier in ("fast", "slow", "integration", "e2e"):
+        if tier in _tier_times:
+            seconds, passed, failed = _tier_times[tier]
+            terminalreporter.write_line(f"{tier:<12} {seconds:8.1f} s  {passed} passed, {failed} failed")
+            lines.append(f"tests: {tier} tier (sum of test times)\t{seconds:.1f}\t{passed}\t{failed}\n")
+    if os.environ.get("KIT_TEST_TIMES"):
+        with open(os.environ["KIT_TEST_TIMES"], "a", encoding="utf-8") as f:
+            f.writelines(lines)
+
+
 @pytest.fixture(scope="session")
 def lrb_dir() -> Path:
     """The shared lrb third-party data (benchmark and archived results)."""

@@ -87,14 +87,19 @@ def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, quiet, imag
 @names_arg
 @click.option("--to", "to", default="all", show_default=True, type=click.Choice(["sif", "sqsh", "all"]),
               help="Artifact form.")
+@click.option("--force", is_flag=True, help="Convert again even when the recorded artifact of this image is in place.")
 @out_option
 @with_files
-def convert_cmd(names, to, out_dir, images_file, lock_file) -> None:
-    """Convert built images to SIF (Apptainer) and/or sqsh (Enroot); record their sha256."""
+def convert_cmd(names, to, force, out_dir, images_file, lock_file) -> None:
+    """Convert built images to SIF (Apptainer) and/or sqsh (Enroot); record their sha256.
+
+    An artifact already made from the same image id, found in the folder with its recorded sha256,
+    is kept (say so with --force to convert anyway).
+    """
     from kit.images.convert import convert, forms_of
 
     for _, built in list(_built(names, images_file, lock_file)):
-        for form, art in convert(built, forms_of(to), out_dir, lock_file).items():
+        for form, art in convert(built, forms_of(to), out_dir, lock_file, force=force).items():
             click.echo(f"{built.backend}\t{form}\t{out_dir / art.file}\t{art.sha256}")
 
 

@@ -12,7 +12,7 @@ import kit
 from kit.errors import ConfigError, ImageError
 from kit.images import engine
 from kit.images.context import write_context
-from kit.images.lockfile import BuiltImage, ImagesLock, update_lock
+from kit.images.lockfile import BuiltImage, ImagesLock, host_lock, update_lock
 from kit.images.progress import Progress
 from kit.images.spec import Target, file_sha256, kit_commit
 
@@ -117,7 +117,8 @@ def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
     preflight(t, args["BASE_IMAGE"])
     progress = Progress(f"kit images build {t.name}" + (f" --variant {t.variant}" if t.variant else "")
                         + f" -> {t.tag}", quiet=opts.quiet)
-    image_id = _stream_build(t, opts, args, commit, progress)
+    with host_lock(f"images-build-{t.tag}", f"build of {t.tag}", progress.line):
+        image_id = _stream_build(t, opts, args, commit, progress)
     if opts.ca_bundle is not None and not opts.keep_build_stages:
         _drop_build_stages(image_id, progress.layers, progress)
     attrs = engine.image_attrs(image_id)

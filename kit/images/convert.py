@@ -49,9 +49,18 @@ def _make(built: BuiltImage, form: str, dest: Path, progress: Progress) -> str:
         return build_sif(archive, dest)
 
 
+def up_to_date(built: BuiltImage, form: str, dest: Path) -> bool:
+    """True when the lock records `form` of this very image at dest and the file there still has the
+    recorded sha256 (converting again would only make the same artifact)."""
+    art = built.artifacts.get(form)
+    return (art is not None and art.image_id == built.image_id and art.file == dest.name and dest.is_file()
+            and file_sha256(dest) == art.sha256)
+
+
 def convert(built: BuiltImage, forms: tuple[str, ...], out_dir: Path, lock_path: Path,
-            quiet: bool = False) -> dict[str, Artifact]:
-    """Make each artifact form in out_dir, record it in the lock, and return the records."""
+            quiet: bool = False, force: bool = False) -> dict[str, Artifact]:
+    """Make each artifact form in out_dir (unless it is up to date and not forced), record it in the
+    lock, and return the records."""
     engine.image_attrs(built.image_id)  # fails early, naming the fix, if the image is gone
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -59,6 +68,11 @@ def convert(built: BuiltImage, forms: tuple[str, ...], out_dir: Path, lock_path:
     for form in forms:
         dest = out_dir / artifact_name(built, form)
         progress = Progress(f"kit images convert {built.backend} --to {form} -> {dest}", quiet=quiet)
+        if not force and up_to_date(built, form, dest):
+            made[form] = built.artifacts[form]
+            progress.done(f"{dest.name} is up to date: made from {built.image_id[:19]}, sha256 "
+                          f"{made[form].sha256[:16]} as recorded (--force converts again)")
+            continue
         tool = _make(built, form, dest, progress)
         if not dest.is_file():
             raise ImageError(f"{form} conversion left no file at {dest}", fix="read the output above")

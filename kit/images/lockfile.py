@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,26 @@ def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
     except (ValueError, ValidationError) as exc:
         raise ConfigError(f"{path}: not a valid images lock ({str(exc).splitlines()[0]})",
                           fix="rebuild the images (make images) or restore the file from git") from None
+
+
+@contextmanager
+def host_lock(name: str, what: str, say: Callable[[str], None] = lambda msg: None) -> Iterator[None]:
+    """Hold a lock named `name` that every kit process on this host shares, waiting as long as it takes
+    for the holder (a second `kit images build` of one image waits for the first, then finds Docker's
+    layer cache warm); `say` hears once that it waits, naming `what`."""
+    from filelock import FileLock, Timeout
+
+    key = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    lock = FileLock(str(Path(tempfile.gettempdir()) / f"kit-{key}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        say(f"waiting for another {what} on this host to finish")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def update_lock(path: Path, change: Callable[[ImagesLock], None]) -> ImagesLock:

@@ -4,6 +4,7 @@ their digests, and the kit commit to bake in."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -90,9 +91,11 @@ def all_targets(images_file: Path = DEFAULT_IMAGES_FILE) -> list[Target]:
 
 
 def kit_commit(root: Path) -> str:
-    """The commit of the kit source being built (with -dirty when the tree has changes)."""
+    """The commit of the kit source being built (with -dirty when the tree has changes). A tree
+    without git metadata (a release tarball, an exported copy) has none: KIT_COMMIT names it
+    then, else it is "unknown"."""
     if not shutil.which("git") or not (root / ".git").exists():
-        return "unknown"
+        return os.environ.get("KIT_COMMIT") or "unknown"
     try:
         out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=40"],
                              capture_output=True, text=True, timeout=30, check=True).stdout.strip()

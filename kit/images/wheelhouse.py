@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from kit.errors import ImageError
+from kit.images.lockfile import host_lock
 from kit.images.spec import Target
 
 _REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?)==(\S+)")
@@ -76,8 +77,14 @@ def missing(locks: list[Path], folder: Path) -> list[str]:
 
 def download(t: Target, folder: Path, progress=lambda msg: None) -> None:
     """Fill the folder with every file the image's locks need (pip download, hashes checked)."""
-    folder = Path(folder)
+    folder = Path(folder).resolve()
     folder.mkdir(parents=True, exist_ok=True)
+    with host_lock(f"wheelhouse-{hashlib.sha256(str(folder).encode()).hexdigest()[:16]}", f"download into {folder}",
+                   progress):
+        _download(t, folder, progress)
+
+
+def _download(t: Target, folder: Path, progress) -> None:
     for lock in t.spec.locks():
         path = t.path(lock)
         if not missing([path], folder):

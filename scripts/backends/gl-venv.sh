@@ -8,31 +8,31 @@
 #   KIT_GLINER2_VENV, KIT_GLICLASS_VENV   venv folders (defaults above)
 #   KIT_GLINER2_SPEC (gliner2[local]==2.1.0), KIT_GLICLASS_SPEC (gliclass==0.1.21),
 #   KIT_GLICLASS_TRANSFORMERS (transformers==5.17.0), KIT_TORCH_SPEC (torch==2.13.0)
+# Idempotent; a second caller waits for the first. Each step's output is in VENV/.kit-setup.log.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/dev/lib.sh
+. scripts/dev/lib.sh
 which=${1:-all}
 py=${PYTHON:-python3}
 torch_spec=${KIT_TORCH_SPEC:-torch==2.13.0}
-export PIP_DISABLE_PIP_VERSION_CHECK=1
-quiet() { grep -v -e '^WARNING: Location' || true; }
 
 setup() {  # name venv import-check requirement...
-  local name=$1 venv=$2 check=$3; shift 3
+  local name=$1 venv=$2 check=$3 want
+  shift 3
   case $venv in /*) ;; *) venv="$PWD/$venv" ;; esac
-  local t0 stamp want
-  t0=$(date +%s)
-  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-  stamp="$venv/.kit-$name"
+  venv_lock "$venv"
   want="$(sha256sum pyproject.toml | cut -c1-16) $torch_spec $*"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-    echo "gl-venv.sh: $venv is up to date"
+  if venv_current "$venv" ".kit-$name" "$want"; then
+    step "$venv is up to date"
     return 0
   fi
-  "$venv/bin/python" -m pip install -q "$torch_spec" 2>&1 | quiet
-  "$venv/bin/python" -m pip install -q "$@" 2>&1 | quiet
-  (cd / && "$venv/bin/python" -c "$check") || { echo "gl-venv.sh: $name does not import in $venv" >&2; exit 1; }
-  echo "$want" > "$stamp"
-  echo "gl-venv.sh: $venv ready in $(( $(date +%s) - t0 ))s ($(du -sh "$venv" | cut -f1))"
+  venv_create "$py" "$venv"
+  venv_pip "$venv" install -q "$torch_spec"
+  venv_pip "$venv" install -q "$@"
+  venv_check "$venv" "$name" "$check"
+  echo "$want" > "$venv/.kit-$name"
+  step "$venv ready ($(du -sh "$venv" | cut -f1))"
 }
 
 case $which in

@@ -1,6 +1,9 @@
 # shellcheck shell=bash
-# Shared helpers for kit's dev-service scripts (scripts/dev/*.sh, scripts/bootstrap-base.sh).
-# Source it after `set -euo pipefail`; it defines functions and a few variables, and runs nothing.
+# Shared helpers for kit's set-up scripts: the dev services (scripts/dev/*.sh), the base bootstrap
+# (scripts/bootstrap-base.sh) and the virtual environments (scripts/venv.sh, scripts/backends/*.sh).
+# Source it after `set -euo pipefail`; it defines functions and a few variables, and sets one ERR trap
+# (with errtrace) so that no command ends a script silently under set -e: bash itself says nothing
+# when a function's `return 1` or a `$(...)` that fails stops the script.
 #
 # Conventions:
 #   - one line per step on stdout: "[  12.3s] NAME: what happened";
@@ -24,6 +27,13 @@ kit_elapsed() {
   local d=$(( ${EPOCHREALTIME//[!0-9]/} - KIT_T0 ))
   printf '%d.%d' $(( d / 1000000 )) $(( d / 100000 % 10 ))
 }
+
+# kit_on_error STATUS COMMAND FILE LINE: the ERR trap. Prints which command failed, where.
+kit_on_error() {
+  printf '[%6ss] %s: ERROR: `%s` exited %s (%s line %s)\n' "$(kit_elapsed)" "$KIT_NAME" "$2" "$1" "${3##*/}" "$4" >&2
+}
+set -E
+trap 'kit_on_error $? "$BASH_COMMAND" "${BASH_SOURCE[0]}" "$LINENO"' ERR
 
 # step MESSAGE...: one progress line with the elapsed time.
 step() { printf '[%6ss] %s: %s\n' "$(kit_elapsed)" "$KIT_NAME" "$*"; }
@@ -223,4 +233,45 @@ kit_ensure_docker() {
     "$BASH" "$(dirname "${BASH_SOURCE[0]}")/dockerd.sh" start | sed 's/^/  /'
     kit_docker_cli
   fi
+}
+
+# ---------------------------------------------------------------- virtual environments
+# Used by scripts/venv.sh and scripts/backends/*.sh (as root or not). Every step's output goes to
+# VENV/.kit-setup.log; a failing step prints its name and the log's tail (no silent exit under set -e).
+
+# venv_lock VENV: create the folder VENV and hold its set-up lock until the script ends, so a second
+# caller (a test, while CI's background set-up still runs) waits and then finds the venv ready.
+# Sets KIT_VENV_LOG.
+venv_lock() {
+  local venv=$1 fd
+  mkdir -p "$venv"
+  KIT_VENV_LOG=$venv/.kit-setup.log
+  exec {fd}>"$venv/.kit-setup.lock"
+  if ! flock -n "$fd"; then
+    step "another set-up of $venv is running; waiting for it"
+    flock -w "${KIT_LOCK_TIMEOUT:-3600}" "$fd" || die "timed out waiting for $venv/.kit-setup.lock"
+  fi
+}
+
+# venv_current VENV STAMP WANT: true when VENV/STAMP records WANT (the venv is up to date).
+venv_current() {
+  [ -x "$1/bin/python" ] && [ -f "$1/$2" ] && [ "$(cat "$1/$2")" = "$3" ]
+}
+
+# venv_create PYTHON VENV: `PYTHON -m venv VENV` unless VENV has a python already.
+venv_create() {
+  [ -x "$2/bin/python" ] || must "$KIT_VENV_LOG" "creating $2 with $1" "$1" -m venv "$2"
+}
+
+# venv_pip VENV ARG...: `pip ARG...` in VENV (quiet; output in the set-up log).
+venv_pip() {
+  local venv=$1
+  shift
+  must "$KIT_VENV_LOG" "pip $1 in $venv" env PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip "$@"
+}
+
+# venv_check VENV WHAT CODE: run `python -c CODE` in VENV from / (not this checkout); die naming WHAT.
+venv_check() {
+  local venv=$1 what=$2 code=$3
+  (cd / && quiet "$KIT_VENV_LOG" "$venv/bin/python" -c "$code") || die "$what does not import in $venv" "$KIT_VENV_LOG"
 }

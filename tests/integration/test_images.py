@@ -74,8 +74,10 @@ class TimingsReport:
 
 
 @pytest.fixture(scope="session")
-def lock_env(work) -> dict[str, str]:
-    return {"KIT_IMAGES_LOCK": str(work / "images.lock.json"), "KIT_IMAGES_DIR": str(work / "images")}
+def lock_env(work, cpu_image_env) -> dict[str, str]:
+    """The session's lock of built images (tests/conftest.py): one build and one conversion per session,
+    shared with the REPRODUCE.md and Slurm docker-runtime tests."""
+    return cpu_image_env
 
 
 @pytest.fixture(scope="session")
@@ -126,6 +128,15 @@ def test_sif_and_sqsh_are_content_equal_to_the_image(converted, lock_env):
     r = timed("verify", kit, "images", "verify", NAME, env=lock_env)
     assert "sif: SAME" in r.stdout and "sqsh: SAME" in r.stdout, r.stdout
     assert converted.artifacts["sif"].image_id == converted.image_id == converted.artifacts["sqsh"].image_id
+
+
+def test_converting_again_keeps_the_recorded_artifacts(converted, lock_env):
+    r = kit("images", "convert", NAME, "--to", "all", env=lock_env)
+    assert r.stderr.count("is up to date") == 2, r.stderr
+    from kit.images.lockfile import load_lock
+
+    again = load_lock(Path(lock_env["KIT_IMAGES_LOCK"])).get(NAME)
+    assert again.artifacts == converted.artifacts   # same files, same sha256, same made_at: nothing was redone
 
 
 def test_two_sqsh_conversions_are_byte_identical(converted, lock_env, work):

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from guide import IMAGE_STEPS, run_step, sandbox  # noqa: E402
+from guide import IMAGE_STEPS, REPO, run_step, sandbox  # noqa: E402
+
+from kit.images.spec import kit_commit  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -23,7 +25,9 @@ def test_guide_image_steps(cpu_image_env, tmp_path_factory):
     os.chmod(box, 0o755)
     cache = tmp_path_factory.mktemp("guide-cache")
     os.chmod(cache, 0o755)
-    env = {**os.environ, **cpu_image_env, "KIT_CACHE_DIR": str(cache)}
+    # The sandbox is a copy without .git: KIT_COMMIT names the commit its image is built from, so the
+    # guide's build is the session's image (same id) and its conversions are found up to date.
+    env = {**os.environ, **cpu_image_env, "KIT_CACHE_DIR": str(cache), "KIT_COMMIT": kit_commit(REPO)}
     env.pop("VIRTUAL_ENV", None)
     for name in IMAGE_STEPS:
         r = run_step(name, box, env, timeout=3000)

@@ -173,3 +173,32 @@ def test_wheelhouse_selects_files_by_the_locks_hashes(tmp_path):
     t = spec.Target("x", None, spec.target("gliclass", None, REPO / "containers" / "images.toml").spec, tmp_path)
     t = spec.Target("x", None, t.spec.model_copy(update={"lock": "requirements.lock", "build_locks": []}), tmp_path)
     assert [p.name for p in wheelhouse.select(t, house)] == ["a-1.0-py3-none-any.whl"]
+
+
+def test_a_conversion_is_up_to_date_only_for_the_same_image_and_the_recorded_bytes(tmp_path):
+    from kit.images.convert import artifact_name, up_to_date
+    from kit.images.lockfile import Artifact, BuiltImage
+    from kit.images.spec import file_sha256
+
+    built = BuiltImage(backend="transformers-5.17", tag="kit/t:cpu", image_id="sha256:" + "1" * 64,
+                       dockerfile_sha256="d", lock_sha256="l", base="b", kit_version="0", built_at="t", variant="cpu")
+    dest = tmp_path / artifact_name(built, "sif")
+    assert not up_to_date(built, "sif", dest)                     # nothing recorded
+    dest.write_bytes(b"sif bytes")
+    built.artifacts["sif"] = Artifact(file=dest.name, sha256=file_sha256(dest), image_id=built.image_id)
+    assert up_to_date(built, "sif", dest)
+    assert not up_to_date(built, "sqsh", dest)                    # another form
+    other = built.model_copy(update={"image_id": "sha256:" + "2" * 64})
+    assert not up_to_date(other, "sif", dest)                     # rebuilt image
+    dest.write_bytes(b"sif bytes, edited")
+    assert not up_to_date(built, "sif", dest)                     # the file changed
+    dest.unlink()
+    assert not up_to_date(built, "sif", dest)                     # the file is gone
+
+
+def test_a_tree_without_git_takes_its_commit_from_kit_commit(tmp_path, monkeypatch):
+    monkeypatch.delenv("KIT_COMMIT", raising=False)
+    assert spec.kit_commit(tmp_path) == "unknown"
+    monkeypatch.setenv("KIT_COMMIT", "0123abc")
+    assert spec.kit_commit(tmp_path) == "0123abc"
+    assert spec.kit_commit(Path(__file__).resolve().parents[2]) != "0123abc"   # git metadata wins where it exists

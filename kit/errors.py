@@ -42,6 +42,13 @@ class CheckpointError(KitError):
     """A checkpoint is invalid, or would be overwritten without --force."""
 
 
+class RerunError(KitError):
+    """A result could not be rerun (its image, weights or data are missing or not the recorded ones).
+    Exit code 2: nothing was compared."""
+
+    exit_code = 2
+
+
 class MissingExtraError(KitError):
     """A backend or command needs an optional dependency that is not installed."""
 

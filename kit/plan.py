@@ -9,13 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from kit.config.benchmark import Benchmark
+    from kit.config.dataset import Dataset
     from kit.config.roster import Run
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -88,7 +87,7 @@ def group_by_run(pairs: Iterable[Pair]) -> dict[str, list[str]]:
     return out
 
 
-def run_languages(run: "Run", benchmark: "Benchmark", selected: Sequence[str] | None) -> list[str]:
+def run_languages(run: "Run", benchmark: "Dataset", selected: Sequence[str] | None) -> list[str]:
     """The languages a run covers: its own list (if any) intersected with the selection."""
     if run.languages:
         unknown = [lang for lang in run.languages if lang not in benchmark.languages]
@@ -102,7 +101,7 @@ def run_languages(run: "Run", benchmark: "Benchmark", selected: Sequence[str] | 
     return benchmark.resolve_languages(list(selected) if selected else None)
 
 
-def select_pairs(runs: Sequence["Run"], benchmark: "Benchmark", languages: Sequence[str] | None) -> list[Pair]:
+def select_pairs(runs: Sequence["Run"], benchmark: "Dataset", languages: Sequence[str] | None) -> list[Pair]:
     """Every (run, language) pair of the selected runs, sorted."""
     if languages:
         benchmark.resolve_languages(list(languages))

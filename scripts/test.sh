@@ -49,11 +49,12 @@ background() {
 # The background set-up chains; each stops at its first failure (the tests that need the rest then
 # set it up themselves through the same idempotent scripts, or fail naming it).
 setup_services() {
+  # in the order the e2e tests first need them: OAR and its frontend, Slurm, then Docker and images
   phase "services: Debian packages (one apt run)" bash scripts/dev/packages.sh &&
-    phase "services: dockerd" bash scripts/dev/dockerd.sh start &&
-    phase "services: Slurm" bash scripts/dev/slurm.sh start &&
     phase "services: OAR" bash scripts/dev/oar.sh start &&
     phase "services: sshd frontend" bash scripts/dev/sshd.sh start &&
+    phase "services: Slurm" bash scripts/dev/slurm.sh start &&
+    phase "services: dockerd" bash scripts/dev/dockerd.sh start &&
     phase "images: bases, Apptainer helper" bash scripts/images/tools.sh &&
     phase "images: transformers-5.17 cpu build" env KIT_IMAGES_LOCK="$logs/images.lock.json" \
       KIT_IMAGES_DIR="$logs/images" .venv/bin/kit images build transformers-5.17 --variant cpu \

@@ -7,21 +7,21 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
 from kit.config.project import load_project
 from kit.config.sites import load_sites
 
 
 @click.command()
 @click.option("--site", "site_name", required=True, metavar="NAME", help="The site whose jobs to cancel.")
-@C.sites_option
-@C.roster_option
-@C.benchmark_option
-@C.models_option
-@C.languages_option
+@common.sites_option
+@common.roster_option
+@common.benchmark_option
+@common.models_option
+@common.languages_option
 @click.option("--dry-run", is_flag=True, help="Print the jobs and the exact cancel command; cancel nothing.")
-@C.unpinned_option
-@C.json_option
+@common.unpinned_option
+@common.json_option
 def cancel(site_name: str, sites_file: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...],
            languages: str | None, dry_run: bool, allow_unpinned: bool, as_json: bool) -> None:
     """Cancel a site's queued and running jobs that still own pairs without a checkpoint.
@@ -41,9 +41,9 @@ def cancel(site_name: str, sites_file: Path, roster: Path, benchmark: Path | Non
     site = load_sites(sites_file).get(site_name)
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
     runs = project.roster.select(models)
-    plan = cancel_site(project, site, sites_file, runs, C.split_languages(languages), dry_run=dry_run)
+    plan = cancel_site(project, site, sites_file, runs, common.split_languages(languages), dry_run=dry_run)
     if as_json:
-        C.print_json("cancel", "dry-run" if dry_run else "ok", plan.as_dict())
+        common.print_json("cancel", common.OK, {**plan.as_dict(), "dry_run": dry_run})
         return
     for job, state in sorted(plan.not_live.items()):
         click.echo(f"job {job}: {state}, left alone")

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
 
 
 @click.command()
 @click.argument("results", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@C.roster_option
-@C.benchmark_option
-@C.models_option
-@C.languages_option
+@common.roster_option
+@common.benchmark_option
+@common.models_option
+@common.languages_option
 @click.option("--images-lock", type=click.Path(path_type=Path), default=Path("containers/images.lock.json"),
               show_default=True, envvar="KIT_IMAGES_LOCK", help="The lock of built images that result digests must appear in.")
-@C.json_option
+@common.json_option
 def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
           images_lock: Path, as_json: bool) -> None:
     """The compliance checker: PASS only when every rule holds for the results tree.
@@ -41,18 +41,19 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
       kit check results --roster roster.toml
     """
     from kit.config.project import load_project
-    from kit.images.lockfile import load_lock
+    from kit.images.built import load_lock
     from kit.plan import select_pairs
-    from kit.repro.check import RULES, run_checks
+    from kit.results.check import RULES, run_checks
 
     project = load_project(roster, benchmark, allow_unpinned=True)
     runs = project.roster.select(models)
-    expected = select_pairs(runs, project.benchmark, C.split_languages(languages))
-    inp, findings = run_checks(results, project.benchmark, expected, load_lock(images_lock))
+    expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
+    image_ids = frozenset(img.image_id for img in load_lock(images_lock).images.values())
+    inp, findings = run_checks(results, project.benchmark, expected, image_ids)
     failed = [f for rule in RULES for f in findings[rule.name]]
     verdict = "PASS" if not failed else "FAIL"
     if as_json:
-        C.print_json("check", verdict.lower(), {
+        common.print_json("check", common.FAILED if failed else common.OK, {
             "verdict": verdict, "checkpoints": len(inp.checkpoints), "expected": len(expected),
             "rules": {r.name: {"description": r.description, "findings": [vars(f) for f in findings[r.name]]}
                       for r in RULES}})

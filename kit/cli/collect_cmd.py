@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
-from kit.errors import ConfigError
+from kit.cli import common
+from kit.errors import CheckpointError, ConfigError
 
 
 @click.command()
@@ -16,11 +16,11 @@ from kit.errors import ConfigError
               help="A site's results tree (repeat for each site).")
 @click.option("--output", "-o", type=click.Path(path_type=Path), required=True, help="The merged tree to create.")
 @click.option("--force", is_flag=True, help="Replace an existing --output.")
-@C.roster_option
-@C.benchmark_option
-@C.models_option
-@C.languages_option
-@C.json_option
+@common.roster_option
+@common.benchmark_option
+@common.models_option
+@common.languages_option
+@common.json_option
 def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, benchmark: Path | None,
             models: tuple[str, ...], languages: str | None, as_json: bool) -> None:
     """Merge several sites' results trees into one release tree, or refuse with every problem.
@@ -35,7 +35,7 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
     """
     from kit.config.project import load_project
     from kit.plan import select_pairs
-    from kit.repro.collect import install_collect, plan_collect
+    from kit.results.collect import install_collect, plan_collect
 
     pairs_of_sites = []
     for text in sources:
@@ -44,23 +44,22 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
             raise ConfigError(f"--from {text!r} is not SITE=DIR", fix="write e.g. --from nancy=results-nancy")
         pairs_of_sites.append((site, Path(folder)))
     project = load_project(roster, benchmark, allow_unpinned=True)
-    expected = select_pairs(project.roster.select(models), project.benchmark, C.split_languages(languages))
+    expected = select_pairs(project.roster.select(models), project.benchmark, common.split_languages(languages))
     plan = plan_collect(pairs_of_sites, expected, project.benchmark)
     if plan.problems:
         if as_json:
-            C.print_json("collect", "refused", {"problems": plan.problems}, plan.problems)
-        else:
-            for problem in plan.problems:
-                click.echo(f"  {problem}", err=True)
-            click.echo(f"kit: error: collect refused: {len(plan.problems)} problems (listed above); nothing written",
-                       err=True)
-        sys.exit(1)
+            common.print_json("collect", common.FAILED, {"problems": plan.problems}, plan.problems)
+            sys.exit(1)
+        for problem in plan.problems:
+            click.echo(f"  {problem}", err=True)
+        raise CheckpointError(f"collect refused: {len(plan.problems)} problems (listed above); nothing written",
+                              fix="mend or remove those files, or pass --force to replace an existing output")
     out = install_collect(plan, output, force=force)
     by_site: dict[str, int] = {}
     for site, _ in plan.chosen.values():
         by_site[site] = by_site.get(site, 0) + 1
     if as_json:
-        C.print_json("collect", "ok", {"output": str(out), "pairs": len(plan.chosen), "by_site": by_site})
+        common.print_json("collect", common.OK, {"output": str(out), "pairs": len(plan.chosen), "by_site": by_site})
     else:
         click.echo(f"collected {len(plan.chosen)} pairs into {out} ("
                    + ", ".join(f"{s}: {n}" for s, n in sorted(by_site.items())) + ")")

@@ -47,14 +47,24 @@ def split_languages(text: str | None) -> list[str] | None:
     return langs or None
 
 
+# The envelope's `status`, a closed set: the command did its job and found nothing wrong (ok), did
+# its job and found something wrong (failed: a FAIL verdict, an invalid file, a DIFFERENT rerun, a
+# refused merge; exit 1), or could not do it (error: bad input or a missing tool, with `errors`;
+# exit 2, or 1 for a refused submission or image). Verdicts and results are in `data`.
+OK, FAILED, ERROR = "ok", "failed", "error"
+STATUSES = (OK, FAILED, ERROR)
+
+
 def envelope(command: str, status: str, data: Any, errors: list[str] | None = None) -> dict:
     """The versioned JSON envelope every --json output uses."""
+    if status not in STATUSES:
+        raise ValueError(f"envelope status {status!r} is not one of {STATUSES}")
     return {"kit_result_version": RESULT_VERSION, "command": command, "status": status,
             "data": data, "errors": list(errors or [])}
 
 
 def print_json(command: str, status: str, data: Any, errors: list[str] | None = None) -> None:
-    """Print the envelope on stdout."""
+    """Print the envelope on stdout (status: OK, FAILED or ERROR)."""
     sys.stdout.write(json.dumps(envelope(command, status, data, errors), indent=2, sort_keys=True,
                                 ensure_ascii=False, default=str) + "\n")
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
+from kit.errors import SubmitError
 
 
 @click.command()
@@ -17,7 +18,8 @@ from kit.cli import common as C
 @click.option("--runtime", type=click.Choice(["host", "docker"]), default="host", show_default=True,
               help="Run the jobs on the host, or in the built transformers-5.17 Docker image "
                    "(make base-image image-transformers-5.17-cpu), as REPRODUCE.md does.")
-def demo(workdir: Path, runtime: str) -> None:
+@common.json_option
+def demo(workdir: Path, runtime: str, as_json: bool) -> None:
     """Run the embedded default sweep end to end: no files, no network.
 
     Creates once (cached under the user cache dir, KIT_CACHE_DIR overrides) a tiny
@@ -25,6 +27,12 @@ def demo(workdir: Path, runtime: str) -> None:
     tiny three-language benchmark in the lrb format. Then it plans, submits the shard to
     the `local` site (the same launcher and job script a cluster gets), shows the
     status and writes the report. A second run skips every complete pair.
+
+    \b
+    Examples:
+      kit demo                                  in ./kit-demo, on this Python
+      kit demo --runtime docker --workdir kit-demo-docker    in the built image
+      kit demo --json                           the outcome as one JSON envelope
     """
     import os
 
@@ -37,14 +45,15 @@ def demo(workdir: Path, runtime: str) -> None:
     from kit.results.status import count_states, pair_states
 
     t0 = time.perf_counter()
+    show = common.say if as_json else click.echo   # under --json, stdout holds the envelope alone
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    files = prepare_demo(workdir, progress=C.say, runtime=runtime)
+    files = prepare_demo(workdir, progress=common.say, runtime=runtime)
     project = load_project(files.roster, None)
     runs = list(project.roster.run)
     ov = plan_overview(project, runs, None, (0, 1), files.results)
     c = ov.counts
-    click.echo(f"plan: {len(ov.runs)} runs x {len(ov.languages)} languages ({', '.join(ov.languages)}) = "
-               f"{ov.pairs} pairs, {ov.total_prompts} prompts; {c['complete']} complete, {c['pending']} pending")
+    show(f"plan: {len(ov.runs)} runs x {len(ov.languages)} languages ({', '.join(ov.languages)}) = "
+         f"{ov.pairs} pairs, {ov.total_prompts} prompts; {c['complete']} complete, {c['pending']} pending")
     site = load_sites(files.sites).get("local")
     plan = prepare_run(project, [site], files.sites.parent, runs, None)
     if plan.pending:
@@ -53,19 +62,23 @@ def demo(workdir: Path, runtime: str) -> None:
         subs = submit_run(plan, state_dir_for(files.sites))
         failed = [j for s in subs for j, code in s.exit_codes.items() if code]
         if failed:
-            click.echo(f"kit: error: demo job {', '.join(failed)} failed; see {files.workdir / 'logs'}", err=True)
-            sys.exit(1)
+            raise SubmitError(f"demo job {', '.join(failed)} failed", fix=f"read its log in {files.workdir / 'logs'}")
     else:
-        click.echo("every pair is already complete: nothing to run")
+        show("every pair is already complete: nothing to run")
     statuses = pair_states(files.results, ov.assigned, project.benchmark.item_ids)
     counts = count_states(statuses)
     for s in statuses:
-        click.echo(f"  {s.state:<9} {s.pair.run} [{s.pair.language}]  {s.path}")
-    click.echo("status: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+        show(f"  {s.state:<9} {s.pair.run} [{s.pair.language}]  {s.path}")
+    show("status: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
     paths = write_report(files.results, files.report)
-    click.echo(f"\nresults  {files.results}")
-    click.echo(f"report   {files.report}  ({', '.join(p.name for p in vars(paths).values() if isinstance(p, Path))})")
-    click.echo(f"roster   {files.roster}\nsites    {files.sites}\nassets   {files.cache}")
-    click.echo(f"done in {time.perf_counter() - t0:.1f}s; run `kit demo` again: every pair is skipped")
+    show(f"\nresults  {files.results}")
+    show(f"report   {files.report}  ({', '.join(p.name for p in paths.files.values())})")
+    show(f"roster   {files.roster}\nsites    {files.sites}\nassets   {files.cache}")
+    show(f"done in {time.perf_counter() - t0:.1f}s; run `kit demo` again: every pair is skipped")
+    if as_json:
+        common.print_json("demo", common.OK if counts.get("complete", 0) == len(statuses) else common.FAILED, {
+            "workdir": str(files.workdir), "results": str(files.results), "roster": str(files.roster),
+            "sites": str(files.sites), "assets": str(files.cache), "counts": counts,
+            "report": {role: str(p) for role, p in paths.files.items()}, "seconds": round(time.perf_counter() - t0, 1)})
     if counts.get("complete", 0) != len(statuses):
         sys.exit(1)

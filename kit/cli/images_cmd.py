@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
 
 files_options = [
     click.option("--images-file", type=click.Path(path_type=Path), default="containers/images.toml",
@@ -29,7 +29,7 @@ def with_files(f):
 
 def _built(names, images_file: Path, lock_file: Path):
     from kit.images import spec
-    from kit.images.lockfile import load_lock
+    from kit.images.built import load_lock
 
     lock = load_lock(lock_file)
     for name in names:
@@ -44,6 +44,12 @@ def images() -> None:
 
     \b
     make locks / make image-NAME / make sif-NAME / make sqsh-NAME call these commands.
+
+    \b
+    Examples:
+      kit images build gguf                      make image-gguf
+      kit images convert gguf --to all           its SIF and Enroot sqsh, sha256 recorded
+      kit images verify gguf                     the SIF and sqsh hold the image's files
     """
 
 
@@ -51,12 +57,23 @@ def images() -> None:
 @click.argument("names", nargs=-1, metavar="[NAME...]")
 @click.option("--upgrade", is_flag=True, help="Re-resolve every pin instead of keeping the current ones.")
 @with_files
-def locks_cmd(names, upgrade, images_file, lock_file) -> None:
-    """Regenerate the hashed lock files (uv pip compile --generate-hashes)."""
-    from kit.images.locks import lock_jobs, run_jobs
+@common.json_option
+def locks_cmd(names, upgrade, images_file, lock_file, as_json) -> None:
+    """Regenerate the hashed lock files (uv pip compile --generate-hashes).
+
+    \b
+    Examples:
+      kit images locks                     every image's locks, keeping current pins
+      kit images locks vllm --upgrade      re-resolve vllm's pins
+    """
+    from kit.images.compile_locks import lock_jobs, run_jobs
     from kit.images.spec import repo_root
 
-    run_jobs(lock_jobs(images_file, list(names) or None, upgrade=upgrade), repo_root(images_file), C.say)
+    jobs = lock_jobs(images_file, list(names) or None, upgrade=upgrade)
+    run_jobs(jobs, repo_root(images_file), common.say)
+    if as_json:
+        common.print_json("images locks", common.OK, {"locks": len(jobs), "upgrade": upgrade})
+        return
     click.echo("locks written")
 
 
@@ -71,16 +88,29 @@ def locks_cmd(names, upgrade, images_file, lock_file) -> None:
 @click.option("--no-cache", is_flag=True, help="Do not reuse cached build steps.")
 @click.option("--quiet", is_flag=True, help="Print build steps only, not their output.")
 @with_files
-def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, quiet, images_file, lock_file) -> None:
-    """Build images with the docker SDK and record them in the lock of built images."""
+@common.json_option
+def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, quiet, images_file, lock_file, as_json) -> None:
+    """Build images with the docker SDK and record them in the lock of built images.
+
+    \b
+    Examples:
+      kit images build gguf                            the CUDA llama.cpp image
+      kit images build transformers-5.17 --variant cpu --wheelhouse ~/.cache/kit/wheelhouse
+      kit images build vllm --ca-bundle /etc/ssl/certs/ca-certificates.crt   behind a TLS proxy
+    """
     from kit.images import spec
     from kit.images.build import BuildOptions, build
 
     targets = [spec.target(n, variant, images_file) for n in names]
     opts = BuildOptions(ca_bundle=ca_bundle, wheelhouse=wheelhouse, base=base, no_cache=no_cache, quiet=quiet)
+    built = []
     for t in targets:
         r = build(t, opts, lock_file)
-        click.echo(f"{t.name}\t{r.tag}\t{r.image_id}")
+        built.append({"image": t.name, "tag": r.tag, "image_id": r.image_id, "variant": r.variant})
+        if not as_json:
+            click.echo(f"{t.name}\t{r.tag}\t{r.image_id}")
+    if as_json:
+        common.print_json("images build", common.OK, {"lock": str(lock_file), "built": built})
 
 
 @images.command("convert")
@@ -90,44 +120,71 @@ def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, quiet, imag
 @click.option("--force", is_flag=True, help="Convert again even when the recorded artifact of this image is in place.")
 @out_option
 @with_files
-def convert_cmd(names, to, force, out_dir, images_file, lock_file) -> None:
+@common.json_option
+def convert_cmd(names, to, force, out_dir, images_file, lock_file, as_json) -> None:
     """Convert built images to SIF (Apptainer) and/or sqsh (Enroot); record their sha256.
 
     An artifact already made from the same image id, found in the folder with its recorded sha256,
     is kept (say so with --force to convert anyway).
+
+    \b
+    Examples:
+      kit images convert gguf --to all              build/images/kit-gguf-<id>.sif and .sqsh
+      kit images convert vllm --to sqsh --out /lustre/me/kit-images
     """
     from kit.images.convert import convert, forms_of
 
+    made = []
     for _, built in list(_built(names, images_file, lock_file)):
         for form, art in convert(built, forms_of(to), out_dir, lock_file, force=force).items():
-            click.echo(f"{built.backend}\t{form}\t{out_dir / art.file}\t{art.sha256}")
+            made.append({"image": built.backend, "form": form, "file": str(out_dir / art.file), "sha256": art.sha256})
+            if not as_json:
+                click.echo(f"{built.backend}\t{form}\t{out_dir / art.file}\t{art.sha256}")
+    if as_json:
+        common.print_json("images convert", common.OK, {"artifacts": made})
 
 
 @images.command("save")
 @names_arg
 @out_option
 @with_files
-def save_cmd(names, out_dir, images_file, lock_file) -> None:
-    """Write built images as docker archives (docker load -i FILE on a host with no registry)."""
+@common.json_option
+def save_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
+    """Write built images as docker archives (docker load -i FILE on a host with no registry).
+
+    \b
+    Example:
+      kit images save transformers-5.17 --out /media/usb     then, elsewhere: docker load -i FILE
+    """
     from kit.images.convert import convert
 
+    saved = []
     for _, built in list(_built(names, images_file, lock_file)):
         art = convert(built, ("tar",), out_dir, lock_file)["tar"]
-        click.echo(f"{built.backend}\ttar\t{out_dir / art.file}\t{art.sha256}")
+        saved.append({"image": built.backend, "file": str(out_dir / art.file), "sha256": art.sha256})
+        if not as_json:
+            click.echo(f"{built.backend}\ttar\t{out_dir / art.file}\t{art.sha256}")
+    if as_json:
+        common.print_json("images save", common.OK, {"archives": saved})
 
 
 @images.command("verify")
 @names_arg
 @out_option
 @with_files
-@C.json_option
+@common.json_option
 def verify_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
-    """Prove the SIF and sqsh hold the image's files; print every differing path."""
+    """Prove the SIF and sqsh hold the image's files; print every differing path.
+
+    \b
+    Example:
+      kit images verify gguf            sif: SAME, sqsh: SAME (or each differing path)
+    """
     from kit.images.verify import verify
 
     data, failed = [], False
     for _, built in list(_built(names, images_file, lock_file)):
-        for r in verify(built, out_dir, progress=C.say):
+        for r in verify(built, out_dir, progress=common.say):
             failed |= bool(r.differences)
             data.append({"image": built.backend, "form": r.form, "file": r.file, "entries": r.entries,
                          "differences": [d.path for d in r.differences], "ignored": dict(r.ignored)})
@@ -141,16 +198,21 @@ def verify_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
                     click.echo(f"  differs: /{d.path}: image {d.left.describe() if d.left else 'absent'}"
                                f" | {r.form} {d.right.describe() if d.right else 'absent'}")
     if as_json:
-        C.print_json("images verify", "failed" if failed else "ok", data)
+        common.print_json("images verify", common.FAILED if failed else common.OK, data)
     sys.exit(1 if failed else 0)
 
 
 @images.command("lint")
 @names_arg
 @with_files
-@C.json_option
+@common.json_option
 def lint_cmd(names, images_file, lock_file, as_json) -> None:
-    """Check built images: GPU variables, no `native` CUDA arch, kit importable, entry point."""
+    """Check built images: GPU variables, no `native` CUDA arch, kit importable, entry point.
+
+    \b
+    Example:
+      kit images lint gguf vllm --json
+    """
     from kit.images.lint import lint
 
     data, failed = [], False
@@ -161,19 +223,26 @@ def lint_cmd(names, images_file, lock_file, as_json) -> None:
             if not as_json:
                 click.echo(f"{'PASS' if f.ok else 'FAIL'}  {t.name:18} {f.check:16} {f.detail}")
     if as_json:
-        C.print_json("images lint", "failed" if failed else "ok", data)
+        common.print_json("images lint", common.FAILED if failed else common.OK, data)
     sys.exit(1 if failed else 0)
 
 
 @images.command("defs")
 @click.option("--check", is_flag=True, help="Fail if a definition file differs from its regeneration.")
 @with_files
-def defs_cmd(check, images_file, lock_file) -> None:
-    """Regenerate apptainer/<NAME>.def from each Dockerfile (spython plus kit's fixes)."""
+@common.json_option
+def defs_cmd(check, images_file, lock_file, as_json) -> None:
+    """Regenerate apptainer/<NAME>.def from each Dockerfile (spython plus kit's fixes).
+
+    \b
+    Examples:
+      kit images defs            rewrite apptainer/*.def
+      kit images defs --check    fail if one is stale (what the tests run)
+    """
     from kit.images import spec
     from kit.images.apptainer_def import def_path, render
 
-    stale = []
+    stale, written = [], []
     for t in spec.all_targets(images_file):
         if t.variant:
             continue
@@ -184,7 +253,12 @@ def defs_cmd(check, images_file, lock_file) -> None:
         else:
             path.parent.mkdir(exist_ok=True)
             path.write_text(text, encoding="utf-8")
-            click.echo(f"wrote {path}")
-    if stale:
+            written.append(str(path))
+            if not as_json:
+                click.echo(f"wrote {path}")
+    if as_json:
+        common.print_json("images defs", common.FAILED if stale else common.OK, {"check": check, "stale": stale, "written": written})
+    elif stale:
         click.echo(f"stale: {', '.join(stale)} (run: kit images defs)", err=True)
+    if stale:
         sys.exit(1)

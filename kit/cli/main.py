@@ -67,20 +67,40 @@ def cli(ctx: click.Context, verbose: bool) -> None:
     ctx.obj["verbose"] = verbose
 
 
+def command_path(args: list[str]) -> str:
+    """The command an argument list runs, as the JSON envelope names it ("plan", "images lint")."""
+    words = [a for a in args if not a.startswith("-")]
+    if not words or words[0] not in COMMANDS:
+        return "kit"
+    if words[0] == "images" and len(words) > 1:
+        return f"images {words[1]}"
+    return words[0]
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; KitErrors become one stderr line and their exit code."""
-    verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
+    """Run the CLI. This is the one place errors are printed: a KitError becomes one stderr line
+    (and, under --json, the error envelope on stdout) and its exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    verbose = "-v" in args or "--verbose" in args
     try:
-        cli.main(args=argv, prog_name="kit", standalone_mode=False)
+        cli.main(args=args, prog_name="kit", standalone_mode=False)
     except KitError as exc:
         if verbose:
             raise
+        if "--json" in args:
+            from kit.cli.common import ERROR, print_json
+
+            print_json(command_path(args), ERROR, None, [exc.one_line()])
         click.echo(f"kit: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("kit: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        if "--json" in args:
+            from kit.cli.common import ERROR, print_json
+
+            print_json(command_path(args), ERROR, None, [exc.format_message()])
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:

@@ -6,23 +6,23 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
 from kit.config.project import load_project
 from kit.launch.overview import plan_overview
 from kit.plan import parse_shard
 
 
 @click.command()
-@C.roster_option
-@C.benchmark_option
-@C.models_option
-@C.languages_option
+@common.roster_option
+@common.benchmark_option
+@common.models_option
+@common.languages_option
 @click.option("--shard", "shard_text", default="0/1", show_default=True, metavar="I/N",
               help="Show only shard I of N (pairs whose index mod N is I).")
 @click.option("--results", type=click.Path(path_type=Path), default="results", show_default=True,
               help="Results tree to count complete / pending / invalid checkpoints in.")
-@C.unpinned_option
-@C.json_option
+@common.unpinned_option
+@common.json_option
 def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None, shard_text: str,
          results: Path, allow_unpinned: bool, as_json: bool) -> None:
     """Show what a sweep consists of, before any model is loaded.
@@ -42,9 +42,9 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned,
                            roster_required=explicit_roster or bool(models))
     runs = project.roster.select(models) if project.roster.run else []
-    ov = plan_overview(project, runs, C.split_languages(languages), shard, results)
+    ov = plan_overview(project, runs, common.split_languages(languages), shard, results)
     if as_json:
-        C.print_json("plan", "ok", ov.as_dict())
+        common.print_json("plan", common.OK, ov.as_dict())
         return
     echo = click.echo
     echo(f"benchmark  {project.benchmark.root}  ({project.benchmark.describe()})")

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
 
 
 @click.command()
 @click.option("--site", "site_name", required=True, metavar="NAME", help="The site whose results to copy.")
 @click.option("--to", "dest", type=click.Path(path_type=Path), default=None,
               help="Local folder to copy into (default: results-<site>).")
-@C.sites_option
-@C.json_option
+@common.sites_option
+@common.json_option
 def pull(site_name: str, dest: Path | None, sites_file: Path, as_json: bool) -> None:
     """Copy a site's checkpoints here and check every one.
 
@@ -49,7 +49,7 @@ def pull(site_name: str, dest: Path | None, sites_file: Path, as_json: bool) -> 
     data = {"site": site.name, "source": report.source, "dest": str(dest), "listed": report.listed,
             "copied": report.fetched, "counts": counts, "invalid": [s.as_dict() for s in invalid]}
     if as_json:
-        C.print_json("pull", "failed" if invalid else "ok", data)
+        common.print_json("pull", common.FAILED if invalid else common.OK, data)
     else:
         click.echo(f"pulled {report.source} -> {dest}: {report.listed} files there, {len(report.fetched)} copied "
                    f"(new or changed)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
 from kit.config.project import load_project
 from kit.config.sites import load_sites
 
@@ -15,11 +15,11 @@ from kit.config.sites import load_sites
 @click.command()
 @click.option("--site", "site_names", multiple=True, metavar="NAME", help="Site to submit to (repeatable).")
 @click.option("--sites", "sites_csv", default=None, metavar="a,b", help="Several sites; each gets consecutive shard slots by weight.")
-@C.sites_option
-@C.roster_option
-@C.benchmark_option
-@C.models_option
-@C.languages_option
+@common.sites_option
+@common.roster_option
+@common.benchmark_option
+@common.models_option
+@common.languages_option
 @click.option("--array", type=click.IntRange(1, 100000), default=None,
               help="Split the pending pairs into N shards, one array task each (one site).")
 @click.option("--walltime", default=None, metavar="H:MM", help="Walltime per job (default: the site's).")
@@ -28,8 +28,8 @@ from kit.config.sites import load_sites
 @click.option("--dry-run", is_flag=True, help="Print the plan, the job script and the exact command; submit nothing.")
 @click.option("--now", default=None, hidden=True, envvar="KIT_NOW",
               help="Pretend the submission happens at this ISO time (Europe/Paris unless an offset is given).")
-@C.unpinned_option
-@C.json_option
+@common.unpinned_option
+@common.json_option
 def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, roster: Path, benchmark: Path | None,
         models: tuple[str, ...], languages: str | None, array: int | None, walltime: str | None,
         job_types: tuple[str, ...], dry_run: bool, now: str | None, allow_unpinned: bool, as_json: bool) -> None:
@@ -53,18 +53,19 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     """
     from kit.launch.submit import prepare_run, submit_run
 
-    names = list(site_names) + (C.split_languages(sites_csv) or [])
+    names = list(site_names) + (common.split_languages(sites_csv) or [])
     sites_cfg = load_sites(sites_file)
     sites = [sites_cfg.get(n) for n in names]
     if job_types:
         sites = [s.model_copy(update={"job_types": tuple(job_types)}) for s in sites]
     if walltime:
+        from kit.config.loading import invalid_line
         from kit.config.sites import walltime_seconds
 
         try:
             walltime_seconds(walltime)
         except ValueError as exc:
-            raise click.BadParameter(str(exc).replace(" ; fix: ", "; "), param_hint="--walltime") from None
+            raise click.BadParameter(invalid_line(exc), param_hint="--walltime") from None
     from kit.launch.policy import describe, parse_now
 
     clock = parse_now(now)
@@ -76,22 +77,23 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
             if site.is_remote:
                 sync_mirror(site, sites_file.resolve().parent)
     runs = project.roster.select(models)
-    plan = prepare_run(project, sites, sites_file.resolve().parent, runs, C.split_languages(languages),
+    plan = prepare_run(project, sites, sites_file.resolve().parent, runs, common.split_languages(languages),
                        array=array, walltime=walltime, allow_unpinned=allow_unpinned, dry_run=dry_run)
     if not as_json:
         click.echo(f"plan: {len(plan.planned)} pairs, {plan.complete} complete, {len(plan.pending)} pending, "
                    f"{len(plan.invalid)} invalid (kept; rerun those with `kit shard --force`)")
     if not plan.pending:
         if as_json:
-            C.print_json("run", "ok", {**plan.as_dict(), "submitted": []})
+            common.print_json("run", common.OK, {**plan.as_dict(), "dry_run": dry_run, "submitted": []})
         else:
             click.echo("nothing to submit: every planned pair is complete")
         return
     if dry_run:
         for warning in plan.warnings:
-            C.say(f"kit: warning: {warning}")
+            common.say(f"kit: warning: {warning}")
         if as_json:
-            C.print_json("run", "dry-run", {**plan.as_dict(), "scripts": {s.site.name: s.script_text for s in plan.sites}})
+            common.print_json("run", common.OK, {**plan.as_dict(), "dry_run": True,
+                                       "scripts": {s.site.name: s.script_text for s in plan.sites}})
             return
         for sp in plan.sites:
             click.echo(f"\n# site {sp.site.name}: shard slots {sp.slots} of {sp.shard_count}, plan file {sp.plan_path}")
@@ -108,10 +110,10 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
         return
     from kit.launch.sitestatus import state_dir_for
 
-    submissions = submit_run(plan, state_dir_for(sites_file), now=clock, show=C.say)
+    submissions = submit_run(plan, state_dir_for(sites_file), now=clock, show=common.say)
     failed = any(code != 0 for s in submissions for code in s.exit_codes.values())
     if as_json:
-        C.print_json("run", "failed" if failed else "ok",
+        common.print_json("run", common.FAILED if failed else common.OK,
                      {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids, "exit_codes": s.exit_codes}
                                                        for s in submissions]})
     else:

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
 from kit.config.project import load_project
 from kit.errors import ConfigError
 from kit.plan import parse_shard, select_pairs
 
 
 @click.command()
-@C.roster_option
-@C.benchmark_option
+@common.roster_option
+@common.benchmark_option
 @click.option("--results", type=click.Path(path_type=Path), required=True, help="Results tree to write checkpoints into.")
-@C.models_option
-@C.languages_option
+@common.models_option
+@common.languages_option
 @click.option("--pairs", "pairs_file", type=click.Path(path_type=Path), default=None,
               help="Plan file written by `kit run` (the exact pair list the shards divide).")
 @click.option("--shard", "shard_text", default="0/1", show_default=True, envvar="KIT_SHARD", metavar="I/N",
@@ -26,8 +26,8 @@ from kit.plan import parse_shard, select_pairs
 @click.option("--force", is_flag=True, help="Replace invalid checkpoints of this shard (complete ones are always kept).")
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None, envvar="HF_HUB_CACHE",
               help="Hugging Face hub cache with the staged snapshots. Env: HF_HUB_CACHE.")
-@C.unpinned_option
-@C.json_option
+@common.unpinned_option
+@common.json_option
 def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str, ...], languages: str | None,
           pairs_file: Path | None, shard_text: str, force: bool, cache_dir: Path | None, allow_unpinned: bool,
           as_json: bool) -> None:
@@ -60,9 +60,9 @@ def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str
             pairs = [p for p in pairs if p.run in keep]
         runs = [r for r in project.roster.run if r.name in {p.run for p in pairs}]
     else:
-        pairs = select_pairs(runs, project.benchmark, C.split_languages(languages))
+        pairs = select_pairs(runs, project.benchmark, common.split_languages(languages))
     report = run_shard(runs=runs, pairs=pairs, benchmark=project.benchmark, results=results, shard=index_count,
-                       force=force, cache_dir=cache_dir, progress=C.say)
+                       force=force, cache_dir=cache_dir, progress=common.say)
     data = {
         "shard": shard_text, "assigned": len(report.assigned), "written": len(report.written),
         "skipped": len(report.skipped),
@@ -70,7 +70,7 @@ def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str
         "failed": [{"run": p.run, "language": p.language, "error": e} for p, e in report.failed],
     }
     if as_json:
-        C.print_json("shard", "ok" if report.ok else "failed", data)
+        common.print_json("shard", common.OK if report.ok else common.FAILED, data)
     else:
         click.echo(f"shard {shard_text}: {len(report.written)} written, {len(report.skipped)} already complete, "
                    f"{len(report.invalid)} invalid kept, {len(report.failed)} failed")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
 from kit.config.project import load_project
 from kit.plan import select_pairs
 from kit.results.status import count_states, pair_states, scan_results
@@ -14,16 +14,16 @@ from kit.results.status import count_states, pair_states, scan_results
 
 @click.command()
 @click.argument("results", type=click.Path(path_type=Path), default="results")
-@C.roster_option
-@C.benchmark_option
-@C.models_option
-@C.languages_option
+@common.roster_option
+@common.benchmark_option
+@common.models_option
+@common.languages_option
 @click.option("--site", "site_names", multiple=True, metavar="NAME",
               help="Status at a configured site (repeatable): checkpoints there, then the scheduler for the rest.")
 @click.option("--all-sites", is_flag=True, help="Every site in the sites file.")
-@C.sites_option
-@C.unpinned_option
-@C.json_option
+@common.sites_option
+@common.unpinned_option
+@common.json_option
 def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
            site_names: tuple[str, ...], all_sites: bool, sites_file: Path, allow_unpinned: bool,
            as_json: bool) -> None:
@@ -52,26 +52,21 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     ctx = click.get_current_context()
     explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
     if site_names or all_sites:
-        from kit.config.sites import load_sites
-        from kit.launch.sitestatus import merge_sites, site_pair_status
+        from kit.launch.sitestatus import statuses_at_sites
 
-        cfg = load_sites(sites_file)
-        names = list(cfg.site) if all_sites else list(site_names)
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
-        runs = project.roster.select(models)
-        # one row per pair: the most advanced state over the sites (complete anywhere wins)
-        statuses = merge_sites({name: site_pair_status(project, cfg.get(name), sites_file, runs,
-                                                       C.split_languages(languages)) for name in names})
+        statuses = statuses_at_sites(project, sites_file, None if all_sites else list(site_names),
+                                     project.roster.select(models), common.split_languages(languages))
     elif explicit or roster.exists():
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         runs = project.roster.select(models)
-        pairs = select_pairs(runs, project.benchmark, C.split_languages(languages))
+        pairs = select_pairs(runs, project.benchmark, common.split_languages(languages))
         statuses = pair_states(results, pairs, project.benchmark.item_ids)
     else:
         statuses = scan_results(results)
     counts = count_states(statuses)
     if as_json:
-        C.print_json("status", "ok", {"results": str(results), "counts": counts,
+        common.print_json("status", common.OK, {"results": str(results), "counts": counts,
                                        "pairs": [s.as_dict() for s in statuses]})
         return
     from rich.console import Console

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import click
 
-from kit.cli import common as C
+from kit.cli import common
+from kit.errors import ConfigError
 from kit.results.checkpoint import verify_files
 from kit.results.store import NON_LANGUAGE_DIRS
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@C.json_option
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@common.json_option
 def verify(paths: tuple[Path, ...], as_json: bool) -> None:
     """Recompute each checkpoint's metrics from its predictions; exit 1 unless all match exactly.
 
@@ -34,12 +35,12 @@ def verify(paths: tuple[Path, ...], as_json: bool) -> None:
         else:
             files.append(p)
     if not files:
-        click.echo(f"kit: error: no checkpoint files under {', '.join(map(str, paths))}; fix: pass *.json files or folders holding them", err=True)
-        sys.exit(2)
+        raise ConfigError(f"no checkpoint files under {', '.join(map(str, paths))}",
+                          fix="pass *.json files or folders holding them")
     outcomes = verify_files(files)
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
     if as_json:
-        C.print_json("verify", "ok" if not bad else "failed",
+        common.print_json("verify", common.OK if not bad else common.FAILED,
                      [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices}
                       for p, st in outcomes])
     else:

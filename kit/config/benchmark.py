@@ -13,18 +13,15 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kit.config.loading import config_error_from, load_model, read_toml
+from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
+from kit.config.loading import config_error_from, invalid, load_model
 from kit.errors import ConfigError
-
-if TYPE_CHECKING:
-    from kit.config.evalsuite import EvalSuite
 
 PLACEHOLDER = "{}"
 TASKS = ("generate", "score")
@@ -61,9 +58,7 @@ class ManifestFile(BaseModel):
     def _inside(cls, v: str) -> str:
         parts = PurePosixPath(v).parts
         if not v or "\\" in v or PurePosixPath(v).is_absolute() or ".." in parts:
-            raise ValueError(
-                "must be a relative path inside the manifest folder ; fix: write it like 'fr/v3-final-fr.csv'"
-            )
+            raise invalid("must be a relative path inside the manifest folder", fix="write it like 'fr/v3-final-fr.csv'")
         return v
 
     @field_validator("sha256")
@@ -91,10 +86,10 @@ class Manifest(BaseModel):
     def _codes(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for lang in v:
             if not _LANG.match(lang):
-                raise ValueError(f"bad language code {lang!r} ; fix: use ISO codes such as 'en', 'fr', 'ceb'")
+                raise invalid(f"bad language code {lang!r}", fix="use ISO codes such as 'en', 'fr', 'ceb'")
         dupes = sorted({lang for lang in v if v.count(lang) > 1})
         if dupes:
-            raise ValueError(f"languages lists {', '.join(dupes)} twice ; fix: list each language once")
+            raise invalid(f"languages lists {', '.join(dupes)} twice", fix="list each language once")
         return v
 
     @field_validator("whole_set_sha256")
@@ -106,34 +101,26 @@ class Manifest(BaseModel):
     def _consistent(self) -> "Manifest":
         for lang in self.languages:
             if lang not in self.files:
-                raise ValueError(
-                    f"files has no entry for language {lang!r} ; fix: add files.{lang} with path, rows and sha256, or drop {lang!r} from languages"
-                )
+                raise invalid(f"files has no entry for language {lang!r}", fix=f"add files.{lang} with path, rows and sha256, or drop {lang!r} from languages")
         for lang in self.files:
             if lang not in self.languages:
-                raise ValueError(f"files.{lang} names a language missing from languages ; fix: add {lang!r} to languages or remove files.{lang}")
+                raise invalid(f"files.{lang} names a language missing from languages", fix=f"add {lang!r} to languages or remove files.{lang}")
         if len(self.source_item_ids) != self.row_count:
-            raise ValueError(
-                f"row_count is {self.row_count} but source_item_ids has {len(self.source_item_ids)} ids ; fix: list one source item id per row"
-            )
+            raise invalid(f"row_count is {self.row_count} but source_item_ids has {len(self.source_item_ids)} ids", fix="list one source item id per row")
         first: dict[str, int] = {}
         for i, sid in enumerate(self.source_item_ids):
             if sid in first:
-                raise ValueError(
-                    f"source_item_ids[{i}] {sid!r} repeats source_item_ids[{first[sid]}] ; fix: give every source item its own id"
-                )
+                raise invalid(f"source_item_ids[{i}] {sid!r} repeats source_item_ids[{first[sid]}]", fix="give every source item its own id")
             first[sid] = i
         for lang in self.languages:
             if self.files[lang].rows != self.row_count:
-                raise ValueError(
-                    f"files.{lang}.rows is {self.files[lang].rows} but row_count is {self.row_count} ; fix: every language file holds all row_count items"
-                )
+                raise invalid(f"files.{lang}.rows is {self.files[lang].rows} but row_count is {self.row_count}", fix="every language file holds all row_count items")
         return self
 
 
 def _check_hex64(v: str) -> str:
     if not _HEX64.match(v):
-        raise ValueError("not a sha256 digest ; fix: write the 64 lowercase hex digits of the file's sha256")
+        raise invalid("not a sha256 digest", fix="write the 64 lowercase hex digits of the file's sha256")
     return v
 
 
@@ -150,40 +137,9 @@ class Item:
     label: str
 
 
-@dataclass(frozen=True)
-class LanguageData:
-    """The checked items of one language file, in manifest order, and the file's digest."""
-
-    language: str
-    items: tuple[Item, ...]
-    file_sha256: str
-    path: Path
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """A prompt template for one task ("generate" or "score"), as read from its file."""
-
-    task: str
-    text: str
-    sha256: str
-    path: Path
-
-
 def item_id(source_item_id: str, language: str) -> str:
     """The item id of a source item in one language: first 16 hex of sha256(source id, NUL, language)."""
     return hashlib.sha256(f"{source_item_id}\0{language}".encode("utf-8")).hexdigest()[:16]
-
-
-def whole_set_sha256(file_digests: Mapping[str, str]) -> str:
-    """The whole-set digest of {language: file sha256}, by the lrb rule.
-
-    The rule was checked against the lrb manifest: sha256 of the lines
-    "<language>:<file sha256>" for the languages in sorted order, joined by "\\n"
-    with no final newline. It pins the inventory; each file's own digest pins its bytes.
-    """
-    inventory = "\n".join(f"{lang}:{file_digests[lang]}" for lang in sorted(file_digests))
-    return hashlib.sha256(inventory.encode("utf-8")).hexdigest()
 
 
 def read_prompt(path: Path, task: str, named_by: str) -> Prompt:
@@ -424,23 +380,10 @@ class BenchmarkFile(BaseModel):
     prompts: PromptFiles = Field(default_factory=PromptFiles)
 
 
-def load_benchmark(path: Path) -> "Benchmark | EvalSuite":
-    """Load the benchmark in folder `path`: from its benchmark.toml (an lrb benchmark or, with
-    kind = "lighteval", a LightEval suite), or by the lrb file names."""
-    root = Path(path)
-    if not root.is_dir():
-        raise ConfigError(
-            f"{root}: benchmark folder not found",
-            fix="pass the folder that holds benchmark.toml or translations/manifest.json (kit demo writes one)",
-        )
-    config = root / "benchmark.toml"
-    if config.is_file():
-        if read_toml(config, "benchmark").get("kind") == "lighteval":
-            from kit.config.evalsuite import load_suite
-
-            return load_suite(root, config)
-        return _from_config(root, config)
-    return _auto_detect(root)
+def load_lrb(root: Path, config: Path | None) -> Benchmark:
+    """Load an lrb benchmark folder: from its benchmark.toml `config`, or, without one, by the lrb
+    file names (kit.config.kinds.load_benchmark picks the kind)."""
+    return _from_config(root, config) if config is not None else _auto_detect(root)
 
 
 def _from_config(root: Path, config: Path) -> Benchmark:

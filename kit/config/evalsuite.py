@@ -35,8 +35,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kit.config.benchmark import LanguageData, Prompt, whole_set_sha256
-from kit.config.loading import load_model
+from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
+from kit.config.loading import invalid, load_model
 from kit.errors import ConfigError
 
 KIND = "lighteval"
@@ -68,8 +68,7 @@ class SuiteTask(BaseModel):
     @classmethod
     def _plain(cls, v: str) -> str:
         if not _TASK_NAME.match(v) or v in ("systems", "report", "logs"):
-            raise ValueError("must be a plain folder name (letters, digits, _ . -) other than systems, report, logs"
-                             " ; fix: use the LightEval task's short name, e.g. 'math_500'")
+            raise invalid("must be a plain folder name (letters, digits, _ . -) other than systems, report, logs", fix="use the LightEval task's short name, e.g. 'math_500'")
         return v
 
     @field_validator("lighteval")
@@ -77,7 +76,7 @@ class SuiteTask(BaseModel):
     def _task_string(cls, v: str) -> str:
         parts = v.split("|")
         if len(parts) not in (3, 4) or not all(parts[:3]) or not parts[2].isdigit():
-            raise ValueError("is not a LightEval task string ; fix: write suite|task|few_shot, e.g. 'custom|kit_arith|0'")
+            raise invalid("is not a LightEval task string", fix="write suite|task|few_shot, e.g. 'custom|kit_arith|0'")
         return v
 
     @field_validator("data")
@@ -85,14 +84,14 @@ class SuiteTask(BaseModel):
     def _relative(cls, v: str) -> str:
         p = PurePosixPath(v)
         if p.is_absolute() or ".." in p.parts or not v.endswith(".jsonl"):
-            raise ValueError("must be a .jsonl path inside the suite folder ; fix: write it like 'data/kit_arith/test.jsonl'")
+            raise invalid("must be a .jsonl path inside the suite folder", fix="write it like 'data/kit_arith/test.jsonl'")
         return v
 
     @field_validator("sha256")
     @classmethod
     def _hex(cls, v: str) -> str:
         if not _HEX64.match(v):
-            raise ValueError("not a sha256 digest ; fix: write the 64 lowercase hex digits (sha256sum FILE)")
+            raise invalid("not a sha256 digest", fix="write the 64 lowercase hex digits (sha256sum FILE)")
         return v
 
 
@@ -118,7 +117,7 @@ class SuiteFile(BaseModel):
         names = [t.name for t in self.task]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"task name {dupes[0]!r} is used twice ; fix: give every [[task]] its own name")
+            raise invalid(f"task name {dupes[0]!r} is used twice", fix="give every [[task]] its own name")
         return self
 
 
@@ -224,7 +223,7 @@ class EvalSuite:
             items.append(SuiteItem(str(ident), json.dumps(row, ensure_ascii=False, sort_keys=True)))
         if not items:
             raise ConfigError(f"{path}: task {name!r} has no lines", fix="add the evaluation items")
-        return LanguageData(language=name, items=tuple(items), file_sha256=digest, path=path)  # type: ignore[arg-type]
+        return LanguageData(language=name, items=tuple(items), file_sha256=digest, path=path)
 
     def item_ids(self, name: str) -> list[str]:
         """The item ids of task `name`, in file order."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kit.config.backends import BACKENDS
-from kit.config.loading import load_model
+from kit.config.loading import invalid, load_model
 
 # Every CUDA arch list must name real architectures: `native` builds for the build host's GPU
 # (none on a builder), which yields an image that fails on every cluster GPU.
@@ -21,7 +21,7 @@ _ARCH = re.compile(r"^\d{2,3}[a-z]?(-real|-virtual)?$")
 
 def _relative(value: str) -> str:
     if not value or value.startswith("/") or ".." in Path(value).parts:
-        raise ValueError(f"{value!r} must be a path relative to the repository root ; fix: e.g. containers/NAME/...")
+        raise invalid(f"{value!r} must be a path relative to the repository root", fix="e.g. containers/NAME/...")
     return value
 
 
@@ -30,8 +30,7 @@ def _check_args(args: dict[str, str]) -> dict[str, str]:
     if arch is not None:
         parts = [p for p in arch.replace(",", ";").split(";") if p]
         if not parts or not all(_ARCH.match(p) for p in parts):
-            raise ValueError(f"CMAKE_CUDA_ARCHITECTURES={arch!r} must list architectures like '70;75;80;86;89;90' "
-                             "; fix: never 'native' or 'all': name Volta (70) to Hopper (90)")
+            raise invalid(f"CMAKE_CUDA_ARCHITECTURES={arch!r} must list architectures like '70;75;80;86;89;90'", fix="never 'native' or 'all': name Volta (70) to Hopper (90)")
     return args
 
 
@@ -85,7 +84,7 @@ class ImageSpec(BaseModel):
     @classmethod
     def _python(cls, v: str) -> str:
         if not re.fullmatch(r"3\.\d{1,2}", v):
-            raise ValueError(f"python {v!r} is not a minor version ; fix: e.g. python = \"3.11\"")
+            raise invalid(f"python {v!r} is not a minor version", fix="e.g. python = \"3.11\"")
         return v
 
     def locks(self) -> list[str]:
@@ -121,7 +120,7 @@ class ImagesFile(BaseModel):
     def _known(cls, v: dict[str, ImageSpec]) -> dict[str, ImageSpec]:
         for name in v:
             if name not in BACKENDS:
-                raise ValueError(f"image {name!r} names no backend ; fix: use one of {', '.join(BACKENDS)}")
+                raise invalid(f"image {name!r} names no backend", fix=f"use one of {', '.join(BACKENDS)}")
         return v
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticCustomError
 
 from kit.errors import ConfigError
 
@@ -21,11 +22,27 @@ _HINTS = {
 }
 
 
+_FIX = "kit_fix"   # the context key of an invalid() error that holds its fix
+
+
+def invalid(message: str, *, fix: str) -> PydanticCustomError:
+    """The error a validator raises for a bad value: the problem and, as a field, its fix
+    (config_error_from turns it into one ConfigError line)."""
+    return PydanticCustomError("kit_invalid", message, {_FIX: fix})
+
+
+def invalid_line(exc: ValueError) -> str:
+    """One line for a validator's error raised outside validation (e.g. a --walltime option)."""
+    if isinstance(exc, PydanticCustomError):
+        return f"{exc.message()}; fix: {(exc.context or {}).get(_FIX)}"
+    return str(exc)
+
+
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """Parse a TOML file; a missing file or a syntax error is a ConfigError."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"{path}: {what} file not found", fix=f"create it or pass the right path")
+        raise ConfigError(f"{path}: {what} file not found", fix="create it or pass the right path")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -59,11 +76,7 @@ def config_error_from(exc: ValidationError, path: Path, text: str | None) -> Con
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
-    fix = None
-    if " ; fix: " in msg:
-        msg, fix = msg.split(" ; fix: ", 1)
-    if fix is None:
-        fix = _HINTS.get(err["type"])
+    fix = (err.get("ctx") or {}).get(_FIX) or _HINTS.get(err["type"])
     if fix is None and err["type"].endswith("_type") or err["type"].endswith("_parsing"):
         fix = "give a value of the expected type"
     got = err.get("input")

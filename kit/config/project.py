@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.config.benchmark import Benchmark, load_benchmark
+from kit.config.dataset import Dataset
+from kit.config.kinds import load_benchmark
 from kit.config.roster import Roster, load_roster
 from kit.errors import ConfigError
 
@@ -16,7 +17,7 @@ class Project:
 
     roster: Roster
     roster_path: Path | None
-    benchmark: Benchmark
+    benchmark: Dataset
 
 
 def load_project(

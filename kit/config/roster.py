@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from kit.config.backends import BACKENDS
-from kit.config.loading import config_error_from, read_toml
+from kit.config.loading import config_error_from, invalid, read_toml
 from kit.errors import ConfigError
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -28,7 +28,7 @@ def parse_param_count(value: int | str | None) -> int | None:
         return value
     m = _SIZE.match(str(value))
     if not m:
-        raise ValueError(f"not a parameter count ; fix: write an integer or a size like '2.6B' or '350M'")
+        raise invalid("not a parameter count", fix="write an integer or a size like '2.6B' or '350M'")
     return int(round(float(m.group(1)) * _SCALE[m.group(2).upper()]))
 
 
@@ -56,16 +56,16 @@ class Run(BaseModel):
     def _model_id(cls, v: str) -> str:
         base, _, variant = v.partition("@")
         if not _MODEL_ID.match(base) or ".." in base:
-            raise ValueError("not a model id ; fix: write 'org/name' or 'org/name@variant' (letters, digits, . _ -)")
+            raise invalid("not a model id", fix="write 'org/name' or 'org/name@variant' (letters, digits, . _ -)")
         if "@" in v and not _VARIANT.match(variant):
-            raise ValueError("bad @variant ; fix: use letters, digits, . _ + - after '@'")
+            raise invalid("bad @variant", fix="use letters, digits, . _ + - after '@'")
         return v
 
     @field_validator("backend")
     @classmethod
     def _backend(cls, v: str) -> str:
         if v not in BACKENDS:
-            raise ValueError(f"unknown backend ; fix: use one of {', '.join(BACKENDS)}")
+            raise invalid("unknown backend", fix=f"use one of {', '.join(BACKENDS)}")
         return v
 
     @field_validator("params", mode="before")
@@ -80,7 +80,7 @@ class Run(BaseModel):
             return v
         for lang in v:
             if not _LANG.match(lang):
-                raise ValueError(f"bad language code {lang!r} ; fix: use ISO codes such as 'en', 'fr', 'ceb'")
+                raise invalid(f"bad language code {lang!r}", fix="use ISO codes such as 'en', 'fr', 'ceb'")
         return tuple(sorted(set(v)))
 
     @field_validator("revision")
@@ -88,13 +88,11 @@ class Run(BaseModel):
     def _pinning(cls, v: str | None, info: ValidationInfo) -> str | None:
         allow_unpinned = bool((info.context or {}).get("allow_unpinned"))
         if v is not None and not HEX40.match(v):
-            raise ValueError(f"revision {v!r} is not a 40-hex commit ; fix: pin the model's full commit hash from its Hub page")
+            raise invalid(f"revision {v!r} is not a 40-hex commit", fix="pin the model's full commit hash from its Hub page")
         if v is None and info.data.get("trust_remote_code"):
-            raise ValueError(
-                "trust_remote_code needs a pinned 40-hex revision ; fix: add revision = '<commit>' so the remote code is the reviewed one"
-            )
+            raise invalid("trust_remote_code needs a pinned 40-hex revision", fix="add revision = '<commit>' so the remote code is the reviewed one")
         if v is None and not allow_unpinned:
-            raise ValueError("revision is missing ; fix: add revision = '<40-hex commit>' or pass --allow-unpinned")
+            raise invalid("revision is missing", fix="add revision = '<40-hex commit>' or pass --allow-unpinned")
         return v
 
     @property
@@ -126,7 +124,7 @@ class Roster(BaseModel):
         seen: set[str] = set()
         for i, r in enumerate(self.run):
             if r.name in seen:
-                raise ValueError(f"duplicate run run[{i}] {r.name!r} ; fix: give each variant its own @suffix or remove the duplicate")
+                raise invalid(f"duplicate run run[{i}] {r.name!r}", fix="give each variant its own @suffix or remove the duplicate")
             seen.add(r.name)
         return self
 

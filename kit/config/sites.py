@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kit.config.loading import load_model
+from kit.config.loading import invalid, load_model
 from kit.errors import ConfigError
 
 G5K_JOB_TYPES = ("night",)
@@ -23,7 +23,7 @@ def walltime_seconds(text: str) -> int:
     """'1:30' (H:MM), '1:30:00' (H:MM:SS) or '2-00:00' (D-H:MM) -> seconds."""
     m = _WALLTIME.match(text.strip())
     if not m:
-        raise ValueError(f"walltime {text!r} is not H:MM, H:MM:SS or D-H:MM ; fix: write e.g. '1:30' for ninety minutes")
+        raise invalid(f"walltime {text!r} is not H:MM, H:MM:SS or D-H:MM", fix="write e.g. '1:30' for ninety minutes")
     days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
     return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
 
@@ -82,7 +82,7 @@ class Site(BaseModel):
     def _env_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for name in v:
             if not _ENV_NAME.match(name):
-                raise ValueError(f"{name!r} is not an environment variable name ; fix: use names like HF_HOME")
+                raise invalid(f"{name!r} is not an environment variable name", fix="use names like HF_HOME")
         return v
 
     @property
@@ -121,7 +121,7 @@ class SitesFile(BaseModel):
     def _site_names(cls, v: dict[str, Site]) -> dict[str, Site]:
         for key in v:
             if not _SITE_NAME.match(key):
-                raise ValueError(f"site name {key!r} ; fix: use lower-case letters, digits, '-' and '_'")
+                raise invalid(f"site name {key!r}", fix="use lower-case letters, digits, '-' and '_'")
         return v
 
     def get(self, name: str) -> Site:

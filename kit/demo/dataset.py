@@ -16,7 +16,8 @@ import secrets
 import shutil
 from pathlib import Path
 
-from kit.config.benchmark import CSV_COLUMNS, DEFAULT_GENERATE_PROMPT, whole_set_sha256
+from kit.config.benchmark import CSV_COLUMNS, DEFAULT_GENERATE_PROMPT
+from kit.config.dataset import whole_set_sha256
 from kit.errors import ConfigError
 
 DATASET = "kit/demo-landuse"

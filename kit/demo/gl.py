@@ -42,7 +42,7 @@ def _encoder(folder: Path) -> None:
 
 
 def _write_gliner2(out: Path) -> None:
-    from gliner2 import GLiNER2, ExtractorConfig
+    from gliner2 import ExtractorConfig, GLiNER2
 
     with tempfile.TemporaryDirectory() as tmp:
         _encoder(Path(tmp))

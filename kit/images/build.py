@@ -11,10 +11,10 @@ from pathlib import Path
 import kit
 from kit.errors import ConfigError, ImageError
 from kit.images import engine
+from kit.images.built import BuiltImage, ImagesLock, host_lock, update_lock
 from kit.images.context import write_context
-from kit.images.lockfile import BuiltImage, ImagesLock, host_lock, update_lock
 from kit.images.progress import Progress
-from kit.images.spec import Target, file_sha256, kit_commit
+from kit.images.spec import Target, input_sha256, kit_commit
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,11 @@ def preflight(t: Target, base: str) -> None:
 
 
 def _drop_build_stages(image_id: str, seen: list[str], progress: Progress) -> None:
-    """Remove the build-stage images of this build (they hold the CA bundle); keep the final chain."""
+    """Remove the build-stage images of this build (they hold the CA bundle); keep the final chain.
+
+    Last layer first, one image at a time (noprune): a layer this build took from the cache (the
+    steps before the bundle was copied in) still has another build's layers as children, so Docker
+    keeps it, and other images' build cache survives."""
     api = engine.client().api
     keep = {h["Id"].split(":")[-1][:12] for h in api.history(image_id) if h.get("Id", "<missing>") != "<missing>"}
     for short in reversed(seen):
@@ -104,7 +108,7 @@ def _drop_build_stages(image_id: str, seen: list[str], progress: Progress) -> No
         try:
             if api.inspect_image(short).get("RepoTags"):
                 continue  # a base image (FROM), not a build-stage layer
-            api.remove_image(short, force=False, noprune=False)
+            api.remove_image(short, force=False, noprune=True)
         except Exception:  # still a parent of a kept image, or already gone: harmless
             pass
     progress.line("removed the build-stage images (they held the CA bundle)")
@@ -131,7 +135,7 @@ def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
         kit_version=kit.__version__, kit_commit=commit,
         built_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         variant=t.variant, python=t.spec.python, cuda=t.spec.cuda, base_image_id=base_id,
-        build_locks_sha256={p: file_sha256(t.path(p)) for p in t.spec.build_locks},
+        build_locks_sha256={p: input_sha256(t.path(p)) for p in t.spec.build_locks},
         offline=opts.wheelhouse is not None, ca_bundle=opts.ca_bundle is not None, size_bytes=attrs.get("Size"))
 
     def change(lock: ImagesLock) -> None:

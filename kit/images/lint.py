@@ -14,8 +14,8 @@ from typing import Any
 import kit
 from kit.config.backends import engine_for
 from kit.images import engine
+from kit.images.built import BuiltImage
 from kit.images.execute import run_oci
-from kit.images.lockfile import BuiltImage
 from kit.images.spec import Target
 
 # the library each worker engine needs inside its image

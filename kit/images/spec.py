@@ -3,15 +3,15 @@ their digests, and the kit commit to bake in."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.config.images import ImageSpec, ImagesFile, load_images
+from kit.config.images import ImagesFile, ImageSpec, load_images
 from kit.errors import ConfigError
+from kit.results.store import file_sha256
 
 DEFAULT_IMAGES_FILE = Path("containers") / "images.toml"
 
@@ -36,24 +36,20 @@ class Target:
 
     def lock_sha256(self) -> str:
         """sha256 of the runtime lock file."""
-        return file_sha256(self.path(self.spec.lock))
+        return input_sha256(self.path(self.spec.lock))
 
     def dockerfile_sha256(self) -> str:
         """sha256 of the Dockerfile."""
-        return file_sha256(self.path(self.spec.dockerfile))
+        return input_sha256(self.path(self.spec.dockerfile))
 
 
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes; a missing file is a ConfigError naming it."""
-    h = hashlib.sha256()
+def input_sha256(path: Path) -> str:
+    """Hex sha256 of an image input (lock, Dockerfile); a missing file is a ConfigError naming it."""
     try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        return file_sha256(path)
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found", fix="run `make locks` for a lock, or fix the path in "
                           "containers/images.toml") from None
-    return h.hexdigest()
 
 
 def repo_root(images_file: Path) -> Path:

@@ -21,7 +21,7 @@ from typing import Any
 
 from kit.errors import ImageError
 from kit.images import engine
-from kit.images.tree import norm
+from kit.images.digest_tree import norm
 
 EPOCH = 1700000000
 ENROOT_FILES = ("etc/rc", "etc/rc.local", "etc/environment", "etc/fstab")

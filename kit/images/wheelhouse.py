@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from kit.errors import ImageError
-from kit.images.lockfile import host_lock
+from kit.images.built import host_lock
 from kit.images.spec import Target
 
 _REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?)==(\S+)")

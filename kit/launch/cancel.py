@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.plan import Pair
-from kit.results import keys as K
+from kit.results import keys
 from kit.results.status import PairStatus
 
-LIVE = (K.QUEUED, K.RUNNING)
+LIVE = (keys.QUEUED, keys.RUNNING)
 
 
 @dataclass
@@ -37,7 +37,7 @@ def jobs_to_cancel(site: str, statuses: list[PairStatus]) -> CancelPlan:
     """Pure: the queued or running jobs that own pairs without a complete checkpoint."""
     plan = CancelPlan(site)
     for st in statuses:
-        if st.job is None or st.state == K.COMPLETE:
+        if st.job is None or st.state == keys.COMPLETE:
             continue
         if st.state in LIVE:
             plan.jobs.setdefault(st.job, []).append(st.pair)

@@ -11,25 +11,25 @@ from pathlib import Path
 from kit.launch.schedulers.base import (CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN, JobStatus,
                                         Scheduler)
 from kit.launch.tracking import SubmissionRecord, latest_jobs
-from kit.results import keys as K
+from kit.results import keys
 from kit.results.status import PairStatus, pair_states
 
 # normalized job state -> pair state, for a pair whose checkpoint is not there
 PAIR_STATE = {
-    PENDING: K.QUEUED,
-    RUNNING: K.RUNNING,
-    COMPLETED: K.FAILED,   # the job ended but wrote no valid checkpoint for this pair
-    FAILED: K.FAILED,
-    TIMEOUT: K.TIMEOUT,
-    CANCELLED: K.CANCELLED,
-    UNKNOWN: K.UNKNOWN,
+    PENDING: keys.QUEUED,
+    RUNNING: keys.RUNNING,
+    COMPLETED: keys.FAILED,   # the job ended but wrote no valid checkpoint for this pair
+    FAILED: keys.FAILED,
+    TIMEOUT: keys.TIMEOUT,
+    CANCELLED: keys.CANCELLED,
+    UNKNOWN: keys.UNKNOWN,
 }
 
 
 def explain_missing(statuses: list[PairStatus], records: list[SubmissionRecord],
                     scheduler: Scheduler | None) -> list[PairStatus]:
     """Fill in the job and its state for every pending pair; pairs no submission planned become unclaimed."""
-    missing = [s for s in statuses if s.state == K.PENDING]
+    missing = [s for s in statuses if s.state == keys.PENDING]
     jobs = latest_jobs(records, [s.pair for s in missing])
     known: dict[str, JobStatus] = {}
     for job, rec in jobs.values():
@@ -48,13 +48,13 @@ def explain_missing(statuses: list[PairStatus], records: list[SubmissionRecord],
                 known.update({j: JobStatus(j, UNKNOWN, reason=f"{type(exc).__name__}: {exc}") for j in to_poll})
     for s in missing:
         if s.pair not in jobs:
-            s.state = K.UNCLAIMED
+            s.state = keys.UNCLAIMED
             s.reasons = ["no submission planned this pair"]
             continue
         job, _ = jobs[s.pair]
         st = known.get(job) or JobStatus(job, UNKNOWN, reason="the scheduler did not report this job")
         s.job = job
-        s.state = PAIR_STATE.get(st.state, K.UNKNOWN)
+        s.state = PAIR_STATE.get(st.state, keys.UNKNOWN)
         detail = st.reason or (f"exit code {st.exit_code}" if st.exit_code not in (None, 0) else "")
         if st.state == COMPLETED:
             detail = "job completed without writing a valid checkpoint for this pair"
@@ -84,12 +84,12 @@ def site_pair_status(project, site, sites_file: Path, runs, languages) -> list[P
         try:
             sync_mirror(site, sites_dir)
         except KitError as exc:
-            return [PairStatus(p, K.UNKNOWN, Path(site.results), [f"checkpoints not read: {exc.one_line()}"])
+            return [PairStatus(p, keys.UNKNOWN, Path(site.results), [f"checkpoints not read: {exc.one_line()}"])
                     for p in sorted(pairs)]
     statuses = pair_states(results_dir(site, sites_dir), pairs, project.benchmark.item_ids)
     scheduler = get_scheduler(site.scheduler)(site)
     records = load_records(state_dir_for(sites_file), site.name)
-    jobs = latest_jobs(records, [s.pair for s in statuses if s.state == K.COMPLETE])
+    jobs = latest_jobs(records, [s.pair for s in statuses if s.state == keys.COMPLETE])
     for s in statuses:  # the job that was to write a complete pair, for the table
         if s.pair in jobs:
             s.job = jobs[s.pair][0]
@@ -105,8 +105,8 @@ def results_dir(site, sites_dir: Path) -> Path:
 
 
 # when sites disagree about a pair, the first state in this list is the one shown
-MERGE_ORDER = (K.COMPLETE, K.RUNNING, K.QUEUED, K.FAILED, K.TIMEOUT, K.CANCELLED, K.INVALID, K.UNKNOWN,
-               K.PENDING, K.UNCLAIMED)
+MERGE_ORDER = (keys.COMPLETE, keys.RUNNING, keys.QUEUED, keys.FAILED, keys.TIMEOUT, keys.CANCELLED, keys.INVALID, keys.UNKNOWN,
+               keys.PENDING, keys.UNCLAIMED)
 
 
 def merge_sites(per_site: dict[str, list[PairStatus]]) -> list[PairStatus]:
@@ -120,6 +120,16 @@ def merge_sites(per_site: dict[str, list[PairStatus]]) -> list[PairStatus]:
             if cur is None or rank.get(st.state, len(rank)) < rank.get(cur.state, len(rank)):
                 best[st.pair] = st
     return [best[p] for p in sorted(best)]
+
+
+def statuses_at_sites(project, sites_file: Path, names: list[str] | None, runs, languages) -> list[PairStatus]:
+    """Every planned pair over the named sites of sites.toml (all of them when `names` is None): one
+    row per pair, its most advanced state (complete anywhere wins), the site in its detail."""
+    from kit.config.sites import load_sites
+
+    cfg = load_sites(sites_file)
+    chosen = list(cfg.site) if names is None else names
+    return merge_sites({name: site_pair_status(project, cfg.get(name), sites_file, runs, languages) for name in chosen})
 
 
 def checkpoint_states(project, sites, sites_dir: Path, pairs) -> list[PairStatus]:

@@ -21,9 +21,9 @@ from kit.launch.paths import site_path
 from kit.launch.request import JobRequest
 from kit.launch.runtimes.base import RuntimeContext, get_runtime
 from kit.launch.schedulers.base import Scheduler, Submission, get_scheduler
-from kit.plan import Pair, gpu_count, select_pairs, site_slots
-from kit.results import keys as K
 from kit.launch.tracking import SubmissionRecord, append_record
+from kit.plan import Pair, gpu_count, select_pairs, site_slots
+from kit.results import keys
 
 
 @dataclass
@@ -137,9 +137,9 @@ def prepare_run(
     from kit.launch.sitestatus import checkpoint_states
 
     states = checkpoint_states(project, sites, sites_dir, planned)
-    pending = [s.pair for s in states if s.state == K.PENDING]
-    invalid = [s.pair for s in states if s.state == K.INVALID]
-    complete = sum(1 for s in states if s.state == K.COMPLETE)
+    pending = [s.pair for s in states if s.state == keys.PENDING]
+    invalid = [s.pair for s in states if s.state == keys.INVALID]
+    complete = sum(1 for s in states if s.state == keys.COMPLETE)
     plan = RunPlan(planned, pending, complete, invalid)
     if not pending:
         return plan
@@ -178,7 +178,7 @@ def _image_for(site: Site, backend: str, sites_dir: Path, images_lock: Path | No
     if site.runtime == "host":
         return None, {}
     from kit.errors import ImageError
-    from kit.images.lockfile import DEFAULT_LOCK, load_lock
+    from kit.images.built import DEFAULT_LOCK, load_lock
 
     lock_path = images_lock or Path(os.environ.get("KIT_IMAGES_LOCK") or DEFAULT_LOCK)
     try:

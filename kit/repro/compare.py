@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit.results import keys as K
+from kit.errors import CheckpointError
+from kit.results import keys
+from kit.results.kinds import kind_of, unknown_kind
 
 REPRODUCED = "REPRODUCED"
 WITHIN_TOLERANCE = "WITHIN TOLERANCE"
@@ -60,35 +62,37 @@ def parse_tolerance(text: str | None) -> Tolerance:
 def compare(recorded: dict[str, Any], rerun: dict[str, Any], tolerance: Tolerance) -> Comparison:
     """Item by item: identical outputs, or agreement and metric deltas within tolerance.
 
-    lrb results agree on an item when the predicted label is the same, and the tolerance bounds
-    |delta f1|; LightEval suite results agree when the item's metric values are the same, and the
-    tolerance bounds the largest |delta| of any task metric."""
-    suite = recorded.get(K.METADATA, {}).get(K.BENCHMARK_KIND) == K.KIND_LIGHTEVAL
-    verdict_of = K.ITEM_METRICS if suite else K.PREDICTED
-    rec = {p[K.ITEM_ID]: p for p in recorded[K.PREDICTIONS]}
-    new = {p[K.ITEM_ID]: p for p in rerun[K.PREDICTIONS]}
+    The result's benchmark kind says when an item agrees (lrb: the same predicted label; LightEval:
+    the same item metric values) and which metric delta the tolerance bounds (lrb: F1; LightEval:
+    the largest change of any task metric)."""
+    kind = kind_of(recorded)
+    if kind is None:
+        raise CheckpointError(f"the result's {unknown_kind(recorded)}", fix="reproduce a checkpoint that `kit verify` accepts")
+    verdict_of = kind.agreement_field
+    rec = {p[keys.ITEM_ID]: p for p in recorded[keys.PREDICTIONS]}
+    new = {p[keys.ITEM_ID]: p for p in rerun[keys.PREDICTIONS]}
     differing = []
     same_label = 0
     for item_id in rec:
         a, b = rec[item_id], new.get(item_id)
         if b is None:
             differing.append({"item_id": item_id, "recorded": a.get(verdict_of), "rerun": None,
-                              "recorded_output": a.get(K.RAW_OUTPUT), "rerun_output": None})
+                              "recorded_output": a.get(keys.RAW_OUTPUT), "rerun_output": None})
             continue
         same_label += a.get(verdict_of) == b.get(verdict_of)
-        fields = (K.PREDICTED, K.RAW_OUTPUT, K.TRUNCATED, K.SCORE_YES, K.NATIVE_SCORE, K.ITEM_METRICS, K.OUTPUTS)
+        fields = (keys.PREDICTED, keys.RAW_OUTPUT, keys.TRUNCATED, keys.SCORE_YES, keys.NATIVE_SCORE, keys.ITEM_METRICS, keys.OUTPUTS)
         if any(a.get(f) != b.get(f) for f in fields):
             differing.append({"item_id": item_id, "recorded": a.get(verdict_of), "rerun": b.get(verdict_of),
-                              "recorded_output": a.get(K.RAW_OUTPUT), "rerun_output": b.get(K.RAW_OUTPUT)})
+                              "recorded_output": a.get(keys.RAW_OUTPUT), "rerun_output": b.get(keys.RAW_OUTPUT)})
     extra = sorted(set(new) - set(rec))
     for item_id in extra:
         differing.append({"item_id": item_id, "recorded": None, "rerun": new[item_id].get(verdict_of),
-                          "recorded_output": None, "rerun_output": new[item_id].get(K.RAW_OUTPUT)})
+                          "recorded_output": None, "rerun_output": new[item_id].get(keys.RAW_OUTPUT)})
     agreement = same_label / len(rec) if rec else 0.0
-    names = sorted(m for m in recorded[K.METRICS] if m != K.N_ITEMS) if suite else K.METRIC_NAMES
-    deltas = {m: round(rerun[K.METRICS][m] - recorded[K.METRICS][m], 12) for m in names
-              if m in recorded[K.METRICS] and m in rerun[K.METRICS]}
-    worst = max((abs(d) for d in deltas.values()), default=0.0) if suite else abs(deltas.get(K.F1, 0.0))
+    deltas = {m: round(rerun[keys.METRICS][m] - recorded[keys.METRICS][m], 12) for m in kind.compared_metrics(recorded[keys.METRICS])
+              if m in recorded[keys.METRICS] and m in rerun[keys.METRICS]}
+    signed = kind.bounded_delta(deltas)
+    worst = abs(signed)
     identical = not differing
     if identical:
         verdict = REPRODUCED
@@ -96,23 +100,21 @@ def compare(recorded: dict[str, Any], rerun: dict[str, Any], tolerance: Toleranc
         verdict = WITHIN_TOLERANCE
     else:
         verdict = DIFFERENT
-    signed = max(deltas.values(), key=abs, default=0.0) if suite else deltas.get(K.F1, 0.0)
-    return Comparison(verdict, agreement, deltas, differing, identical,
-                      "largest task metric" if suite else "F1", signed)
+    return Comparison(verdict, agreement, deltas, differing, identical, kind.bounded, signed)
 
 
-SETTINGS = (K.BACKEND, K.TASK, K.DTYPE, K.BATCH_SIZE, K.MAX_NEW_TOKENS, K.SEED, K.DECODING, K.OPTIONS)
+SETTINGS = (keys.BACKEND, keys.TASK, keys.DTYPE, keys.BATCH_SIZE, keys.MAX_NEW_TOKENS, keys.SEED, keys.DECODING, keys.OPTIONS)
 
 
 def settings_differences(recorded: dict[str, Any], rerun: dict[str, Any]) -> list[str]:
     """Recorded settings the rerun did not use, one line each (e.g. 'batch_size: 8 -> 4')."""
-    a, b = recorded.get(K.METADATA, {}), rerun.get(K.METADATA, {})
+    a, b = recorded.get(keys.METADATA, {}), rerun.get(keys.METADATA, {})
     return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in SETTINGS if a.get(k) != b.get(k)]
 
 
 def environment(result: dict[str, Any]) -> dict[str, Any]:
     """The facts of a result's environment that matter for exactness, for the side-by-side table."""
-    prov = result.get(K.PROVENANCE, {})
+    prov = result.get(keys.PROVENANCE, {})
     hw, job, image, pk = (prov.get(k, {}) for k in ("hardware", "job", "image", "packages"))
     return {
         "image digest": image.get("digest"), "artifact": image.get("artifact"),
@@ -120,5 +122,5 @@ def environment(result: dict[str, Any]) -> dict[str, Any]:
         "site": job.get("site"), "node": job.get("node"), "gpu": hw.get("gpu_name"), "gpu count": hw.get("gpu_count"),
         "cuda": hw.get("cuda"), "driver": hw.get("driver"), "cpu": hw.get("cpu"), "kit": prov.get("kit_version"),
         "kit commit": prov.get("kit_commit"), "torch": pk.get("torch"), "transformers": pk.get("transformers"),
-        "batch_size": result.get(K.METADATA, {}).get(K.BATCH_SIZE), "dtype": result.get(K.METADATA, {}).get(K.DTYPE),
+        "batch_size": result.get(keys.METADATA, {}).get(keys.BATCH_SIZE), "dtype": result.get(keys.METADATA, {}).get(keys.DTYPE),
     }

@@ -12,29 +12,30 @@ from typing import Any
 
 from kit.errors import ConfigError, ImageError
 from kit.repro.resolve import ResolvedImage
-from kit.results import keys as K
+from kit.results import keys
 from kit.results.store import checkpoint_path, write_text_atomic
+
 
 def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int | None = None) -> str:
     """A roster TOML holding one run with the result's recorded settings."""
-    meta = result[K.METADATA]
+    meta = result[keys.METADATA]
     run = {
-        "model": meta.get(K.RUN) or meta[K.MODEL_ID], "backend": meta[K.BACKEND],
-        "task": meta.get(K.TASK, K.TASK_GENERATE), "dtype": meta.get(K.DTYPE, "auto"),
-        "batch_size": batch_size or meta[K.BATCH_SIZE], "max_new_tokens": meta[K.MAX_NEW_TOKENS],
-        "seed": meta.get(K.SEED, 0), "trust_remote_code": bool(meta.get("trust_remote_code", False)),
+        "model": meta.get(keys.RUN) or meta[keys.MODEL_ID], "backend": meta[keys.BACKEND],
+        "task": meta.get(keys.TASK, keys.TASK_GENERATE), "dtype": meta.get(keys.DTYPE, "auto"),
+        "batch_size": batch_size or meta[keys.BATCH_SIZE], "max_new_tokens": meta[keys.MAX_NEW_TOKENS],
+        "seed": meta.get(keys.SEED, 0), "trust_remote_code": bool(meta.get("trust_remote_code", False)),
     }
-    if meta.get(K.MODEL_REVISION):
-        run["revision"] = meta[K.MODEL_REVISION]
+    if meta.get(keys.MODEL_REVISION):
+        run["revision"] = meta[keys.MODEL_REVISION]
     lines = [f"benchmark = {json.dumps(str(benchmark_root))}", "", "[[run]]"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in run.items()]
-    options = meta.get(K.OPTIONS) or {}
+    options = meta.get(keys.OPTIONS) or {}
     if options:
         lines += ["", "[run.options]"] + [f"{k} = {json.dumps(v)}" for k, v in sorted(options.items())]
     return "\n".join(lines) + "\n"
 
 
-def execute(image: ResolvedImage, kit_args: list[str], binds: list[str], env: dict[str, str]) -> tuple[int, str]:
+def run_in_image(image: ResolvedImage, kit_args: list[str], binds: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run `kit <kit_args>` in the resolved image (or on the host); (exit status, output)."""
     if image.runtime == "host":
         # the host's engine settings (vLLM's CPU KV-cache size, the visible GPUs) carry over
@@ -44,15 +45,15 @@ def execute(image: ResolvedImage, kit_args: list[str], binds: list[str], env: di
         proc = subprocess.run([sys.executable, "-m", "kit", *kit_args], capture_output=True, text=True, env=run_env,
                               timeout=3600)
         return proc.returncode, proc.stdout + proc.stderr
-    from kit.images import execute as X
+    from kit.images import execute
 
     argv = ["kit", *kit_args]
     if image.runtime == "docker":
-        out = X.run_oci(str(image.ref), argv, binds, env, user=f"{os.getuid()}:{os.getgid()}")
+        out = execute.run_oci(str(image.ref), argv, binds, env, user=f"{os.getuid()}:{os.getgid()}")
     elif image.runtime == "apptainer":
-        out = X.run_sif(Path(str(image.ref)), argv, binds, env)
+        out = execute.run_sif(Path(str(image.ref)), argv, binds, env)
     elif image.runtime == "sqsh":
-        out = X.run_sqsh(Path(str(image.ref)), argv, binds, env, user=f"{os.getuid()}:{os.getgid()}")
+        out = execute.run_sqsh(Path(str(image.ref)), argv, binds, env, user=f"{os.getuid()}:{os.getgid()}")
     else:
         raise ImageError(f"unknown runtime {image.runtime!r}", fix="use docker, apptainer, sqsh or host")
     return out.status, out.stdout + out.stderr
@@ -61,15 +62,15 @@ def execute(image: ResolvedImage, kit_args: list[str], binds: list[str], env: di
 def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Path, weights: Path | None,
                workdir: Path, *, batch_size: int | None = None) -> tuple[dict[str, Any], str]:
     """Run the pair again; returns the new checkpoint and the worker's output."""
-    meta = result[K.METADATA]
+    meta = result[keys.METADATA]
     workdir = Path(workdir).resolve()
     out = workdir / "results"
     roster = workdir / "roster.toml"
     write_text_atomic(roster, roster_for(result, Path(benchmark_root).resolve(), batch_size=batch_size))
-    run_name, lang = meta.get(K.RUN) or meta[K.MODEL_ID], meta[K.LANGUAGE]
+    run_name, lang = meta.get(keys.RUN) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]
     kit_args = ["shard", "--roster", str(roster), "--results", str(out), "--languages", lang, "--model", run_name,
                 "--force"]
-    if not meta.get(K.MODEL_REVISION):
+    if not meta.get(keys.MODEL_REVISION):
         kit_args.append("--allow-unpinned")
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
            "TRANSFORMERS_VERBOSITY": "error", "KIT_RUNTIME": image.runtime}
@@ -89,7 +90,7 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
         p.chmod(0o777)
     roster.chmod(0o644)
     try:
-        status, log = execute(image, kit_args, binds, env)
+        status, log = run_in_image(image, kit_args, binds, env)
     except FileNotFoundError as exc:
         raise ImageError(f"{exc.filename} not found", fix="install it, or choose another --runtime") from None
     path = checkpoint_path(out, run_name, lang)

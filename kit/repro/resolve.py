@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit.config.benchmark import Benchmark, load_benchmark
+from kit.config.dataset import Dataset
+from kit.config.kinds import load_benchmark
 from kit.errors import ConfigError, ImageError
-from kit.images.lockfile import ImagesLock
-from kit.results import keys as K
+from kit.images.built import ImagesLock
+from kit.results import keys
+from kit.results.store import file_sha256
 
 RUNTIMES = ("docker", "apptainer", "sqsh", "host")
 
@@ -30,15 +31,6 @@ class ResolvedImage:
     note: str
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, streamed."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _docker_image_id(ref: str) -> str | None:
     try:
         out = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True,
@@ -52,7 +44,7 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
                   image: str | None = None, allow_other: bool = False) -> ResolvedImage:
     """Find the recorded image for `runtime`: a local Docker image with the recorded id, or a SIF/sqsh
     whose sha256 the result (or the image lock, for that image id) records."""
-    prov = result.get(K.PROVENANCE, {})
+    prov = result.get(keys.PROVENANCE, {})
     rec = prov.get("image", {})
     digest, backend = rec.get("digest"), rec.get("backend")
     if runtime == "host":
@@ -100,37 +92,63 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
 
 def check_weights(result: dict[str, Any], snapshot: Path) -> list[str]:
     """Weight files whose sha256 differs from the record (empty when all match)."""
-    from kit.worker.snapshot import weight_files_sha256
+    from kit.weights.snapshot import weight_files_sha256
 
-    recorded = result.get(K.PROVENANCE, {}).get("model", {}).get("weight_files_sha256", {})
+    recorded = result.get(keys.PROVENANCE, {}).get("model", {}).get("weight_files_sha256", {})
     now = weight_files_sha256(snapshot)
     return [f"{name}: recorded {sha[:16]}, found {str(now.get(name))[:16]}"
             for name, sha in sorted(recorded.items()) if now.get(name) != sha]
 
 
-def resolve_benchmark(result: dict[str, Any], path: Path | None) -> Benchmark:
-    """The benchmark the result read: its language file and prompt must have the recorded digests.
+@dataclass(frozen=True)
+class SweepInputs:
+    """What the sweep a result belongs to names: its benchmark folder and its site's weights folder."""
 
-    Without a path, kit's own demo dataset is used when the result's manifest digest is its."""
-    meta = result.get(K.METADATA, {})
+    workspace: Path | None = None
+    benchmark: Path | None = None
+    weights: Path | None = None
+
+
+def sweep_inputs(result_path: Path, result: dict[str, Any]) -> SweepInputs:
+    """The benchmark and weights folders of the sweep that wrote a result, when the result lies in a
+    kit workspace: the nearest folder above its results folder holding roster.toml (as `kit run` and
+    `kit demo` leave them). The benchmark is the roster's `benchmark`; the weights are the `weights` of
+    the site the job ran at (provenance.job.site) in the sites.toml beside it. Empty outside one."""
+    from kit.config.roster import load_roster
+    from kit.config.sites import load_sites
+
+    folder = next((f for f in Path(result_path).resolve().parents[1:] if (f / "roster.toml").is_file()), None)
+    if folder is None:
+        return SweepInputs()
+    roster, roster_dir = load_roster(folder / "roster.toml", allow_unpinned=True)
+    benchmark = roster_dir / roster.benchmark if roster.benchmark else None
+    weights = None
+    site_name = result.get(keys.PROVENANCE, {}).get("job", {}).get("site")
+    if (folder / "sites.toml").is_file() and site_name:
+        site = load_sites(folder / "sites.toml").site.get(site_name)
+        if site is not None and site.weights and not site.is_remote:
+            weights = (folder / Path(site.weights).expanduser()).resolve()
+    return SweepInputs(folder, benchmark, weights)
+
+
+def resolve_benchmark(result: dict[str, Any], path: Path | None) -> Dataset:
+    """The benchmark the result read (folder `path`): its language file and prompt must have the
+    recorded digests."""
+    meta = result.get(keys.METADATA, {})
     if path is None:
-        from kit.demo.dataset import write_demo_benchmark
-        from kit.demo.run import demo_cache_dir
-
-        demo = load_benchmark(write_demo_benchmark(demo_cache_dir() / "data"))
-        if demo.manifest_sha256 != meta.get(K.MANIFEST_SHA256):
-            raise ConfigError("the result's dataset is not kit's demo dataset", fix="pass --benchmark DIR")
-        path = demo.root
+        raise ConfigError("no benchmark folder for the rerun: the result is not inside a kit workspace "
+                          "(no roster.toml above its results folder)",
+                          fix="pass --benchmark DIR, the benchmark the result was run on")
     bench = load_benchmark(Path(path))
-    lang = meta.get(K.LANGUAGE)
+    lang = meta.get(keys.LANGUAGE)
     data = bench.load_language(lang)
-    if data.file_sha256 != meta.get(K.BENCHMARK_SHA256):
+    if data.file_sha256 != meta.get(keys.BENCHMARK_SHA256):
         raise ConfigError(f"{data.path}: sha256 {data.file_sha256[:16]} is not the recorded "
-                          f"{str(meta.get(K.BENCHMARK_SHA256))[:16]}", fix="pass the benchmark the result was run on")
-    task = meta.get(K.TASK, K.TASK_GENERATE)
-    if bench.prompt(task).sha256 != meta.get(K.PROMPT_SHA256):
+                          f"{str(meta.get(keys.BENCHMARK_SHA256))[:16]}", fix="pass the benchmark the result was run on")
+    task = meta.get(keys.TASK, keys.TASK_GENERATE)
+    if bench.prompt(task).sha256 != meta.get(keys.PROMPT_SHA256):
         raise ConfigError(f"the {task} prompt of {bench.root} is not the recorded one "
-                          f"({str(meta.get(K.PROMPT_SHA256))[:16]})", fix="pass the benchmark the result was run on")
+                          f"({str(meta.get(keys.PROMPT_SHA256))[:16]})", fix="pass the benchmark the result was run on")
     return bench
 
 
@@ -140,9 +158,9 @@ def load_result(path: Path) -> dict[str, Any]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: not a readable checkpoint ({exc})", fix="pass a RESULTS/<lang>/<run>.json file") from None
-    if not isinstance(data, dict) or K.METADATA not in data or K.PREDICTIONS not in data:
+    if not isinstance(data, dict) or keys.METADATA not in data or keys.PREDICTIONS not in data:
         raise ConfigError(f"{path}: not a kit checkpoint (no metadata/predictions)", fix="pass a RESULTS/<lang>/<run>.json file")
-    if K.PROVENANCE not in data:
+    if keys.PROVENANCE not in data:
         raise ConfigError(f"{path}: has no provenance block, so it cannot be reproduced by kit",
                           fix="only results written by kit carry the facts a rerun needs")
     return data

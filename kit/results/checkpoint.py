@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from kit.results import keys
-from kit.results.metrics import PREDICTED_LABELS, compute_metrics, metrics_equal
+from kit.results.kinds import ResultKind, kind_of, unknown_kind
 from kit.results.store import run_file_stem
-from kit.results.suite_metrics import prediction_faults, suite_metrics, suite_metrics_differ
 
 # keys.py has no checkpoint-side name for "no file yet"; kept here until it does.
 MISSING = "missing"
@@ -98,17 +97,15 @@ def validate_checkpoint(
     reasons += _run_reasons(data[keys.METADATA], path, run)
     reasons += _language_reasons(data[keys.METADATA], path, language, notices)
     predictions = data[keys.PREDICTIONS]
-    kind = data[keys.METADATA].get(keys.BENCHMARK_KIND, keys.KIND_LRB)
-    if kind not in (keys.KIND_LRB, keys.KIND_LIGHTEVAL):
-        reasons.append(f"metadata.{keys.BENCHMARK_KIND} is {kind!r} ; kit knows {keys.KIND_LRB} and {keys.KIND_LIGHTEVAL}")
+    kind = kind_of(data)
+    if kind is None:
+        reasons.append(unknown_kind(data))
         return CheckpointState(keys.INVALID, reasons, notices, data)
-    lighteval = kind == keys.KIND_LIGHTEVAL
-    shape = _suite_prediction_reasons(predictions) if lighteval else _prediction_reasons(predictions)
+    shape = _prediction_reasons(kind, predictions)
     reasons += shape
     if not shape:
         reasons += _item_id_reasons([p[keys.ITEM_ID] for p in predictions], item_ids)
-        differing = (suite_metrics_differ(data[keys.METRICS], suite_metrics(predictions)) if lighteval
-                     else metrics_equal(data[keys.METRICS], compute_metrics(predictions)))
+        differing = kind.metrics_differ(data[keys.METRICS], kind.metrics(predictions))
         if differing:
             reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
     return CheckpointState(keys.INVALID if reasons else keys.COMPLETE, reasons, notices, data)
@@ -153,30 +150,12 @@ def _language_reasons(
     return reasons
 
 
-def _prediction_reasons(predictions: list[Any]) -> list[str]:
-    """Structure of each prediction; one line per kind of fault, with its first offender."""
-    if not predictions:
-        return [f"{keys.PREDICTIONS} is empty"]
-    faults: dict[str, list[int]] = {}
-    for index, item in enumerate(predictions):
-        if not isinstance(item, dict):
-            faults.setdefault("is not a JSON object", []).append(index)
-            continue
-        if not isinstance(item.get(keys.ITEM_ID), str) or not item[keys.ITEM_ID]:
-            faults.setdefault(f"{keys.ITEM_ID} is missing or not a string", []).append(index)
-        if item.get(keys.EXPECTED) not in keys.LABELS:
-            faults.setdefault(f"{keys.EXPECTED} is not yes/no", []).append(index)
-        if item.get(keys.PREDICTED) not in PREDICTED_LABELS:
-            faults.setdefault(f"{keys.PREDICTED} is not yes/no/unparsed", []).append(index)
-    return [f"{keys.PREDICTIONS}[{at[0]}]: {fault}{_more(len(at) - 1, 'item')}" for fault, at in faults.items()]
-
-
-def _suite_prediction_reasons(predictions: list[Any]) -> list[str]:
-    """Structure of LightEval suite predictions, as _prediction_reasons does for lrb ones."""
+def _prediction_reasons(kind: ResultKind, predictions: list[Any]) -> list[str]:
+    """Structure of each prediction by the kind's rules; one line per kind of fault, with its first offender."""
     if not predictions:
         return [f"{keys.PREDICTIONS} is empty"]
     return [f"{keys.PREDICTIONS}[{at[0]}]: {fault}{_more(len(at) - 1, 'item')}"
-            for fault, at in prediction_faults(predictions).items()]
+            for fault, at in kind.prediction_faults(predictions).items()]
 
 
 def _item_id_reasons(found: list[str], expected: Sequence[str] | None) -> list[str]:

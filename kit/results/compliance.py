@@ -12,16 +12,13 @@ USAGE = "training"      # the checker only accepts training|hpc; the ruleset ver
 RULESET = "6.1.0"
 
 
-RULESETS = {"lrb": "mllog_ruleset.yaml", "lighteval": "mllog_ruleset_lighteval.yaml"}
+def ruleset_path(ruleset: str) -> Path:
+    """One of kit's shipped compliance YAMLs (each benchmark kind names its own: ResultKind.ruleset)."""
+    return Path(str(resources.files("kit") / "defaults" / ruleset))
 
 
-def ruleset_path(kind: str = "lrb") -> Path:
-    """kit's shipped compliance YAML for a benchmark kind (lrb, lighteval)."""
-    return Path(str(resources.files("kit") / "defaults" / RULESETS[kind]))
-
-
-def check_mllog(log: Path, kind: str = "lrb") -> list[str]:
-    """Problems the compliance checker finds in one log of a `kind` pair (empty when it passes)."""
+def check_mllog(log: Path, ruleset: str) -> list[str]:
+    """Problems the compliance checker finds in one pair's log under `ruleset` (empty when it passes)."""
     try:
         from mlperf_logging.compliance_checker import mlp_compliance
     except ImportError:
@@ -33,7 +30,7 @@ def check_mllog(log: Path, kind: str = "lrb") -> list[str]:
     level = root.level
     root.setLevel(logging.CRITICAL)  # the checker logs through the root logger; keep our output to the findings
     try:
-        ok = checker.check_file(str(log), str(ruleset_path(kind)))
+        ok = checker.check_file(str(log), str(ruleset_path(ruleset)))
     except Exception as exc:  # noqa: BLE001 - a malformed log can make the checker raise
         return [f"{log}: compliance checker failed: {type(exc).__name__}: {exc}"]
     finally:

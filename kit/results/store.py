@@ -3,6 +3,7 @@ instant leaves the old complete file or none, never a half-written one."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -10,6 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (OSError when it cannot be read)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def run_file_stem(run: str) -> str:
@@ -36,14 +46,15 @@ def dumps_checkpoint(data: dict[str, Any]) -> str:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text via a temporary file in the same folder, fsync, rename, fsync the folder."""
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write bytes via a temporary file in the same folder, fsync, rename, fsync the folder: a kill at
+    any instant leaves the old file or the new one, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -60,13 +71,25 @@ def write_text_atomic(path: Path, text: str) -> None:
         os.close(dirfd)
 
 
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text (UTF-8, '\n' line ends as given) atomically, as write_bytes_atomic."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
 def write_checkpoint(path: Path, data: dict[str, Any]) -> None:
     """Atomically write one checkpoint in the canonical format."""
     write_text_atomic(path, dumps_checkpoint(data))
 
 
-# Folders of a results tree that hold no checkpoints (system descriptions, reports).
-NON_LANGUAGE_DIRS = frozenset({"systems", "report", "logs"})
+def mllog_path(checkpoint: Path) -> Path:
+    """The :::MLLOG file that sits beside a checkpoint."""
+    return Path(checkpoint).with_suffix(".mllog")
+
+
+# The folder of a results tree that holds the system descriptions jobs write (RESULTS/systems/).
+SYSTEMS_DIR = "systems"
+# Folders of a results tree that hold no checkpoints (system descriptions, reports, engines' own logs).
+NON_LANGUAGE_DIRS = frozenset({SYSTEMS_DIR, "report", "logs"})
 
 
 def iter_checkpoint_files(results: Path) -> list[Path]:

@@ -12,15 +12,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kit.results import keys as K
+from kit.results import keys
+from kit.results.records import item_faults
 
 
 def suite_metrics(predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """{"n_items": n, <metric>: mean of predictions[i]["item_metrics"][<metric>]} over all items."""
-    names = sorted({name for p in predictions for name in p[K.ITEM_METRICS]})
-    out: dict[str, Any] = {K.N_ITEMS: len(predictions)}
+    names = sorted({name for p in predictions for name in p[keys.ITEM_METRICS]})
+    out: dict[str, Any] = {keys.N_ITEMS: len(predictions)}
     for name in names:
-        values = [float(p[K.ITEM_METRICS][name]) for p in predictions]
+        values = [float(p[keys.ITEM_METRICS][name]) for p in predictions]
         out[name] = math.fsum(values) / len(values) if values else 0.0
     return out
 
@@ -34,21 +35,14 @@ def suite_metrics_differ(recorded: Mapping[str, Any], recomputed: Mapping[str, A
 def prediction_faults(predictions: list[Any]) -> dict[str, list[int]]:
     """{fault: indexes} for suite predictions lacking an item id or numeric item metrics; also
     when items disagree on which metrics they carry."""
-    faults: dict[str, list[int]] = {}
-    names = None
-    for index, item in enumerate(predictions):
-        if not isinstance(item, dict):
-            faults.setdefault("is not a JSON object", []).append(index)
-            continue
-        if not isinstance(item.get(K.ITEM_ID), str) or not item[K.ITEM_ID]:
-            faults.setdefault(f"{K.ITEM_ID} is missing or not a string", []).append(index)
-        values = item.get(K.ITEM_METRICS)
+    names: list[set[str]] = []   # the metric names of the first well-formed item
+
+    def faults_of(item: dict[str, Any]) -> list[str]:
+        values = item.get(keys.ITEM_METRICS)
         if not isinstance(values, dict) or not values or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values.values()):
-            faults.setdefault(f"{K.ITEM_METRICS} is missing or not an object of numbers", []).append(index)
-            continue
-        if names is None:
-            names = set(values)
-        elif set(values) != names:
-            faults.setdefault(f"{K.ITEM_METRICS} names other metrics than item 0", []).append(index)
-    return faults
+            return [f"{keys.ITEM_METRICS} is missing or not an object of numbers"]
+        names[:] = names or [set(values)]
+        return [f"{keys.ITEM_METRICS} names other metrics than item 0"] if set(values) != names[0] else []
+
+    return item_faults(predictions, faults_of)

@@ -1,5 +1,5 @@
 """`kit report` for LightEval suite checkpoints: one score row per (run, task, metric) and a
-Markdown summary. lrb checkpoints get kit.results.report's leaderboard; the two kinds are not
+Markdown summary. lrb checkpoints get kit.results.lrb_report's leaderboard; the two kinds are not
 reported together (their metrics do not mix).
 
 Files written to OUT (atomically):
@@ -12,33 +12,16 @@ Files written to OUT (atomically):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from kit.results import keys
-from kit.results.report import (
-    CheckpointRecord, _digest_lines, _groups, _markdown_table, _rate, check_comparable, csv_text,
-)
+from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups
 from kit.results.store import write_text_atomic
+from kit.results.tables import csv_text, digest_lines, markdown_table, rate
 
 SCORES = "lighteval_scores.csv"
 SUMMARY = "summary.md"
 SCORE_COLUMNS = ("run", "task", "lighteval_task", keys.MODEL_ID, keys.MODEL_REVISION, keys.N_ITEMS, "metric", "value")
-
-
-@dataclass(frozen=True)
-class SuiteReportPaths:
-    """The files `write_suite_report` wrote, and how many pairs were counted or refused as invalid."""
-
-    scores: Path
-    summary: Path
-    pairs: int = 0
-    invalid: int = 0
-
-
-def is_suite_record(record: CheckpointRecord) -> bool:
-    """True for a checkpoint of a LightEval suite task."""
-    return record.metadata.get(keys.BENCHMARK_KIND) == keys.KIND_LIGHTEVAL
 
 
 def score_rows(valid: Sequence[CheckpointRecord]) -> list[dict[str, str]]:
@@ -50,7 +33,7 @@ def score_rows(valid: Sequence[CheckpointRecord]) -> list[dict[str, str]]:
                          keys.MODEL_ID: str(r.metadata.get(keys.MODEL_ID)),
                          keys.MODEL_REVISION: str(r.metadata.get(keys.MODEL_REVISION)),
                          keys.N_ITEMS: str(r.metrics.get(keys.N_ITEMS)), "metric": metric,
-                         "value": _rate(r.metrics[metric])})
+                         "value": rate(r.metrics[metric])})
     return rows
 
 
@@ -61,13 +44,13 @@ def suite_summary(records: Sequence[CheckpointRecord]) -> str:
     lines = ["# kit report (LightEval suite)", "",
              f"{len({r.run for r in valid})} runs, {len({r.language for r in valid})} tasks, {len(valid)} pairs counted; "
              f"{len(invalid)} invalid files not counted.", ""]
-    for task, group in _groups(valid, lambda r: r.language):
+    for task, group in groups(valid, lambda r: r.language):
         metrics = sorted({k for r in group for k in r.metrics if k != keys.N_ITEMS})
         columns = ("run", keys.N_ITEMS, *metrics)
         rows = [{"run": r.run, keys.N_ITEMS: str(r.metrics.get(keys.N_ITEMS)),
-                 **{m: _rate(r.metrics.get(m)) for m in metrics}} for r in sorted(group, key=lambda r: r.run)]
-        lines += [f"## {task} (`{group[0].metadata.get('lighteval_task')}`)", "", *_markdown_table(columns, rows), ""]
-    lines += ["## Digests and sampling", "", *_digest_lines(valid)]
+                 **{m: rate(r.metrics.get(m)) for m in metrics}} for r in sorted(group, key=lambda r: r.run)]
+        lines += [f"## {task} (`{group[0].metadata.get('lighteval_task')}`)", "", *markdown_table(columns, rows), ""]
+    lines += ["## Digests and sampling", "", *digest_lines(valid)]
     sampling = sorted({(r.metadata.get("temperature"), r.metadata.get("top_p"), r.metadata.get(keys.SEED)) for r in valid})
     lines += [f"- temperature={t}, top_p={p}, seed={s}" for t, p, s in sampling]
     lines += ["", f"## Invalid files ({len(invalid)}, not counted)", ""]
@@ -76,12 +59,12 @@ def suite_summary(records: Sequence[CheckpointRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_suite_report(records: Sequence[CheckpointRecord], out_dir: Path) -> SuiteReportPaths:
+def write_suite_report(records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
     """Write lighteval_scores.csv and summary.md for these records (complete ones are counted)."""
     valid = [r for r in records if r.valid]
     check_comparable(valid)
     out_dir = Path(out_dir)
-    paths = SuiteReportPaths(out_dir / SCORES, out_dir / SUMMARY, pairs=len(valid), invalid=len(records) - len(valid))
-    write_text_atomic(paths.scores, csv_text(SCORE_COLUMNS, score_rows(valid)))
-    write_text_atomic(paths.summary, suite_summary(records))
-    return paths
+    files = {"scores": out_dir / SCORES, "summary": out_dir / SUMMARY}
+    write_text_atomic(files["scores"], csv_text(SCORE_COLUMNS, score_rows(valid)))
+    write_text_atomic(files["summary"], suite_summary(records))
+    return ReportFiles(files, pairs=len(valid), invalid=len(records) - len(valid))

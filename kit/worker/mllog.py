@@ -10,7 +10,6 @@ from typing import Any
 
 from kit.errors import MissingExtraError
 
-BENCHMARK_NAME = "kit_lrb"
 _counter = itertools.count()
 
 
@@ -58,8 +57,3 @@ class PairLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def mllog_path(checkpoint: Path) -> Path:
-    """The log file that sits beside a checkpoint."""
-    return Path(checkpoint).with_suffix(".mllog")

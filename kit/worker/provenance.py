@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit.worker import jobinfo as J
+from kit.worker import jobinfo
 
 
 class Facts:
@@ -30,7 +30,7 @@ class Facts:
 
 def kit_commit() -> tuple[str | None, str]:
     """The kit source commit: KIT_COMMIT (set in images), else git in the source tree."""
-    env = os.environ.get(J.KIT_COMMIT)
+    env = os.environ.get(jobinfo.KIT_COMMIT)
     if env:
         return env, ""
     baked = Path(kit.__file__).with_name("_commit.txt")
@@ -99,14 +99,14 @@ def hardware(facts: Facts) -> dict[str, Any]:
 def image(facts: Facts, backend: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """The image the job ran in, as passed by the launcher (KIT_IMAGE_*)."""
     env = dict(os.environ if env is None else env)
-    runtime = env.get(J.KIT_RUNTIME) or "host"
+    runtime = env.get(jobinfo.KIT_RUNTIME) or "host"
     why = f"runtime {runtime!r}: the launcher passed no image" if runtime != "host" else "host runtime: no image"
     return {
         "backend": backend,
-        "digest": facts.value("image.digest", env.get(J.KIT_IMAGE_DIGEST), why),
-        "artifact": facts.value("image.artifact", env.get(J.KIT_IMAGE_ARTIFACT), why),
-        "artifact_sha256": facts.value("image.artifact_sha256", env.get(J.KIT_IMAGE_SHA256), why),
-        "lock_sha256": facts.value("image.lock_sha256", env.get(J.KIT_LOCK_SHA256), why),
+        "digest": facts.value("image.digest", env.get(jobinfo.KIT_IMAGE_DIGEST), why),
+        "artifact": facts.value("image.artifact", env.get(jobinfo.KIT_IMAGE_ARTIFACT), why),
+        "artifact_sha256": facts.value("image.artifact_sha256", env.get(jobinfo.KIT_IMAGE_SHA256), why),
+        "lock_sha256": facts.value("image.lock_sha256", env.get(jobinfo.KIT_LOCK_SHA256), why),
     }
 
 
@@ -121,7 +121,7 @@ def build_provenance(
     prompt_sha256: str,
     shard: str | None,
     packages: dict[str, str | None],
-    job: J.JobInfo,
+    job: jobinfo.JobInfo,
     hardware_facts: dict[str, Any] | None = None,
     unknown_extra: dict[str, str] | None = None,
 ) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Turn one pair's outputs into a checkpoint dict (metadata, metrics, predictions, speed)."""
+"""The parts of a checkpoint built from one pair's outputs: lrb predictions, speed figures, and
+the metadata every kind shares."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from typing import Any
 
 import kit
 from kit.config.roster import Run
-from kit.results import keys as K
-from kit.results.metrics import compute_metrics
-from kit.results.verdict import parse_verdict
+from kit.results import keys
+from kit.results.answers import parse_verdict
 from kit.worker.backends.base import Generation, Score
 
 
@@ -19,8 +19,8 @@ def generation_predictions(item_ids: list[str], expected: list[str], outputs: li
     for item_id, exp, out in zip(item_ids, expected, outputs, strict=True):
         label, mode = parse_verdict(out.text, out.truncated)
         preds.append({
-            K.ITEM_ID: item_id, K.EXPECTED: exp, K.PREDICTED: label,
-            K.RAW_OUTPUT: out.text, K.TRUNCATED: out.truncated, K.PARSE_MODE: mode,
+            keys.ITEM_ID: item_id, keys.EXPECTED: exp, keys.PREDICTED: label,
+            keys.RAW_OUTPUT: out.text, keys.TRUNCATED: out.truncated, keys.PARSE_MODE: mode,
         })
     return preds
 
@@ -30,9 +30,9 @@ def score_predictions(item_ids: list[str], expected: list[str], scores: list[Sco
     preds = []
     for item_id, exp, sc in zip(item_ids, expected, scores, strict=True):
         preds.append({
-            K.ITEM_ID: item_id, K.EXPECTED: exp, K.PREDICTED: K.YES if sc.yes >= threshold else K.NO,
-            K.RAW_OUTPUT: repr(float(sc.native)), K.TRUNCATED: False, K.PARSE_MODE: K.PARSE_SCORE,
-            K.SCORE_YES: float(sc.yes), K.SCORE_NO: float(sc.no), K.NATIVE_SCORE: float(sc.native),
+            keys.ITEM_ID: item_id, keys.EXPECTED: exp, keys.PREDICTED: keys.YES if sc.yes >= threshold else keys.NO,
+            keys.RAW_OUTPUT: repr(float(sc.native)), keys.TRUNCATED: False, keys.PARSE_MODE: keys.PARSE_SCORE,
+            keys.SCORE_YES: float(sc.yes), keys.SCORE_NO: float(sc.no), keys.NATIVE_SCORE: float(sc.native),
         })
     return preds
 
@@ -72,50 +72,24 @@ def pair_metadata(
 ) -> dict[str, Any]:
     """The metadata section every checkpoint kind shares (lrb names first, kit's after)."""
     return {
-        K.MODEL_ID: run.model_id,
-        K.RUN: run.name,
-        K.MODEL_REVISION: run.revision,
-        K.LANGUAGE: language,
-        K.BACKEND: run.backend,
-        K.TASK: run.task,
-        K.BATCH_SIZE: run.batch_size,
-        K.DTYPE: run.dtype,
-        K.DECODING: "greedy" if run.task == K.TASK_GENERATE else "score",
-        K.MAX_NEW_TOKENS: run.max_new_tokens,
-        K.SEED: run.seed,
-        K.OPTIONS: dict(run.options),
+        keys.MODEL_ID: run.model_id,
+        keys.RUN: run.name,
+        keys.MODEL_REVISION: run.revision,
+        keys.LANGUAGE: language,
+        keys.BACKEND: run.backend,
+        keys.TASK: run.task,
+        keys.BATCH_SIZE: run.batch_size,
+        keys.DTYPE: run.dtype,
+        keys.DECODING: "greedy" if run.task == keys.TASK_GENERATE else "score",
+        keys.MAX_NEW_TOKENS: run.max_new_tokens,
+        keys.SEED: run.seed,
+        keys.OPTIONS: dict(run.options),
         "trust_remote_code": run.trust_remote_code,
-        K.BENCHMARK_SHA256: benchmark_sha256,
-        K.MANIFEST_SHA256: manifest_sha256,
-        K.PROMPT_SHA256: prompt_sha256,
-        K.PACKAGE_VERSION: kit.__version__,
-        K.SOURCE_COMMIT: source_commit,
-        K.STARTED_AT: started_at,
-        K.DURATION_SECONDS: duration_seconds,
-    }
-
-
-def build_checkpoint(
-    *,
-    run: Run,
-    language: str,
-    predictions: list[dict[str, Any]],
-    speed: dict[str, Any],
-    provenance: dict[str, Any],
-    benchmark_sha256: str,
-    manifest_sha256: str,
-    prompt_sha256: str,
-    started_at: str,
-    source_commit: str | None,
-) -> dict[str, Any]:
-    """The full checkpoint for one pair."""
-    metadata = pair_metadata(run=run, language=language, benchmark_sha256=benchmark_sha256,
-                             manifest_sha256=manifest_sha256, prompt_sha256=prompt_sha256, started_at=started_at,
-                             source_commit=source_commit, duration_seconds=speed["duration_seconds"])
-    return {
-        K.METADATA: metadata,
-        K.METRICS: compute_metrics(predictions),
-        K.PREDICTIONS: predictions,
-        K.SPEED: speed,
-        K.PROVENANCE: provenance,
+        keys.BENCHMARK_SHA256: benchmark_sha256,
+        keys.MANIFEST_SHA256: manifest_sha256,
+        keys.PROMPT_SHA256: prompt_sha256,
+        keys.PACKAGE_VERSION: kit.__version__,
+        keys.SOURCE_COMMIT: source_commit,
+        keys.STARTED_AT: started_at,
+        keys.DURATION_SECONDS: duration_seconds,
     }

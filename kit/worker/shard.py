@@ -1,31 +1,33 @@
-"""The worker's benchmark loop: run the pairs of one shard, one checkpoint per pair.
+"""The worker's benchmark loop: run the pairs of one shard, one checkpoint per pair, for every
+benchmark kind (the kind's runner, kit.worker.kinds, evaluates each pair).
 
 Runs inside the image (or on the host for the `host` runtime). Groups pairs by run so
 each model loads once, skips complete checkpoints, reports invalid ones and never
-overwrites them without `force`."""
+overwrites them without `force`; one broken pair does not lose the others."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kit.config.backends import engine_for
-from kit.config.benchmark import Benchmark
+from kit.config.dataset import Dataset
+from kit.config.kinds import get_kind
 from kit.config.roster import Run
 from kit.errors import KitError
 from kit.plan import Pair, group_by_run, shard_pairs
-from kit.results import keys as K
+from kit.results import keys
 from kit.results.status import PairStatus, pair_states
-from kit.results.store import checkpoint_path, write_checkpoint
-from kit.worker import provenance as P
-from kit.worker.backends.base import Backend, get_backend
+from kit.results.store import checkpoint_path, mllog_path, write_checkpoint
+from kit.weights.snapshot import resolve_snapshot, weight_files_sha256
+from kit.worker import provenance
 from kit.worker.jobinfo import job_info
-from kit.worker.mllog import BENCHMARK_NAME, PairLog, mllog_path
-from kit.worker.record import build_checkpoint, generation_predictions, score_predictions, speed_block
-from kit.worker.snapshot import resolve_snapshot, weight_files_sha256
+from kit.worker.kinds.base import Engine, PairInput, PairRunner
+from kit.worker.mllog import PairLog
+from kit.worker.record import pair_metadata
 from kit.worker.system import system_description, write_system_description
 
 
@@ -48,60 +50,58 @@ class ShardReport:
 Progress = Callable[[str], None]
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+@dataclass(frozen=True)
+class _Loaded:
+    """A run's engine and the facts of its loading, shared by the run's pairs."""
 
-
-def _chunks(seq: list, size: int) -> list[list]:
-    return [seq[i:i + size] for i in range(0, len(seq), size)]
+    engine: Engine
+    weight_digests: dict[str, str]
+    seconds: float
+    scratch: Path
 
 
 def run_shard(
     *,
     runs: list[Run],
     pairs: list[Pair],
-    benchmark: Benchmark,
+    benchmark: Dataset,
     results: Path,
     shard: tuple[int, int] = (0, 1),
     force: bool = False,
     cache_dir: Path | None = None,
     progress: Progress = lambda msg: None,
 ) -> ShardReport:
-    """Run this shard's pairs that lack a complete checkpoint; returns what happened.
-    A LightEval suite (kit.config.evalsuite) goes to kit.worker.lighteval.shard."""
-    if getattr(benchmark, "kind", K.KIND_LRB) == K.KIND_LIGHTEVAL:
-        from kit.worker.lighteval.shard import run_suite_shard
-
-        return run_suite_shard(runs=runs, pairs=pairs, suite=benchmark, results=results, shard=shard,  # type: ignore[arg-type]
-                               force=force, cache_dir=cache_dir, progress=progress)
+    """Run this shard's pairs that lack a complete checkpoint; returns what happened."""
+    runner: PairRunner = get_kind(benchmark.kind, str(benchmark.root)).worker_part()
     report = ShardReport(assigned=shard_pairs(pairs, *shard))
     todo = pairs_to_run(report, pair_states(results, report.assigned, benchmark.item_ids), force, progress)
     progress(
         f"shard {shard[0]}/{shard[1]}: {len(report.assigned)} pairs assigned, {len(report.skipped)} complete, "
-        f"{len(report.invalid)} invalid, {len(todo)} to run"
+        f"{len(report.invalid)} invalid, {len(todo)} to run ({benchmark.describe()})"
     )
     by_name = {r.name: r for r in runs}
-    hardware = P.hardware_snapshot() if todo else {}
+    hardware = provenance.hardware_snapshot() if todo else {}
     described = False
     for run_name, languages in group_by_run(todo).items():
         run = by_name[run_name]
-        try:
-            backend, snapshot_digests, load_seconds = _load(run, cache_dir, progress)
-        except KitError as exc:
-            for lang in languages:
-                report.failed.append((Pair(run_name, lang), exc.one_line()))
-            progress(f"cannot load {run_name}: {exc.one_line()}")
-            continue
-        if not described:
-            facts = P.Facts()
-            desc = system_description(job_info(), hardware, backend.versions(), P.image(facts, run.backend))
-            progress(f"system description: {write_system_description(results, desc)}")
-            described = True
-        try:
-            run_each(report, run_name, languages, progress, lambda lang: _run_pair(
-                run, lang, benchmark, results, backend, snapshot_digests, load_seconds, shard, hardware, progress))
-        finally:
-            backend.close()
+        with tempfile.TemporaryDirectory(prefix="kit-engine-") as scratch:
+            try:
+                loaded = _load(runner, run, benchmark, cache_dir, Path(scratch), progress)
+            except KitError as exc:
+                for lang in languages:
+                    report.failed.append((Pair(run_name, lang), exc.one_line()))
+                progress(f"cannot load {run_name}: {exc.one_line()}")
+                continue
+            try:
+                if not described:
+                    desc = system_description(job_info(), hardware, loaded.engine.versions(),
+                                              provenance.image(provenance.Facts(), run.backend))
+                    progress(f"system description: {write_system_description(results, desc)}")
+                    described = True
+                run_each(report, run_name, languages, progress, lambda lang: _run_pair(
+                    runner, run, lang, benchmark, results, loaded, shard, hardware, progress))
+            finally:
+                loaded.engine.close()
     return report
 
 
@@ -109,9 +109,9 @@ def pairs_to_run(report: ShardReport, states: list[PairStatus], force: bool, pro
     """Sort pair states into the report (complete: skipped; invalid: kept unless `force`); the pairs to run."""
     todo: list[Pair] = []
     for st in states:
-        if st.state == K.COMPLETE:
+        if st.state == keys.COMPLETE:
             report.skipped.append(st.pair)
-        elif st.state == K.INVALID and not force:
+        elif st.state == keys.INVALID and not force:
             report.invalid.append((st.pair, st.reasons))
             progress(f"invalid checkpoint kept (use --force to replace): {st.path}: {'; '.join(st.reasons)}")
         else:
@@ -136,82 +136,58 @@ def run_each(report: ShardReport, run_name: str, languages: list[str], progress:
             progress(f"{pair}: failed: {type(exc).__name__}: {exc}")
 
 
-def _load(run: Run, cache_dir: Path | None, progress: Progress) -> tuple[Backend, dict[str, str], float]:
+def _load(runner: PairRunner, run: Run, benchmark: Dataset, cache_dir: Path | None, scratch: Path,
+          progress: Progress) -> _Loaded:
+    runner.check_run(run)
     t0 = time.perf_counter()
     snapshot = resolve_snapshot(run.model_id, run.revision, cache_dir)
     digests = weight_files_sha256(snapshot)
-    backend = get_backend(engine_for(run.backend))(run, snapshot)
-    backend.load()
+    engine = runner.open(run, benchmark, snapshot, scratch)
     seconds = time.perf_counter() - t0
     progress(f"loaded {run.name} ({run.backend}) from {snapshot} in {seconds:.1f}s")
-    return backend, digests, seconds
+    return _Loaded(engine, digests, seconds, scratch)
 
 
-def _run_pair(
-    run: Run, language: str, benchmark: Benchmark, results: Path, backend: Backend,
-    weight_digests: dict[str, str], load_seconds: float, shard: tuple[int, int],
-    hardware: dict, progress: Progress,
-) -> None:
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, results: Path, loaded: _Loaded,
+              shard: tuple[int, int], hardware: dict, progress: Progress) -> None:
     data = benchmark.load_language(language)
     prompt = benchmark.prompt(run.task)
-    texts = [benchmark.format_prompt(run.task, item.sentence) for item in data.items]
-    item_ids = [item.item_id for item in data.items]
-    expected = [item.label for item in data.items]
     path = checkpoint_path(results, run.name, language)
     started = _now()
-    job = job_info()
-    packages = backend.versions()
-    prov = P.build_provenance(
+    prov = provenance.build_provenance(
         backend=run.backend, model_id=run.model_id, revision=run.revision,
-        weight_files_sha256=weight_digests, manifest_sha256=benchmark.manifest_sha256,
+        weight_files_sha256=loaded.weight_digests, manifest_sha256=benchmark.manifest_sha256,
         file_sha256=data.file_sha256, prompt_sha256=prompt.sha256, shard=f"{shard[0]}/{shard[1]}",
-        packages=packages, job=job, hardware_facts=hardware,
+        packages=loaded.engine.versions(), job=job_info(), hardware_facts=hardware,
     )
     with PairLog(mllog_path(path)) as log:
         c = log.constants
-        log.event(c.SUBMISSION_BENCHMARK, BENCHMARK_NAME)
-        log.event("kit_pair", {"run": run.name, "language": language, "task": run.task})
+        log.event(c.SUBMISSION_BENCHMARK, runner.results.mllog_benchmark)
+        log.event("kit_pair", {"run": run.name, "language": language, "task": run.task,
+                               **runner.pair_facts(run, language, benchmark)})
         log.start(c.INIT_START)
         log.event("provenance", prov)
-        log.end(c.INIT_STOP, metadata={"load_seconds": round(load_seconds, 6)})
+        log.end(c.INIT_STOP, metadata={"load_seconds": round(loaded.seconds, 6)})
         log.start(c.RUN_START)
         try:
-            predictions, speed = _evaluate(run, backend, texts, item_ids, expected, load_seconds, log)
+            out = runner.evaluate(PairInput(run, language, data, benchmark, loaded.engine, loaded.seconds, results,
+                                            loaded.scratch), log)
         except BaseException:
             log.end(c.RUN_STOP, metadata={"status": "aborted"})
             raise
-        ckpt = build_checkpoint(
-            run=run, language=language, predictions=predictions, speed=speed, provenance=prov,
-            benchmark_sha256=data.file_sha256, manifest_sha256=benchmark.manifest_sha256,
-            prompt_sha256=prompt.sha256, started_at=started, source_commit=prov["kit_commit"],
-        )
-        m = ckpt[K.METRICS]
-        log.event(c.EVAL_ACCURACY, m[K.ACCURACY], metadata={K.F1: m[K.F1], K.N_ITEMS: m[K.N_ITEMS]})
+        metadata = pair_metadata(run=run, language=language, benchmark_sha256=data.file_sha256,
+                                 manifest_sha256=benchmark.manifest_sha256, prompt_sha256=prompt.sha256,
+                                 started_at=started, source_commit=prov["kit_commit"],
+                                 duration_seconds=out.speed["duration_seconds"])
+        metadata.update(out.metadata)
+        ckpt = {keys.METADATA: metadata, keys.METRICS: out.metrics, keys.PREDICTIONS: out.predictions, keys.SPEED: out.speed,
+                keys.PROVENANCE: prov, **out.sections}
+        value, facts = out.headline
+        log.event(c.EVAL_ACCURACY, value, metadata=facts)
         write_checkpoint(path, ckpt)
         log.end(c.RUN_STOP, metadata={"status": "success", "checkpoint": path.name})
-    progress(f"{run.name} [{language}]: f1={m[K.F1]:.4f} accuracy={m[K.ACCURACY]:.4f} "
-             f"unparsed={m[K.UNPARSED_RATE]:.3f} in {speed['duration_seconds']:.1f}s -> {path}")
-
-
-def _evaluate(
-    run: Run, backend: Backend, texts: list[str], item_ids: list[str], expected: list[str],
-    load_seconds: float, log: PairLog,
-) -> tuple[list[dict], dict]:
-    """Static batches in input order through the backend; predictions and speed figures."""
-    batch_seconds: list[float] = []
-    outputs: list = []
-    for n, chunk in enumerate(_chunks(texts, run.batch_size)):
-        t0 = time.perf_counter()
-        out = backend.generate(chunk) if run.task == K.TASK_GENERATE else backend.score(chunk)
-        batch_seconds.append(time.perf_counter() - t0)
-        outputs.extend(out)
-        log.event("batch_done", n, metadata={"batch_size": len(chunk), "seconds": round(batch_seconds[-1], 6)})
-    if run.task == K.TASK_GENERATE:
-        predictions = generation_predictions(item_ids, expected, outputs)
-        generated = sum(o.generated_tokens for o in outputs)
-    else:
-        predictions = score_predictions(item_ids, expected, outputs, float(run.options.get("threshold", 0.5)))
-        generated = 0
-    speed = speed_block(load_seconds, batch_seconds, len(item_ids), generated)
-    speed.update(backend.speed_facts())  # engine-measured figures (e.g. vLLM throughput, peak GPU memory)
-    return predictions, speed
+    progress(f"{run.name} [{language}]: {out.summary} in {out.speed['duration_seconds']:.1f}s -> {path}")

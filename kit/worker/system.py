@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit.results.store import dumps_checkpoint, write_text_atomic
+from kit.results.store import SYSTEMS_DIR, dumps_checkpoint, write_text_atomic
 from kit.worker.jobinfo import JobInfo
-
-SYSTEMS_DIR = "systems"
 
 
 def _meminfo_gib() -> float | None:

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from e2e_helpers import kit
 
-from kit.images.lockfile import Artifact, BuiltImage, ImagesLock, save_lock
+from kit.images.built import Artifact, BuiltImage, ImagesLock, save_lock
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -15,8 +15,11 @@ RESULT = "results/en/kit-demo__tiny-llama.json"
 
 @pytest.fixture
 def work(first_demo, demo_env, tmp_path):
+    """A copy of the demo's workspace: results, and the roster and sites that name its benchmark and weights."""
     root, env = demo_env
     shutil.copytree(root / "kit-demo" / "results", tmp_path / "results")
+    for name in ("roster.toml", "sites.toml"):
+        shutil.copy(root / "kit-demo" / name, tmp_path / name)
     return tmp_path, env
 
 
@@ -41,7 +44,7 @@ def test_altered_prediction_is_different_and_named(work):
     r = kit("reproduce", RESULT, "--json", cwd=d, env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     env_json = json.loads(r.stdout)
-    assert env_json["status"] == "DIFFERENT"
+    assert env_json["status"] == "failed" and env_json["data"]["verdict"] == "DIFFERENT"
     assert [x["item_id"] for x in env_json["data"]["differing_items"]] == [victim["item_id"]]
     md = (d / "reproduce/reproduce-kit-demo__tiny-llama-en.md").read_text()
     assert victim["item_id"] in md
@@ -91,3 +94,15 @@ def test_against_an_existing_rerun(work, demo_env):
     assert r.returncode == 0 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
     r = kit("reproduce", RESULT, "--against", "results/fr/kit-demo__tiny-llama.json", cwd=d, env=env)
     assert r.returncode == 2 and "language 'fr' is not the result's 'en'" in r.stderr
+
+
+def test_a_result_outside_its_workspace_needs_the_benchmark_named(work, demo_env, tmp_path_factory):
+    d, env = work
+    root, _ = demo_env
+    alone = tmp_path_factory.mktemp("alone")   # no roster.toml in any folder above
+    shutil.copytree(d / "results", alone / "results")   # no roster.toml above: nothing names the benchmark
+    r = kit("reproduce", RESULT, cwd=alone, env=env)
+    assert r.returncode == 2 and "not inside a kit workspace" in r.stderr and "--benchmark" in r.stderr
+    r = kit("reproduce", RESULT, "--benchmark", str(root / "cache/demo-v1/data"),
+            "--weights", str(root / "cache/demo-v1/hub"), cwd=alone, env=env)
+    assert r.returncode == 0 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr

@@ -22,9 +22,9 @@ from engines import engine_venv
 
 from kit.config.roster import Run
 from kit.demo.model import build_tiny_llama, content_revision, repo_folder
+from kit.weights.snapshot import resolve_snapshot
 from kit.worker.backends.base import get_backend
-from kit.worker.backends.transformers import render_prompts
-from kit.worker.snapshot import resolve_snapshot
+from kit.worker.backends.hf import render_prompts
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -41,7 +41,7 @@ from pathlib import Path
 def main():
     from kit.config.roster import Run
     from kit.worker.backends.base import get_backend
-    from kit.worker.snapshot import resolve_snapshot
+    from kit.weights.snapshot import resolve_snapshot
     cache, prompts, models = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
     out = {}
     for repo_id, revision in models:

@@ -155,5 +155,6 @@ def test_reproduce_on_the_host_reproduces(project, first_run, vllm_python, tmp_p
                        cwd=root, env={**ENV, "VLLM_CPU_KVCACHE_SPACE": "1"}, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     verdict = json.loads(r.stdout[r.stdout.index("{"):])
-    assert verdict["status"] == "REPRODUCED" and verdict["data"]["bounded"] == "largest task metric", verdict
+    assert verdict["status"] == "ok" and verdict["data"]["verdict"] == "REPRODUCED", verdict
+    assert verdict["data"]["bounded"] == "largest task metric", verdict
     assert set(verdict["data"]["metric_deltas"]) == {"em", "extractive_match"}

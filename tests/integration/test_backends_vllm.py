@@ -31,7 +31,7 @@ def main():
     from kit.config.roster import Run
     from kit.errors import ConfigError
     from kit.worker.backends.base import get_backend
-    from kit.worker.snapshot import resolve_snapshot
+    from kit.weights.snapshot import resolve_snapshot
     cache, repo_id, revision, out = sys.argv[1:5]
     run = Run(model=repo_id, revision=revision, backend="vllm", batch_size=4, max_new_tokens=4,
               options={"enforce_eager": True, "max_num_seqs": 4, "max_model_len": 512})

@@ -83,7 +83,7 @@ def lock_env(work, cpu_image_env) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def built(work, lock_env):
     """The CPU variant, built offline from the wheelhouse, as recorded in the session's lock."""
-    from kit.images.lockfile import load_lock
+    from kit.images.built import load_lock
 
     timed("build", kit, "images", "build", NAME, "--variant", VARIANT, "--wheelhouse", str(WHEELHOUSE), "--quiet",
           env=lock_env)
@@ -92,7 +92,7 @@ def built(work, lock_env):
 
 @pytest.fixture(scope="session")
 def converted(built, lock_env):
-    from kit.images.lockfile import load_lock
+    from kit.images.built import load_lock
 
     t0 = time.monotonic()
     kit("images", "convert", NAME, "--to", "sif", env=lock_env)
@@ -133,7 +133,7 @@ def test_sif_and_sqsh_are_content_equal_to_the_image(converted, lock_env):
 def test_converting_again_keeps_the_recorded_artifacts(converted, lock_env):
     r = kit("images", "convert", NAME, "--to", "all", env=lock_env)
     assert r.stderr.count("is up to date") == 2, r.stderr
-    from kit.images.lockfile import load_lock
+    from kit.images.built import load_lock
 
     again = load_lock(Path(lock_env["KIT_IMAGES_LOCK"])).get(NAME)
     assert again.artifacts == converted.artifacts   # same files, same sha256, same made_at: nothing was redone
@@ -149,8 +149,8 @@ def test_two_sqsh_conversions_are_byte_identical(converted, lock_env, work):
 
 
 def test_verify_names_a_tampered_file(converted, lock_env, work):
-    from kit.images.lockfile import load_lock, save_lock
-    from kit.images.spec import file_sha256
+    from kit.images.built import load_lock, save_lock
+    from kit.results.store import file_sha256
 
     folder, lock2 = work / "tampered", work / "tampered.lock.json"
     folder.mkdir()
@@ -255,13 +255,13 @@ def _cert_blocks(text: str) -> set[str]:
             for b in text.split("-----BEGIN CERTIFICATE-----")[1:]}
 
 
-def test_ca_bundle_reaches_pip_and_never_the_image(work):
+def test_ca_bundle_reaches_pip_and_never_the_image(work, built, lock_env):
     """A networked build of the real Dockerfile (with a small lock: kit's own dependencies) whose
     pip trusts only the given bundle; the bundle's proxy and marker certificates appear in no
     layer, nor in the config or history, of the final image."""
     from kit.images import engine, spec
     from kit.images.build import BuildOptions, build
-    from kit.images.locks import uv_command
+    from kit.images.compile_locks import uv_command
 
     host_bundle = Path("/etc/ssl/certs/ca-certificates.crt")
     repo = work / "ca-probe"
@@ -295,19 +295,24 @@ def test_ca_bundle_reaches_pip_and_never_the_image(work):
             with pytest.raises(Exception) as exc:
                 build(t, BuildOptions(quiet=True, no_cache=True), lock)
             assert "failed" in str(exc.value)
-        built = timed("ca-probe-build", build, t, BuildOptions(ca_bundle=bundle, quiet=True), lock)
-        assert built.ca_bundle and not built.offline
+        probe = timed("ca-probe-build", build, t, BuildOptions(ca_bundle=bundle, quiet=True), lock)
+        assert probe.ca_bundle and not probe.offline
         with tempfile.TemporaryDirectory(dir=work) as tmp:
-            archive = engine.save(built.image_id, Path(tmp) / "probe.tar")
+            archive = engine.save(probe.image_id, Path(tmp) / "probe.tar")
             data = archive.read_bytes()
         lines = {ln for block in secret for ln in block.splitlines()[1:] if len(ln) >= 40}
         assert lines and not [ln for ln in lines if ln.encode() in data], "a CA certificate line is in the image"
-        meta = json.dumps(engine.image_attrs(built.image_id)) + json.dumps(engine.client().api.history(built.image_id))
+        meta = json.dumps(engine.image_attrs(probe.image_id)) + json.dumps(engine.client().api.history(probe.image_id))
         assert "BEGIN CERTIFICATE" not in meta and not [ln for ln in lines if ln in meta]
-        assert subprocess.run(["docker", "run", "--rm", built.image_id, "kit", "--version"],
+        assert subprocess.run(["docker", "run", "--rm", probe.image_id, "kit", "--version"],
                               capture_output=True, text=True).returncode == 0
     finally:
         subprocess.run(["docker", "rmi", "-f", "kit/ca-probe:test"], capture_output=True)
+    # dropping the probe's build stages left the other images' build cache alone: the session's
+    # image rebuilds to the very same id (it once rebuilt from scratch, a new id and new conversions)
+    again = kit("images", "build", NAME, "--variant", VARIANT, "--wheelhouse", str(WHEELHOUSE), "--quiet", "--json",
+                env=lock_env)
+    assert json.loads(again.stdout)["data"]["built"][0]["image_id"] == built.image_id
 
 
 def test_apptainer_definition_builds_offline_and_runs(built, work):
@@ -334,8 +339,8 @@ def test_apptainer_definition_builds_offline_and_runs(built, work):
 
 def test_saved_archive_loads_as_the_recorded_image(converted, lock_env, work):
     from kit.images import engine
-    from kit.images.lockfile import load_lock
-    from kit.images.spec import file_sha256
+    from kit.images.built import load_lock
+    from kit.results.store import file_sha256
 
     lock2 = work / "save.lock.json"
     shutil.copy(lock_env["KIT_IMAGES_LOCK"], lock2)

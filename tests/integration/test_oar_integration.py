@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from kit.config.sites import Site
 from kit.errors import SubmitError
 from kit.launch.frontend import Frontend
 from kit.launch.request import JobRequest
 from kit.launch.schedulers.base import COMPLETED, FAILED, PENDING, TIMEOUT
 from kit.launch.schedulers.oar import OarScheduler, parse_oarstat
-from kit.config.sites import Site
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

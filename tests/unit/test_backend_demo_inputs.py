@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from kit.config.benchmark import load_benchmark
+from kit.config.kinds import load_benchmark
 from kit.config.roster import load_roster
 from kit.demo.backends import SCORE_PROMPTS, roster_text, toml_value, write_backend_benchmark
 

@@ -14,9 +14,9 @@ from kit.demo.model import build_tiny_classifier, build_tiny_llama
 from kit.demo.scorers import build_tiny_masked_lm, build_tiny_nli
 from kit.errors import ConfigError
 from kit.results.metrics import compute_metrics
+from kit.weights.snapshot import resolve_snapshot
 from kit.worker.backends.base import get_backend
 from kit.worker.record import score_predictions
-from kit.worker.snapshot import resolve_snapshot
 
 pytestmark = pytest.mark.slow
 

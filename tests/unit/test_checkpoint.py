@@ -9,14 +9,8 @@ import pytest
 from conftest_checkpoints import LRB_FILES, make_checkpoint, predictions_of, rewrite
 
 from kit.results import keys
-from kit.results.checkpoint import (
-    LEGACY_LANGUAGE_NOTICE,
-    MISSING,
-    CheckpointState,
-    read_checkpoint,
-    validate_checkpoint,
-    verify_files,
-)
+from kit.results.checkpoint import (LEGACY_LANGUAGE_NOTICE, MISSING, CheckpointState, read_checkpoint,
+                                    validate_checkpoint, verify_files)
 from kit.results.metrics import compute_metrics
 
 Y, N, U = keys.YES, keys.NO, keys.UNPARSED

@@ -1,4 +1,5 @@
-"""The CLI face: --help on every command teaches and imports no heavy library; --json envelope."""
+"""The CLI face: --help imports no heavy library; the plan envelope's data; verify on lrb files.
+(Help examples, --json and the error envelope of every command: test_cli_contract.py.)"""
 
 from __future__ import annotations
 
@@ -6,20 +7,7 @@ import json
 import subprocess
 import sys
 
-import pytest
-from click.testing import CliRunner
-
-from kit.cli.main import COMMANDS, cli
-
 HEAVY = ("torch", "transformers", "vllm", "llama_cpp", "docker", "mlperf_logging", "matplotlib", "numpy")
-
-
-@pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_every_command_has_help_with_an_example(command):
-    result = CliRunner().invoke(cli, [command, "--help"])
-    assert result.exit_code == 0, result.output
-    assert "Usage: " in result.output
-    assert len(result.output.splitlines()) > 5
 
 
 def test_help_imports_no_heavy_module():

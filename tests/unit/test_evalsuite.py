@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from kit.config.benchmark import load_benchmark
 from kit.config.evalsuite import EvalSuite, suite_sha256
+from kit.config.kinds import load_benchmark
 from kit.config.roster import Run
 from kit.demo.evalsuite import LIGHTEVAL_TASK, TASK, TASKS_PY, write_demo_suite
 from kit.errors import ConfigError
 from kit.plan import select_pairs
-from kit.results import keys as K
+from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
 from kit.results.report import write_report
 from kit.results.store import checkpoint_path, write_checkpoint
@@ -158,15 +158,15 @@ def test_plan_describes_the_suite(suite_dir):
 def suite_checkpoint(results: Path, run: str, suite: EvalSuite, outputs: list[str]) -> Path:
     """A LightEval suite checkpoint as the worker writes it, with exact-match item metrics."""
     rows = [json.loads(line) for line in suite.data_path(TASK).read_text(encoding="utf-8").splitlines()]
-    preds = [{K.ITEM_ID: row["id"], K.EXPECTED: row["answer"], K.RAW_OUTPUT: out, K.TRUNCATED: False,
-              K.ITEM_METRICS: {"em": float(out.strip() == row["answer"]), "len": float(len(out))}}
+    preds = [{keys.ITEM_ID: row["id"], keys.EXPECTED: row["answer"], keys.RAW_OUTPUT: out, keys.TRUNCATED: False,
+              keys.ITEM_METRICS: {"em": float(out.strip() == row["answer"]), "len": float(len(out))}}
              for row, out in zip(rows, outputs, strict=True)]
-    meta = {K.RUN: run, K.MODEL_ID: run, K.LANGUAGE: TASK, K.TASK: "generate", K.BENCHMARK_KIND: "lighteval",
-            K.DECODING: "greedy", K.MAX_NEW_TOKENS: 16, K.MANIFEST_SHA256: suite.manifest_sha256,
-            K.BENCHMARK_SHA256: suite.task(TASK).sha256, K.PROMPT_SHA256: suite.custom_tasks.sha256,
-            "lighteval_task": LIGHTEVAL_TASK, K.DURATION_SECONDS: 1.0}
+    meta = {keys.RUN: run, keys.MODEL_ID: run, keys.LANGUAGE: TASK, keys.TASK: "generate", keys.BENCHMARK_KIND: "lighteval",
+            keys.DECODING: "greedy", keys.MAX_NEW_TOKENS: 16, keys.MANIFEST_SHA256: suite.manifest_sha256,
+            keys.BENCHMARK_SHA256: suite.task(TASK).sha256, keys.PROMPT_SHA256: suite.custom_tasks.sha256,
+            "lighteval_task": LIGHTEVAL_TASK, keys.DURATION_SECONDS: 1.0}
     path = checkpoint_path(results, run, TASK)
-    write_checkpoint(path, {K.METADATA: meta, K.METRICS: suite_metrics(preds), K.PREDICTIONS: preds})
+    write_checkpoint(path, {keys.METADATA: meta, keys.METRICS: suite_metrics(preds), keys.PREDICTIONS: preds})
     return path
 
 
@@ -181,7 +181,7 @@ def test_suite_checkpoint_is_complete_and_metrics_are_means(tmp_path, suite_dir)
     path = suite_checkpoint(tmp_path / "results", "org/a", suite, answers(3))
     st = validate_checkpoint(path, run="org/a", language=TASK, item_ids=suite.item_ids(TASK))
     assert st.complete, st.reasons
-    assert st.data[K.METRICS]["em"] == 3 / 12 and st.data[K.METRICS][K.N_ITEMS] == 12
+    assert st.data[keys.METRICS]["em"] == 3 / 12 and st.data[keys.METRICS][keys.N_ITEMS] == 12
 
 
 def tamper(path: Path, change) -> None:
@@ -191,12 +191,12 @@ def tamper(path: Path, change) -> None:
 
 
 @pytest.mark.parametrize("change, reason", [
-    (lambda d: d[K.PREDICTIONS][11][K.ITEM_METRICS].update(em=1.0), "metrics do not recompute from predictions: em"),
-    (lambda d: d[K.METRICS].update(em=0.5), "metrics do not recompute from predictions: em"),
-    (lambda d: d[K.PREDICTIONS][1].pop(K.ITEM_METRICS), "predictions[1]: item_metrics is missing"),
-    (lambda d: d[K.PREDICTIONS][2][K.ITEM_METRICS].pop("len"), "predictions[2]: item_metrics names other metrics"),
-    (lambda d: d[K.PREDICTIONS].pop(), "1 missing, 0 not in the benchmark, e.g. 'arith-011'"),
-    (lambda d: d[K.METADATA].update(benchmark_kind="helm"), "benchmark_kind is 'helm'"),
+    (lambda d: d[keys.PREDICTIONS][11][keys.ITEM_METRICS].update(em=1.0), "metrics do not recompute from predictions: em"),
+    (lambda d: d[keys.METRICS].update(em=0.5), "metrics do not recompute from predictions: em"),
+    (lambda d: d[keys.PREDICTIONS][1].pop(keys.ITEM_METRICS), "predictions[1]: item_metrics is missing"),
+    (lambda d: d[keys.PREDICTIONS][2][keys.ITEM_METRICS].pop("len"), "predictions[2]: item_metrics names other metrics"),
+    (lambda d: d[keys.PREDICTIONS].pop(), "1 missing, 0 not in the benchmark, e.g. 'arith-011'"),
+    (lambda d: d[keys.METADATA].update(benchmark_kind="helm"), "benchmark_kind is 'helm'"),
 ])
 def test_tampered_suite_checkpoint_is_invalid(tmp_path, suite_dir, change, reason):
     suite = load_benchmark(suite_dir)
@@ -210,7 +210,7 @@ def test_lrb_rules_do_not_apply_to_suite_predictions(tmp_path, suite_dir):
     """Suite items carry answers such as '42', not yes/no: the lrb label rule must not fire."""
     suite = load_benchmark(suite_dir)
     st = validate_checkpoint(suite_checkpoint(tmp_path / "r", "org/a", suite, answers(12)))
-    assert st.complete and st.data[K.METRICS]["em"] == 1.0
+    assert st.complete and st.data[keys.METRICS]["em"] == 1.0
 
 
 # --- report --------------------------------------------------------------------------
@@ -222,10 +222,10 @@ def test_suite_report_writes_scores_and_summary(tmp_path, suite_dir):
     suite_checkpoint(results, "org/a", suite, answers(6))
     suite_checkpoint(results, "org/b", suite, answers(9))
     paths = write_report(results, tmp_path / "report")
-    rows = list(csv.DictReader(paths.scores.open(encoding="utf-8")))
+    rows = list(csv.DictReader(paths.files["scores"].open(encoding="utf-8")))
     em = {r["run"]: r["value"] for r in rows if r["metric"] == "em"}
     assert em == {"org/a": "0.5", "org/b": "0.75"} and {r["task"] for r in rows} == {TASK}
-    summary = paths.summary.read_text(encoding="utf-8")
+    summary = paths.files["summary"].read_text(encoding="utf-8")
     assert f"## {TASK} (`{LIGHTEVAL_TASK}`)" in summary and "| org/b | 12 | 0.75 |" in summary
 
 
@@ -235,10 +235,10 @@ def test_report_refuses_to_mix_suite_and_lrb(tmp_path, suite_dir):
     suite = load_benchmark(suite_dir)
     results = tmp_path / "results"
     suite_checkpoint(results, "org/a", suite, answers(6))
-    preds = [{K.ITEM_ID: "x1", K.EXPECTED: "yes", K.PREDICTED: "yes"}]
+    preds = [{keys.ITEM_ID: "x1", keys.EXPECTED: "yes", keys.PREDICTED: "yes"}]
     write_checkpoint(checkpoint_path(results, "org/c", "en"), {
-        K.METADATA: {K.RUN: "org/c", K.LANGUAGE: "en"}, K.METRICS: compute_metrics(preds), K.PREDICTIONS: preds})
-    with pytest.raises(ConfigError, match="cannot report LightEval suite checkpoints"):
+        keys.METADATA: {keys.RUN: "org/c", keys.LANGUAGE: "en"}, keys.METRICS: compute_metrics(preds), keys.PREDICTIONS: preds})
+    with pytest.raises(ConfigError, match="cannot report lighteval checkpoints .* with lrb ones"):
         write_report(results, tmp_path / "report")
     assert not (tmp_path / "report").exists()
 
@@ -255,7 +255,7 @@ def test_compare_suite_results_by_item_metrics(tmp_path, suite_dir):
     assert same.verdict == REPRODUCED and same.bounded == "largest task metric"
 
     reworded = json.loads(json.dumps(recorded))
-    reworded[K.PREDICTIONS][8][K.RAW_OUTPUT] = "still wrong"  # same item metrics, other text
+    reworded[keys.PREDICTIONS][8][keys.RAW_OUTPUT] = "still wrong"  # same item metrics, other text
     cmp = compare(recorded, reworded, Tolerance())
     assert cmp.verdict == WITHIN_TOLERANCE and [d["item_id"] for d in cmp.differing] == ["arith-008"]
 

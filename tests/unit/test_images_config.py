@@ -13,6 +13,7 @@ from kit.config.images import ImageSpec
 from kit.errors import ConfigError
 from kit.images import spec
 from kit.images.wheelhouse import lock_hashes
+
 REPO = Path(__file__).resolve().parents[2]
 
 IMAGES = REPO / "containers" / "images.toml"

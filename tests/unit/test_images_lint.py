@@ -6,7 +6,7 @@ from pathlib import Path
 
 import kit
 from kit.images import lint, spec
-from kit.images.lockfile import BuiltImage
+from kit.images.built import BuiltImage
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD_ENV = ["PATH=/opt/venv/bin:/usr/bin", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kit.errors import ConfigError
-from kit.images import locks
+from kit.images import compile_locks
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGES = REPO / "containers" / "images.toml"
@@ -15,8 +15,8 @@ IMAGES = REPO / "containers" / "images.toml"
 
 @pytest.fixture
 def jobs(monkeypatch):
-    monkeypatch.setattr(locks, "uv_command", lambda: ["uv"])
-    return lambda env=None, **kw: {j.lock: list(j.argv) for j in locks.lock_jobs(IMAGES, env=env or {}, **kw)}
+    monkeypatch.setattr(compile_locks, "uv_command", lambda: ["uv"])
+    return lambda env=None, **kw: {j.lock: list(j.argv) for j in compile_locks.lock_jobs(IMAGES, env=env or {}, **kw)}
 
 
 def test_one_job_per_lock_file_each_from_its_in_file(jobs):
@@ -51,7 +51,7 @@ def test_each_lock_targets_its_images_python(jobs):
 def test_torch_cpu_source_is_the_pytorch_index_or_a_local_folder(jobs):
     cpu = "containers/transformers-5.17/requirements-cpu.lock"
     online = jobs()[cpu]
-    assert online[-4:] == ["--extra-index-url", locks.TORCH_CPU_INDEX, "--index-strategy", "unsafe-best-match"]
+    assert online[-4:] == ["--extra-index-url", compile_locks.TORCH_CPU_INDEX, "--index-strategy", "unsafe-best-match"]
     mirror = jobs({"KIT_TORCH_CPU_INDEX": "https://mirror.example/cpu"})[cpu]
     assert "https://mirror.example/cpu" in mirror
     offline = jobs({"KIT_TORCH_CPU_FIND_LINKS": "/srv/wheels"})[cpu]

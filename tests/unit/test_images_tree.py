@@ -14,9 +14,9 @@ import pytest
 from kit.errors import ImageError
 from kit.images import spec
 from kit.images.context import write_context
+from kit.images.digest_tree import Entry, add_tar, compare
 from kit.images.sif import _DESCR, _HEADER, primary_partition
 from kit.images.sqsh import enroot_files, filter_export
-from kit.images.tree import Entry, add_tar, compare
 from kit.images.verify import EMPTY, check
 
 REPO = Path(__file__).resolve().parents[2]
@@ -176,9 +176,9 @@ def test_wheelhouse_selects_files_by_the_locks_hashes(tmp_path):
 
 
 def test_a_conversion_is_up_to_date_only_for_the_same_image_and_the_recorded_bytes(tmp_path):
+    from kit.images.built import Artifact, BuiltImage
     from kit.images.convert import artifact_name, up_to_date
-    from kit.images.lockfile import Artifact, BuiltImage
-    from kit.images.spec import file_sha256
+    from kit.results.store import file_sha256
 
     built = BuiltImage(backend="transformers-5.17", tag="kit/t:cpu", image_id="sha256:" + "1" * 64,
                        dockerfile_sha256="d", lock_sha256="l", base="b", kit_version="0", built_at="t", variant="cpu")

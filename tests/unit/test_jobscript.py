@@ -5,17 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from scripts_golden import HOSTILE, assert_golden
 
 from kit.config.sites import Site
 from kit.launch.jobscript import JobScript, allow_listed_env, render_job_script
 from kit.launch.request import JobRequest
 from kit.launch.schedulers.base import get_scheduler
-
-GOLDEN = Path(__file__).parent / "golden"
-HOSTILE = ["$(touch PWNED)", "`touch PWNED2`", "a'b\"c", "x\ny", "../../etc/passwd", "; touch PWNED3 #", "sp ace", "${HOME}"]
 
 
 def render_for(scheduler: str, runtime: str, argv: list[str]) -> str:
@@ -30,10 +27,7 @@ def render_for(scheduler: str, runtime: str, argv: list[str]) -> str:
 @pytest.mark.parametrize("scheduler,runtime", [("local", "host")])
 def test_golden(scheduler, runtime):
     text = render_for(scheduler, runtime, ["/venv/bin/python", "-m", "kit", "shard", "--results", "/r", "--pairs", "/p.json"])
-    golden = GOLDEN / f"{scheduler}-{runtime}.sh"
-    if os.environ.get("KIT_UPDATE_GOLDEN") == "1":
-        golden.write_text(text)
-    assert text == golden.read_text(), f"rendered script differs from {golden}; KIT_UPDATE_GOLDEN=1 rewrites it"
+    assert_golden(text, f"{scheduler}-{runtime}.sh")
 
 
 def test_script_is_valid_bash():

@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_oar_scheduler import FakeOar
 
-from kit.config.benchmark import load_benchmark
+from kit.config.kinds import load_benchmark
 from kit.results import keys
 from kit.results.metrics import compute_metrics
 
@@ -28,7 +27,7 @@ def kit(*args: str, cwd: Path, env: dict, timeout: int = 60) -> subprocess.Compl
 
 
 @pytest.fixture
-def proj(tmp_path):
+def proj(tmp_path, fake_oar):
     """A tiny project: demo benchmark, a roster of two runs, a local-frontend OAR site, fakes on PATH."""
     from kit.demo.dataset import write_demo_benchmark
 
@@ -81,7 +80,7 @@ frontend = "nancy.g5k"
 root = "kit"
 results = "/home/jdoe/kit/results"
 ''')
-    fake = FakeOar(tmp_path / "fakebin")
+    fake = fake_oar
     ssh_log = tmp_path / "ssh-calls"
     (fake.bin / "ssh").write_text(f'#!/bin/sh\necho "$@" >> {ssh_log}\nexit 255\n')
     (fake.bin / "ssh").chmod(0o755)

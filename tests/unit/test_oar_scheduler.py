@@ -5,15 +5,14 @@ The real OAR 2.5.9 runs the same code in tests/integration/test_oar_integration.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from scripts_golden import GOLDEN, HOSTILE, assert_golden
 
 from kit.config.sites import Site
 from kit.errors import ConfigError, SubmitError
@@ -21,72 +20,6 @@ from kit.launch.jobscript import JobScript, readable_join, render_job_script
 from kit.launch.request import JobRequest
 from kit.launch.schedulers.base import COMPLETED, FAILED, RUNNING, UNKNOWN
 from kit.launch.schedulers.oar import OarScheduler, oar_walltime
-
-GOLDEN = Path(__file__).parent / "golden"
-HOSTILE = ["$(touch PWNED)", "`touch PWNED2`", "a'b\"c", "x\ny", "; touch PWNED3 #", "sp ace", "${HOME}"]
-
-FAKE = r'''#!PYTHON
-import json, os, sys
-here = os.path.dirname(os.path.abspath(__file__))
-tool = os.path.basename(sys.argv[0])
-state_file = os.path.join(here, "state.json")
-state = json.load(open(state_file))
-with open(os.path.join(here, "calls.jsonl"), "a") as fh:
-    fh.write(json.dumps({"tool": tool, "argv": sys.argv[1:], "env": sorted(os.environ)}) + "\n")
-canned = state.get(tool)
-if canned:
-    sys.stdout.write(canned.get("stdout", "")); sys.stderr.write(canned.get("stderr", ""))
-    sys.exit(canned.get("rc", 0))
-if tool == "oarsub":
-    n = int(sys.argv[sys.argv.index("--array") + 1]) if "--array" in sys.argv else 1
-    first = state.setdefault("next_id", 100)
-    print("[ADMISSION RULE] Modify resource description with type constraints")
-    for i in range(n):
-        print(f"OAR_JOB_ID={first + i}")
-        state.setdefault("jobs", {})[str(first + i)] = {"state": "Waiting", "array_index": i + 1}
-    if n > 1:
-        print(f"OAR_ARRAY_ID={first}")
-    state["next_id"] = first + n
-    json.dump(state, open(state_file, "w"))
-elif tool == "oarstat":
-    ids = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "-j"]
-    jobs = {j: state.get("jobs", {})[j] for j in ids if j in state.get("jobs", {})}
-    if jobs:
-        print(json.dumps(jobs, indent=3))
-'''
-
-
-class FakeOar:
-    """Fake OAR commands in a folder put first on PATH."""
-
-    def __init__(self, folder: Path) -> None:
-        self.bin = folder
-        folder.mkdir(parents=True, exist_ok=True)
-        for tool in ("oarsub", "oarstat", "oardel"):
-            path = folder / tool
-            path.write_text(FAKE.replace("PYTHON", sys.executable))
-            path.chmod(0o755)
-        self.state = {}
-
-    @property
-    def state(self) -> dict:
-        return json.loads((self.bin / "state.json").read_text())
-
-    @state.setter
-    def state(self, value: dict) -> None:
-        (self.bin / "state.json").write_text(json.dumps(value))
-
-    def calls(self, tool: str | None = None) -> list[dict]:
-        path = self.bin / "calls.jsonl"
-        rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-        return [r for r in rows if tool is None or r["tool"] == tool]
-
-
-@pytest.fixture
-def fake_oar(tmp_path, monkeypatch) -> FakeOar:
-    fake = FakeOar(tmp_path / "fakebin")
-    monkeypatch.setenv("PATH", f"{fake.bin}:{os.environ['PATH']}")
-    return fake
 
 
 def site(**kw) -> Site:
@@ -117,10 +50,7 @@ def test_lyon_a100_uses_exotic_and_the_default_queue_golden():
              gpu_filter="cluster='sirius' AND gpu_compute_capability_major>=7 AND gpu_mem>=23040")
     text = "#!/bin/bash\n" + readable_join(argv_for(s, request(gpus=2, walltime_s=5400, array_size=85),
                                                  "/home/jdoe/kit/jobs/kit-lyon.sh", "/home/jdoe/kit/logs")) + "\n"
-    golden = GOLDEN / "oar-submit-lyon.sh"
-    if os.environ.get("KIT_UPDATE_GOLDEN") == "1":
-        golden.write_text(text)
-    assert text == golden.read_text()
+    assert_golden(text, "oar-submit-lyon.sh")
     assert shlex.split(text)[-1] == "bash /home/jdoe/kit/jobs/kit-lyon.sh"
 
 
@@ -148,7 +78,7 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     folder.mkdir()
     script = folder / "job `x`.sh"
     script.write_text("#!/bin/bash\nprintf '%s\\n' \"$0\"\n")
-    s = site(gpu_filter=HOSTILE[2], queue=HOSTILE[4], job_types=[HOSTILE[0], HOSTILE[1]])
+    s = site(gpu_filter=HOSTILE[2], queue=HOSTILE[5], job_types=[HOSTILE[0], HOSTILE[1]])
     req = request(name=HOSTILE[3], array_size=1)
     OarScheduler(s).submit(req, script, str(folder / "logs"), {"PATH": os.environ["PATH"]})
     got = fake_oar.calls("oarsub")[0]["argv"]
@@ -184,10 +114,7 @@ def render(s: Site, argv: list[str]) -> str:
 ])
 def test_golden_job_scripts(runtime, argv):
     text = render(site(runtime=runtime), argv)
-    golden = GOLDEN / f"oar-{runtime}.sh"
-    if os.environ.get("KIT_UPDATE_GOLDEN") == "1":
-        golden.write_text(text)
-    assert text == golden.read_text(), f"differs from {golden}; KIT_UPDATE_GOLDEN=1 rewrites it"
+    assert_golden(text, f"oar-{runtime}.sh")
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed (apt-get install shellcheck)")

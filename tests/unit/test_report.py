@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from kit.errors import CheckpointError, ConfigError, MissingExtraError
-from kit.results import report
+from kit.results import lrb_report, report
 from kit.results.metrics import compute_metrics
+from kit.results.records import ReportFiles, check_comparable
 from kit.results.store import checkpoint_path, write_checkpoint
+from kit.results.tables import rate, seconds
 
 RUN_A = "org/model-a"
 RUN_B = "org/model-b@fast"
@@ -84,16 +86,16 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def _outputs(paths: report.ReportPaths) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in paths.files}
+def _outputs(paths: ReportFiles) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in paths.files.values()}
 
 
 def test_report_two_runs_three_languages(results: Path, tmp_path: Path) -> None:
     paths = report.write_report(results, tmp_path / "out")
     assert (paths.pairs, paths.invalid) == (6, 0)
 
-    board = _rows(paths.leaderboard)
-    assert list(board[0]) == list(report.LEADERBOARD_COLUMNS)
+    board = _rows(paths.files["leaderboard"])
+    assert list(board[0]) == list(lrb_report.LEADERBOARD_COLUMNS)
     assert [row["run"] for row in board] == [RUN_A, RUN_B]
     a, b = board
     # Hand-computed macro means over en, fr, ja.
@@ -110,20 +112,20 @@ def test_report_two_runs_three_languages(results: Path, tmp_path: Path) -> None:
     assert (b["truncated"], b["model_id"], b["task"], b["backend"]) == ("1", "org/model-b", "generate", "transformers-5.17")
     assert a["model_revision"] == "0" * 40
 
-    aggregates = _rows(paths.aggregates)
+    aggregates = _rows(paths.files["aggregates"])
     assert len(aggregates) == 6
     assert [(r["run"], r["language"]) for r in aggregates] == sorted(CELLS)
     fr_a = aggregates[1]
     assert (fr_a["f1"], fr_a["true_positive"], fr_a["file"]) == ("1.0", "5", "fr/org__model-a.json")
 
-    by_language = _rows(paths.by_language)
+    by_language = _rows(paths.files["by_language"])
     assert [r["language"] for r in by_language] == list(LANGS)
     assert by_language[2] == {
         "language": "ja", "runs": "2", "f1_mean": repr(round((0.6 + 2 / 3) / 2, 4)),
         "f1_min": "0.6", "f1_max": "0.6667", "best_run": RUN_B,
     }
 
-    summary = paths.summary.read_text(encoding="utf-8")
+    summary = paths.files["summary"].read_text(encoding="utf-8")
     assert RUN_A in summary and RUN_B in summary
     assert "2 runs, 3 languages, 6 pairs counted; 0 invalid files" in summary
     assert DIGEST["prompt"] in summary and DIGEST["manifest"] in summary
@@ -132,12 +134,12 @@ def test_report_two_runs_three_languages(results: Path, tmp_path: Path) -> None:
 def test_heatmap_is_a_png_of_the_expected_size(results: Path, tmp_path: Path) -> None:
     image = pytest.importorskip("matplotlib.image")
     paths = report.write_report(results, tmp_path / "out")
-    data = paths.heatmap.read_bytes()
+    data = paths.files["heatmap"].read_bytes()
     assert data.startswith(PNG_SIGNATURE)
     assert b"Software" not in data and b"matplotlib" not in data.lower()
-    pixels = image.imread(paths.heatmap)
-    width, height = report.heatmap_figsize([RUN_A, RUN_B], LANGS)
-    assert pixels.shape[:2] == (round(height * report.HEATMAP_DPI), round(width * report.HEATMAP_DPI))
+    pixels = image.imread(paths.files["heatmap"])
+    width, height = lrb_report.heatmap_figsize([RUN_A, RUN_B], LANGS)
+    assert pixels.shape[:2] == (round(height * lrb_report.HEATMAP_DPI), round(width * lrb_report.HEATMAP_DPI))
 
 
 def test_report_is_byte_identical_when_run_twice(results: Path, tmp_path: Path) -> None:
@@ -153,9 +155,9 @@ def test_invalid_file_is_listed_and_not_counted(results: Path, tmp_path: Path) -
     broken.write_bytes(broken.read_bytes()[:200])  # truncated JSON
     paths = report.write_report(results, tmp_path / "out")
     assert (paths.pairs, paths.invalid) == (6, 1)
-    assert [row["run"] for row in _rows(paths.leaderboard)] == [RUN_A, RUN_B]
-    assert len(_rows(paths.aggregates)) == 6
-    summary = paths.summary.read_text(encoding="utf-8")
+    assert [row["run"] for row in _rows(paths.files["leaderboard"])] == [RUN_A, RUN_B]
+    assert len(_rows(paths.files["aggregates"])) == 6
+    summary = paths.files["summary"].read_text(encoding="utf-8")
     assert "## Invalid files (1, not counted)" in summary
     assert "`fr/org__model-c.json` (invalid): not valid JSON" in summary
 
@@ -185,48 +187,48 @@ def test_different_prompt_in_another_task_is_accepted(results: Path, tmp_path: P
         make_checkpoint(results, "org/scorer", language, cells=(5, 0, 5, 0, 0),
                         task="score", prompt_sha256="e" * 64, max_new_tokens=1, decoding=None)
     paths = report.write_report(results, tmp_path / "out")
-    board = _rows(paths.leaderboard)
+    board = _rows(paths.files["leaderboard"])
     assert [row["run"] for row in board] == ["org/scorer", RUN_A, RUN_B]
     assert board[0]["task"] == "score"
-    assert "prompt_sha256 (score): `" + "e" * 64 in paths.summary.read_text(encoding="utf-8")
+    assert "prompt_sha256 (score): `" + "e" * 64 in paths.files["summary"].read_text(encoding="utf-8")
 
 
 def test_different_manifest_is_refused(results: Path) -> None:
     make_checkpoint(results, RUN_B, "ja", manifest_sha256="f" * 64)
     with pytest.raises(ConfigError, match=r"manifest_sha256 differs .*aaaaaaaaaaaa vs ffffffffffff"):
-        report.check_comparable(report.collect_checkpoints(results))
+        check_comparable(report.collect_checkpoints(results))
 
 
 def test_different_max_new_tokens_among_generate_runs_is_refused(results: Path) -> None:
     make_checkpoint(results, RUN_B, "en", max_new_tokens=4096)
     with pytest.raises(ConfigError, match=r"decoding/max_new_tokens differs among generate runs \(greedy/64 vs greedy/4096\)"):
-        report.check_comparable(report.collect_checkpoints(results))
+        check_comparable(report.collect_checkpoints(results))
 
 
 def test_different_benchmark_file_within_a_language_is_refused(results: Path) -> None:
     make_checkpoint(results, RUN_B, "en", benchmark_sha256="9" * 64)
     with pytest.raises(ConfigError, match=r"benchmark_sha256 differs for language 'en'"):
-        report.check_comparable(report.collect_checkpoints(results))
+        check_comparable(report.collect_checkpoints(results))
 
 
 def test_legacy_file_without_manifest_is_held_to_the_benchmark_digest(results: Path) -> None:
     legacy = dict(run=None, language=None, task=None, manifest_sha256=None)
     make_checkpoint(results, "org/legacy", "fr", cells=(5, 0, 5, 0, 0), **legacy)
     records = report.collect_checkpoints(results)
-    report.check_comparable(records)  # same benchmark digest for fr: accepted
+    check_comparable(records)  # same benchmark digest for fr: accepted
     record = next(r for r in records if r.run == "org/legacy")
     assert record.valid and record.task == "generate" and record.notices
 
     make_checkpoint(results, "org/legacy", "fr", cells=(5, 0, 5, 0, 0), benchmark_sha256="1" * 64, **legacy)
     with pytest.raises(ConfigError, match="benchmark_sha256 differs for language 'fr'"):
-        report.check_comparable(report.collect_checkpoints(results))
+        check_comparable(report.collect_checkpoints(results))
 
 
 def test_runs_selects_and_separates(results: Path, tmp_path: Path) -> None:
     make_checkpoint(results, RUN_B, "fr", prompt_sha256="d" * 64)
     paths = report.write_report(results, tmp_path / "out", runs=[RUN_A])
-    assert [row["run"] for row in _rows(paths.leaderboard)] == [RUN_A]
-    assert len(_rows(paths.aggregates)) == 3
+    assert [row["run"] for row in _rows(paths.files["leaderboard"])] == [RUN_A]
+    assert len(_rows(paths.files["aggregates"])) == 3
     with pytest.raises(ConfigError, match="no complete checkpoint for run 'org/nope'; fix: pick among: org/model-a"):
         report.write_report(results, tmp_path / "out", runs=["org/nope"])
 
@@ -249,7 +251,7 @@ def test_missing_matplotlib_names_the_extra_and_writes_nothing(
 
 
 def test_numbers_are_stable_text() -> None:
-    assert report._rate(-0.0) == "0.0"
-    assert report._rate(2 / 3) == "0.6667"
-    assert report._rate(0.85) == "0.85"
-    assert report._seconds(507.4949) == "507.49"
+    assert rate(-0.0) == "0.0"
+    assert rate(2 / 3) == "0.6667"
+    assert rate(0.85) == "0.85"
+    assert seconds(507.4949) == "507.49"

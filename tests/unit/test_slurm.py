@@ -14,7 +14,7 @@ from kit.errors import ConfigError, SubmitError
 from kit.launch import frontend as frontend_mod
 from kit.launch.cancel import jobs_to_cancel
 from kit.launch.request import JobRequest
-from kit.launch.schedulers import slurm_query as Q
+from kit.launch.schedulers import slurm_query
 from kit.launch.schedulers.slurm import SlurmScheduler, gpu_option, slurm_time
 from kit.plan import Pair
 from kit.results.status import PairStatus
@@ -35,13 +35,12 @@ EXPECTED_STATES = {
 
 @pytest.mark.parametrize("name,state", sorted(EXPECTED_STATES.items()))
 def test_each_slurm_state_normalizes(name, state):
-    assert Q.normalize(name) == state
-    assert Q.is_live(name) == (state in ("pending", "running"))
-    assert Q.is_finished(name) == (state in ("completed", "failed", "timeout", "cancelled"))
+    assert slurm_query.normalize(name) == state
+    assert slurm_query.is_finished(name) == (state in ("completed", "failed", "timeout", "cancelled"))
 
 
 def test_the_table_holds_exactly_the_24_documented_states():
-    assert set(Q.SLURM_STATES) == set(EXPECTED_STATES)
+    assert set(slurm_query.SLURM_STATES) == set(EXPECTED_STATES)
 
 
 @pytest.mark.parametrize("raw,base", [
@@ -49,24 +48,24 @@ def test_the_table_holds_exactly_the_24_documented_states():
     (["RUNNING", "COMPLETING"], "RUNNING"), (["REQUEUED", "PENDING"], "REQUEUED"), ("running", "RUNNING"),
 ])
 def test_base_state_reads_every_spelling(raw, base):
-    assert Q.base_state(raw) == base
+    assert slurm_query.base_state(raw) == base
 
 
-def test_an_unknown_state_is_unknown_and_neither_live_nor_finished():
-    assert Q.normalize("WEIRD_NEW_STATE") == "unknown" and Q.normalize("") == "unknown"
-    assert not Q.is_live("WEIRD_NEW_STATE") and not Q.is_finished("WEIRD_NEW_STATE")
+def test_an_unknown_state_is_unknown_and_not_finished():
+    assert slurm_query.normalize("WEIRD_NEW_STATE") == "unknown" and slurm_query.normalize("") == "unknown"
+    assert not slurm_query.is_finished("WEIRD_NEW_STATE")
 
 
 @pytest.mark.parametrize("out,job", [("12\n", "12"), ("12;kit-ci\n", "12"), ("sbatch: warning x\n31\n", "31"),
                                      ("", None), ("Submitted batch job 12\n", None)])
 def test_parse_sbatch_id(out, job):
-    assert Q.parse_sbatch_id(out) == job
+    assert slurm_query.parse_sbatch_id(out) == job
 
 
 @pytest.mark.parametrize("text,ids", [("2-5", [2, 3, 4, 5]), ("2-3,5", [2, 3, 5]), ("0-6:2%1", [0, 2, 4, 6]),
                                       ("7", [7]), ("1-3%2", [1, 2, 3])])
 def test_expand_task_string(text, ids):
-    assert Q.expand_task_string(text) == ids
+    assert slurm_query.expand_task_string(text) == ids
 
 
 # squeue --json of Slurm 22.05.8 on this project's dev cluster, trimmed to the fields kit reads.
@@ -94,7 +93,7 @@ SQUEUE_23 = {"jobs": [
 
 
 def test_parse_squeue_2205_maps_array_tasks_and_exit_codes():
-    got = Q.parse_squeue_json(json.dumps(SQUEUE_2205))
+    got = slurm_query.parse_squeue_json(json.dumps(SQUEUE_2205))
     assert set(got) == {"12_0", "12_1", "12_2", "12_3", "12_5", "20", "21"}
     assert got["12_0"].state == "running"
     assert got["12_1"].state == "failed" and got["12_1"].exit_code == 3 and "NonZeroExitCode" in got["12_1"].reason
@@ -104,7 +103,7 @@ def test_parse_squeue_2205_maps_array_tasks_and_exit_codes():
 
 
 def test_parse_squeue_23_shapes():
-    got = Q.parse_squeue_json(json.dumps(SQUEUE_23))
+    got = slurm_query.parse_squeue_json(json.dumps(SQUEUE_23))
     assert got["30_1"].state == "failed" and got["30_1"].exit_code == 137 and "OUT_OF_MEMORY" in got["30_1"].reason
     assert got["32"].state == "completed" and got["32"].exit_code == 0
 
@@ -112,13 +111,13 @@ def test_parse_squeue_23_shapes():
 @pytest.mark.parametrize("text", ["", "not json", "[]", '{"meta": {}}'])
 def test_parse_squeue_refuses_what_is_not_a_squeue_answer(text):
     with pytest.raises(ValueError):
-        Q.parse_squeue_json(text)
+        slurm_query.parse_squeue_json(text)
 
 
 def test_parse_sacct_rows_steps_and_pending_records():
     text = ("2|COMPLETED|0:0\n4|FAILED|1:0\n4.batch|FAILED|1:0\n5|CANCELLED by 0|0:0\n3_0|COMPLETED|0:0\n"
             "3_1|TIMEOUT|0:15\n3_[2-3]|PENDING|0:0\n")
-    got = Q.parse_sacct(text)
+    got = slurm_query.parse_sacct(text)
     assert set(got) == {"2", "4", "5", "3_0", "3_1", "3_2", "3_3"}
     assert got["4"].state == "failed" and got["4"].exit_code == 1 and "exit code 1" in got["4"].reason
     assert got["5"].state == "cancelled"

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scripts_golden import HOSTILE, assert_golden
 
 from kit.config.project import load_project
 from kit.config.sites import Site, load_sites
@@ -20,12 +21,11 @@ from kit.demo.dataset import write_demo_benchmark
 from kit.errors import ConfigError
 from kit.launch.jobscript import JobScript, render_job_script
 from kit.launch.request import JobRequest
-from kit.launch.runtimes.base import RuntimeContext, get_runtime
+from kit.launch.runtimes.base import KNOWN_RUNTIMES, RuntimeContext, get_runtime
 from kit.launch.schedulers.slurm import SlurmScheduler
 from kit.launch.submit import prepare_run
 
-GOLDEN = Path(__file__).parent / "golden"
-RUNTIMES = ("pyxis", "apptainer", "docker", "host")
+RUNTIMES = KNOWN_RUNTIMES
 REV = "0123456789abcdef0123456789abcdef01234567"
 ROSTER = f'''benchmark = "data"
 
@@ -88,11 +88,7 @@ def cluster_script(sweep: Path, runtime: str) -> str:
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_golden(sweep, runtime):
-    text = cluster_script(sweep, runtime)
-    golden = GOLDEN / f"slurm-{runtime}.sh"
-    if os.environ.get("KIT_UPDATE_GOLDEN") == "1":
-        golden.write_text(text)
-    assert text == golden.read_text(), f"rendered script differs from {golden}; KIT_UPDATE_GOLDEN=1 rewrites it"
+    assert_golden(cluster_script(sweep, runtime), f"slurm-{runtime}.sh")
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -140,8 +136,6 @@ def test_apptainer_runs_as_a_slurm_step_and_docker_sees_the_jobs_gpus(sweep):
 
 # ----------------------------------------------------------------- hostile values
 
-HOSTILE = ["$(touch PWNED1)", "`touch PWNED2`", "a'b\"c", "x\ny", "../../etc/passwd", "; touch PWNED3 #", "sp ace",
-           "${HOME}"]
 STUB = "#!/bin/sh\n{ printf '%s\\0' \"$(basename \"$0\")\" \"$@\"; } > \"$KIT_ARGV_OUT\"\n"
 
 
@@ -168,7 +162,7 @@ def test_hostile_values_reach_the_runtime_literally_and_never_execute(runtime, t
     text, argv = hostile_script(runtime, tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("srun", "apptainer", "docker", Path(argv[0]).name):
+    for tool in ("srun", "apptainer", "docker", "enroot", Path(argv[0]).name):
         (bin_dir / tool).write_text(STUB)
         (bin_dir / tool).chmod(0o755)
     if runtime == "host":  # the host runtime runs the site's python by absolute path: put the stub there
@@ -185,6 +179,8 @@ def test_hostile_values_reach_the_runtime_literally_and_never_execute(runtime, t
     expected = [Path(argv[0]).name, *argv[1:], "--shard", "1/2"]
     if runtime == "docker":  # the script fills in the user and group
         expected[expected.index("${KIT_UID}:${KIT_GID}")] = f"{os.getuid()}:{os.getgid()}"
+    if runtime == "enroot":  # and enroot's container name, after the job
+        expected[expected.index("kit-${KIT_JOB_ID:-$$}")] = "kit-77"
     assert [g.decode() for g in got] == expected
 
 

@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from kit.errors import ConfigError
-from kit.results.store import checkpoint_path, dumps_checkpoint, run_from_stem, run_file_stem, write_checkpoint
+from kit.results.store import checkpoint_path, dumps_checkpoint, run_file_stem, run_from_stem, write_checkpoint
 
 
 def test_path_layout_and_round_trip(tmp_path):

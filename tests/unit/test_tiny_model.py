@@ -16,8 +16,8 @@ import pytest
 from kit.config.roster import Run
 from kit.demo.model import build_tiny_classifier, build_tiny_llama, content_revision, repo_folder
 from kit.errors import ConfigError
+from kit.weights.snapshot import resolve_snapshot, weight_files_sha256
 from kit.worker.backends.base import Backend, Generation, get_backend, known_backends
-from kit.worker.snapshot import resolve_snapshot, weight_files_sha256
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +131,7 @@ def test_registry_names():
 
 
 def test_importing_the_engine_stays_cheap():
-    code = ("import sys, kit.worker.backends.transformers, kit.worker.snapshot, kit.demo.model; "
+    code = ("import sys, kit.worker.backends.transformers, kit.weights.snapshot, kit.demo.model; "
             "heavy = {'torch', 'transformers', 'tokenizers', 'huggingface_hub', 'safetensors'} & set(sys.modules); "
             "assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])
@@ -169,7 +169,7 @@ def test_batch_size_does_not_change_outputs(hub):
 
 
 def test_chat_template_is_used(hub):
-    from kit.worker.backends.transformers import render_prompts, uses_chat_template
+    from kit.worker.backends.hf import render_prompts, uses_chat_template
 
     backend = _backend(hub, hub.llama, max_new_tokens=4)
     assert uses_chat_template(backend.tokenizer)
@@ -183,7 +183,7 @@ def test_truncated_when_max_new_tokens_is_tiny(hub):
 
 
 def test_count_generated_stops_at_first_eos():
-    from kit.worker.backends.transformers import count_generated
+    from kit.worker.backends.hf import count_generated
 
     assert count_generated([5, 6, 3, 0, 0], [3], 5) == (3, False)
     assert count_generated([5, 6, 7], [3, 9], 3) == (3, True)
@@ -216,7 +216,7 @@ def test_score_sums_to_one_and_is_stable(hub):
 
 
 def test_yes_label_and_dtype_rules():
-    from kit.worker.backends.transformers import resolve_dtype, yes_label_index
+    from kit.worker.backends.hf import resolve_dtype, yes_label_index
 
     assert yes_label_index({0: "no", 1: "yes"}) == 1
     assert yes_label_index({"0": "Relevant", "1": "not_relevant"}) == 0

@@ -14,9 +14,8 @@ step (`srun apptainer exec ...`), so Slurm accounts and signals it. Settings (si
 
 from __future__ import annotations
 
-import shlex
-
-from kit.launch.runtimes.base import GPU_ENV, Runtime, RuntimeContext, artifact_check_lines, list_paths, register_runtime
+from kit.launch.runtimes.base import (GPU_ENV, Runtime, RuntimeContext, artifact_check_lines, list_paths,
+                                      register_runtime)
 
 
 @register_runtime("apptainer")

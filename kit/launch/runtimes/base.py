@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kit.config.sites import Site
 from kit.errors import ConfigError
+from kit.registry import Registry
 
 KNOWN_RUNTIMES = ("host", "docker", "apptainer", "pyxis", "enroot")
-_REGISTRY: dict[str, type["Runtime"]] = {}
+RUNTIMES: Registry[type["Runtime"]] = Registry("runtime", "kit.launch.runtimes", KNOWN_RUNTIMES)
 
 
 @dataclass(frozen=True)
@@ -56,25 +56,12 @@ class Runtime:
 
 def register_runtime(name: str):
     """Class decorator adding a runtime to the registry."""
-
-    def deco(cls: type[Runtime]) -> type[Runtime]:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
+    return RUNTIMES.register(name)
 
 
 def get_runtime(name: str) -> type[Runtime]:
     """The runtime class registered under `name`; a ConfigError lists the known ones."""
-    if name not in _REGISTRY and name in KNOWN_RUNTIMES:
-        try:
-            importlib.import_module(f"kit.launch.runtimes.{name}")
-        except ModuleNotFoundError:
-            pass
-    if name not in _REGISTRY:
-        raise ConfigError(f"runtime {name!r} is not available", fix=f"use one of: {', '.join(KNOWN_RUNTIMES)}")
-    return _REGISTRY[name]
+    return RUNTIMES.get(name)
 
 
 def artifact_check_lines(image: str) -> list[str]:

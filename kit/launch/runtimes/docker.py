@@ -15,7 +15,8 @@ the worker uses only its own. Settings (sites.toml)::
 from __future__ import annotations
 
 from kit.launch.jobscript import Expand
-from kit.launch.runtimes.base import GPU_ENV, Runtime, RuntimeContext, image_id_check_lines, list_paths, register_runtime
+from kit.launch.runtimes.base import (GPU_ENV, Runtime, RuntimeContext, image_id_check_lines, list_paths,
+                                      register_runtime)
 
 
 @register_runtime("docker")

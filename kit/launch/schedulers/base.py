@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,14 +10,14 @@ from kit.errors import ConfigError
 from kit.launch.frontend import Frontend
 from kit.launch.jobscript import JobScript
 from kit.launch.request import JobRequest
+from kit.registry import Registry
 
 # kit's normalized job states (scheduler-specific names map onto these)
 PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, UNKNOWN = (
     "pending", "running", "completed", "failed", "timeout", "cancelled", "unknown")
-JOB_STATES = (PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, UNKNOWN)
 
 KNOWN_SCHEDULERS = ("local", "slurm", "oar")
-_REGISTRY: dict[str, type["Scheduler"]] = {}
+SCHEDULERS: Registry[type["Scheduler"]] = Registry("scheduler", "kit.launch.schedulers", KNOWN_SCHEDULERS)
 
 
 @dataclass
@@ -86,22 +85,9 @@ class Scheduler:
 
 def register_scheduler(name: str):
     """Class decorator adding a scheduler to the registry."""
-
-    def deco(cls: type[Scheduler]) -> type[Scheduler]:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
+    return SCHEDULERS.register(name)
 
 
 def get_scheduler(name: str) -> type[Scheduler]:
     """The scheduler class registered under `name`; a ConfigError lists the known ones."""
-    if name not in _REGISTRY and name in KNOWN_SCHEDULERS:
-        try:
-            importlib.import_module(f"kit.launch.schedulers.{name}")
-        except ModuleNotFoundError:
-            pass
-    if name not in _REGISTRY:
-        raise ConfigError(f"scheduler {name!r} is not available", fix=f"use one of: {', '.join(KNOWN_SCHEDULERS)}")
-    return _REGISTRY[name]
+    return SCHEDULERS.get(name)

@@ -60,16 +60,6 @@ DELETE_EVENT = "FRAG_JOB_REQUEST"
 _JOB_ID = re.compile(r"^OAR_JOB_ID=(\d+)\s*$", re.MULTILINE)
 
 
-def is_pending(state: str) -> bool:
-    """True for an OAR state whose job has not started (or is suspended)."""
-    return OAR_STATES.get(state) == PENDING
-
-
-def is_running(state: str) -> bool:
-    """True for an OAR state whose job is on its nodes."""
-    return OAR_STATES.get(state) == RUNNING
-
-
 def is_finished(state: str) -> bool:
     """True once OAR is done with the job (Terminated or Error)."""
     return state in ("Terminated", "Error", "toError")

@@ -11,13 +11,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from kit.launch.schedulers.base import (CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN,
-                                        JobStatus)
+from kit.launch.schedulers.base import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN, JobStatus
 
 # Every Slurm job state name -> kit's normalized state. Names from Slurm's squeue(1) and
 # sacct(1) "JOB STATE CODES" (22.05; the same strings job_state_string() in
 # src/common/slurm_protocol_defs.c prints); verified on 22.05.8 for PENDING, RUNNING,
-# COMPLETED, FAILED, CANCELLED and TIMEOUT (shared/notes/infra-verified.md section 1).
+# COMPLETED, FAILED, CANCELLED and TIMEOUT on the dev cluster (scripts/dev/slurm.sh; tests/e2e/test_slurm_sweep.py).
 SLURM_STATES: dict[str, str] = {
     "PENDING": PENDING,            # PD: awaiting resource allocation
     "CONFIGURING": PENDING,        # CF: allocated, nodes booting
@@ -60,11 +59,6 @@ def base_state(raw: Any) -> str:
 def normalize(raw: Any) -> str:
     """kit's state for a Slurm state name; `unknown` for a name the table does not hold."""
     return SLURM_STATES.get(base_state(raw), UNKNOWN)
-
-
-def is_live(raw: Any) -> bool:
-    """True while the job may still write checkpoints (pending or running)."""
-    return normalize(raw) in (PENDING, RUNNING)
 
 
 def is_finished(raw: Any) -> bool:

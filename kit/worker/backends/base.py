@@ -8,7 +8,6 @@ is picked, so importing this module never imports torch or any other heavy libra
 from __future__ import annotations
 
 import abc
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from kit.config.backends import BACKENDS
 from kit.errors import ConfigError
+from kit.registry import Registry
 
 if TYPE_CHECKING:
     from kit.config.roster import Run
@@ -119,21 +119,12 @@ def remote_code_allowed(run: Any) -> bool:
     return bool(getattr(run, "trust_remote_code", False)) and bool(_HEX40.match(getattr(run, "revision", None) or ""))
 
 
-_REGISTRY: dict[str, type[Backend]] = {}
+ENGINES: Registry[type[Backend]] = Registry("backend engine", "kit.worker.backends", sorted(set(BACKENDS.values())))
 
 
 def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:
     """Class decorator: make a Backend subclass available to `get_backend(name)`."""
-
-    def decorate(cls: type[Backend]) -> type[Backend]:
-        other = _REGISTRY.get(name)
-        if other is not None and other is not cls:
-            raise ValueError(f"backend {name!r} is already registered by {other.__module__}.{other.__qualname__}")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
+    return ENGINES.register(name)
 
 
 def known_backends() -> list[str]:
@@ -143,25 +134,6 @@ def known_backends() -> list[str]:
 
 def get_backend(name: str) -> type[Backend]:
     """The Backend class of an engine ("transformers") or a backend family ("transformers-5.17")."""
-    engine = BACKENDS.get(name, name)
-    if engine not in _REGISTRY:
-        if engine not in set(BACKENDS.values()):
-            raise ConfigError(f"unknown backend {name!r}", fix=f"use one of: {', '.join(known_backends())}")
-        module = f"{__package__}.{engine}"
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            raise ConfigError(
-                f"backend engine {engine!r} is not implemented in this kit version",
-                fix=f"use a backend whose engine is implemented: {', '.join(sorted(_implemented()))}",
-            ) from None
-    if engine not in _REGISTRY:
-        raise ConfigError(f"module {__package__}.{engine} registers no backend named {engine!r}")
-    return _REGISTRY[engine]
-
-
-def _implemented() -> set[str]:
-    folder = Path(__file__).parent
-    return {e for e in BACKENDS.values() if (folder / f"{e}.py").is_file()}
+    if name not in BACKENDS and name not in ENGINES.names:
+        raise ConfigError(f"unknown backend {name!r}", fix=f"use one of: {', '.join(known_backends())}")
+    return ENGINES.get(BACKENDS.get(name, name))

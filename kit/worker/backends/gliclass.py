@@ -39,8 +39,8 @@ from typing import Any
 
 from kit.errors import MissingExtraError
 from kit.worker.backends.base import Backend, Score, package_version, register_backend
+from kit.worker.backends.hf import check_lengths, config_dtype, context_limit, resolve_dtype, text_config
 from kit.worker.backends.scoring import split_premise_hypothesis
-from kit.worker.backends.transformers import _config_dtype, _text_config, check_lengths, context_limit, resolve_dtype
 
 _PACKAGES = ("gliclass", "torch", "transformers", "tokenizers", "huggingface_hub")
 
@@ -70,7 +70,7 @@ class GliclassBackend(Backend):
         local = {"local_files_only": True, "trust_remote_code": self.remote_code()}
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.snapshot, **local)
         model = GLiClassModel.from_pretrained(self.snapshot, local_files_only=True)
-        dtype = resolve_dtype(self.run.dtype, _config_dtype(model.config), cuda=cuda,
+        dtype = resolve_dtype(self.run.dtype, config_dtype(model.config), cuda=cuda,
                               bf16=cuda and torch.cuda.is_bf16_supported())
         self.model = model.to(device=self.device, dtype=getattr(torch, dtype)).eval()
         self.pipeline = ZeroShotClassificationPipeline(
@@ -93,7 +93,7 @@ class GliclassBackend(Backend):
         rendered = [inner.prepare_input(t, [label]) if hasattr(inner, "prepare_input") else t for t, label in pairs]
         lengths = [len(ids) for ids in self.tokenizer(rendered)["input_ids"]]
         cap = self.option("max_length", 512, int)
-        limit = context_limit(_text_config(self.model.config.encoder_config), self.tokenizer, generation=False)
+        limit = context_limit(text_config(self.model.config.encoder_config), self.tokenizer, generation=False)
         check_lengths(lengths, texts, min(cap, limit) if limit else cap, 0)
         out: list[Score] = []
         for start in range(0, len(pairs), self.run.batch_size):

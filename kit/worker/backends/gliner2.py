@@ -37,7 +37,7 @@ from typing import Any
 
 from kit.errors import ConfigError, MissingExtraError
 from kit.worker.backends.base import Backend, Score, package_version, register_backend
-from kit.worker.backends.transformers import _text_config, check_lengths, context_limit, resolve_dtype
+from kit.worker.backends.hf import check_lengths, context_limit, resolve_dtype, text_config
 
 _PACKAGES = ("gliner2", "torch", "transformers", "tokenizers", "huggingface_hub")
 
@@ -71,7 +71,7 @@ class Gliner2Backend(Backend):
         cuda = torch.cuda.is_available()
         self.device = "cuda" if cuda else "cpu"
         model = GLiNER2.from_pretrained(str(self.snapshot), map_location=self.device)
-        config = _text_config(model.encoder.config)
+        config = text_config(model.encoder.config)
         dtype = resolve_dtype(self.run.dtype, str(getattr(config, "dtype", None) or "float32").removeprefix("torch."),
                               cuda=cuda, bf16=cuda and torch.cuda.is_bf16_supported())
         self.model = model.to(device=self.device, dtype=getattr(torch, dtype)).eval()

@@ -37,7 +37,7 @@ from typing import Any
 
 from kit.errors import ConfigError, MissingExtraError
 from kit.worker.backends.base import Backend, Generation, package_version, register_backend
-from kit.worker.backends.transformers import check_lengths
+from kit.worker.backends.hf import check_lengths
 
 # llama.h's llama_ftype values (general.file_type in a GGUF header).
 FILE_TYPES = {

@@ -21,8 +21,8 @@ def probe(args: argparse.Namespace) -> dict:
     """Load the backend for the run described by `args`, run the inputs, return the JSON-ready outcome."""
     from kit.config.backends import engine_for
     from kit.config.roster import Run
+    from kit.weights.snapshot import resolve_snapshot
     from kit.worker.backends.base import get_backend
-    from kit.worker.snapshot import resolve_snapshot
 
     run = Run.model_validate({
         "model": args.model, "revision": args.revision, "backend": args.backend, "task": args.task,

@@ -24,9 +24,7 @@ from typing import Any
 
 from kit.errors import ConfigError
 from kit.worker.backends.base import Score
-from kit.worker.backends.transformers import (
-    check_lengths, context_limit, render_prompts, uses_chat_template, yes_label_index,
-)
+from kit.worker.backends.hf import check_lengths, context_limit, render_prompts, uses_chat_template, yes_label_index
 
 SCORE_KINDS = ("classifier", "reranker", "causal", "nli", "masked_lm")
 DEFAULT_KIND = "classifier"

@@ -39,18 +39,13 @@ Roster example:
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kit.errors import ConfigError, MissingExtraError
-from kit.worker.backends.base import Backend, Generation, Score, register_backend
+from kit.errors import MissingExtraError
+from kit.worker.backends.base import Backend, Generation, Score, package_version, register_backend
+from kit.worker.backends.hf import (check_lengths, config_dtype, config_positions, context_limit, count_generated,
+                                    eos_token_ids, render_prompts, resolve_dtype, text_config, uses_chat_template)
 
-_HALF = ("float16", "bfloat16")
-_DTYPES = ("float32", *_HALF)
-# transformers' "no limit" model_max_length is about 1e30; anything this large means unknown.
-_NO_LIMIT = 10**9
-_POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
-_YES_NAMES = ("yes", "relevant")
 _PACKAGES = ("torch", "transformers", "tokenizers", "huggingface_hub", "safetensors")
 
 
@@ -75,7 +70,7 @@ class TransformersBackend(Backend):
         local = {"trust_remote_code": self.remote_code(), "local_files_only": True}
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.snapshot, **local)
         config = transformers.AutoConfig.from_pretrained(self.snapshot, **local)
-        self.dtype = resolve_dtype(self.run.dtype, _config_dtype(config), cuda=cuda,
+        self.dtype = resolve_dtype(self.run.dtype, config_dtype(config), cuda=cuda,
                                    bf16=cuda and torch.cuda.is_bf16_supported())
         auto = getattr(transformers, auto_class_name(self.run.task, kind))
         if cuda:
@@ -125,15 +120,15 @@ class TransformersBackend(Backend):
 
     def versions(self) -> dict[str, str | None]:
         """Versions of python and of the packages this engine imports."""
-        return {"python": platform.python_version(), **{name: _version(name) for name in _PACKAGES}}
+        return {"python": platform.python_version(), **{name: package_version(name) for name in _PACKAGES}}
 
     def model_info(self) -> dict[str, Any]:
         """Facts of the loaded model: parameter count, attention heads, context, dtype, device."""
-        text = _text_config(self.model.config)
+        text = text_config(self.model.config)
         return {
             "num_parameters": self.model.num_parameters(),
             "num_attention_heads": getattr(text, "num_attention_heads", None),
-            "max_position_embeddings": _config_positions(text),
+            "max_position_embeddings": config_positions(text),
             "dtype": self.dtype,
             "device": self.device,
         }
@@ -155,92 +150,6 @@ class TransformersBackend(Backend):
             torch.cuda.empty_cache()
 
 
-def uses_chat_template(tokenizer: Any) -> bool:
-    """True when the tokenizer ships a chat template, so prompts are rendered as a chat."""
-    return bool(getattr(tokenizer, "chat_template", None))
-
-
-def render_prompts(tokenizer: Any, prompts: list[str]) -> list[str]:
-    """Each prompt as one user turn plus the assistant prefix, or unchanged without a chat template."""
-    if not uses_chat_template(tokenizer):
-        return list(prompts)
-    return [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                          add_generation_prompt=True) for p in prompts]
-
-
-def resolve_dtype(requested: str, config_dtype: str | None, *, cuda: bool, bf16: bool) -> str:
-    """The torch dtype name to load with (see the module docstring for what `auto` picks)."""
-    if requested != "auto":
-        return requested
-    name = config_dtype if config_dtype in _DTYPES else "float32"
-    if not cuda and name in _HALF:
-        return "float32"  # half-precision matmuls on CPU are slow and not what a GPU computes anyway
-    if name == "bfloat16" and not bf16:
-        return "float16"
-    return name
-
-
-def context_limit(config: Any, tokenizer: Any, *, generation: bool) -> int | None:
-    """The longest sequence the model takes, in tokens, or None when neither config nor tokenizer says.
-
-    Generation trusts the config's position limit (the tokenizer only when the config has none);
-    scoring takes the smaller of both, since encoders such as RoBERTa reserve positions.
-    """
-    from_config = _config_positions(_text_config(config))
-    limit = getattr(tokenizer, "model_max_length", None)
-    from_tokenizer = limit if isinstance(limit, int) and 0 < limit < _NO_LIMIT else None
-    if generation and from_config is not None:
-        return from_config
-    known = [n for n in (from_config, from_tokenizer) if n is not None]
-    return min(known) if known else None
-
-
-def check_lengths(lengths: list[int], texts: list[str], context: int | None, reserve: int) -> None:
-    """Raise a ConfigError naming the first input longer than `context - reserve` tokens."""
-    if context is None:
-        return
-    room = context - reserve
-    if room <= 0:
-        raise ConfigError(f"max_new_tokens {reserve} leaves no room for input in the model's {context}-token context",
-                          fix=f"set max_new_tokens below {context} in the roster")
-    too_long = [i for i, n in enumerate(lengths) if n > room]
-    if too_long:
-        i = too_long[0]
-        raise ConfigError(
-            f"input {i} of this batch ({texts[i][:60]!r}...) is {lengths[i]} tokens; the model takes at most {room} "
-            f"({context} context - {reserve} max_new_tokens); {len(too_long)} of {len(lengths)} inputs are too long",
-            fix="shorten those inputs, lower max_new_tokens, or use a model with a longer context "
-                "(kit never truncates inputs)",
-        )
-
-
-def eos_token_ids(generation_config: Any, tokenizer: Any) -> list[int]:
-    """The end-of-sequence ids generation stops at: the generation config's, else the tokenizer's."""
-    eos = getattr(generation_config, "eos_token_id", None)
-    if eos is None:
-        eos = tokenizer.eos_token_id
-    if eos is None:
-        return []
-    return [eos] if isinstance(eos, int) else [int(e) for e in eos]
-
-
-def count_generated(new_ids: list[int], eos_ids: Iterable[int], max_new_tokens: int) -> tuple[int, bool]:
-    """(tokens generated up to and including the first eos, truncated = max_new_tokens hit without eos)."""
-    stop = set(eos_ids)
-    for i, token in enumerate(new_ids):
-        if token in stop:
-            return i + 1, False
-    return len(new_ids), len(new_ids) >= max_new_tokens
-
-
-def yes_label_index(id2label: Mapping[Any, str]) -> int:
-    """Index of the yes-like label ("yes", "relevant") of a two-label classifier; 1 when none is named so."""
-    for index, label in sorted((int(i), str(n).strip().lower()) for i, n in id2label.items()):
-        if label in _YES_NAMES:
-            return index
-    return 1
-
-
 def _import_libs() -> tuple[Any, Any]:
     try:
         import torch
@@ -251,31 +160,3 @@ def _import_libs() -> tuple[Any, Any]:
     except ImportError:
         raise MissingExtraError("the transformers backend", "transformers", "worker") from None
     return torch, transformers
-
-
-def _text_config(config: Any) -> Any:
-    # Multimodal configs keep the language model's limits in a sub-config.
-    getter = getattr(config, "get_text_config", None)
-    return getter() if callable(getter) else config
-
-
-def _config_positions(config: Any) -> int | None:
-    for key in _POSITION_KEYS:
-        value = getattr(config, key, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
-def _config_dtype(config: Any) -> str | None:
-    value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
-    return None if value is None else str(value).removeprefix("torch.")
-
-
-def _version(dist: str) -> str | None:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None

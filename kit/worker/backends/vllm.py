@@ -42,9 +42,7 @@ from typing import Any
 
 from kit.errors import MissingExtraError
 from kit.worker.backends.base import Backend, Generation, package_version, register_backend
-from kit.worker.backends.transformers import (
-    _config_dtype, check_lengths, render_prompts, resolve_dtype, uses_chat_template,
-)
+from kit.worker.backends.hf import check_lengths, config_dtype, render_prompts, resolve_dtype, uses_chat_template
 
 GPUS_ENV = "KIT_GPUS"
 _PACKAGES = ("torch", "transformers", "tokenizers")
@@ -72,7 +70,7 @@ def start_engine(backend: Backend) -> tuple[Any, str, bool]:
     cuda = torch.cuda.is_available()
     config = transformers.AutoConfig.from_pretrained(backend.snapshot, trust_remote_code=backend.remote_code(),
                                                      local_files_only=True)
-    dtype = resolve_dtype(backend.run.dtype, _config_dtype(config), cuda=cuda,
+    dtype = resolve_dtype(backend.run.dtype, config_dtype(config), cuda=cuda,
                           bf16=cuda and torch.cuda.is_bf16_supported())
     extra = {k: backend.option(k, None, int) for k in ("max_model_len", "max_num_batched_tokens")}
     llm = LLM(

@@ -27,7 +27,7 @@ from kit.config.evalsuite import SamplingSettings
 from kit.config.roster import Run
 from kit.errors import ConfigError
 from kit.worker.backends.base import package_version
-from kit.worker.backends.transformers import check_lengths, uses_chat_template
+from kit.worker.backends.hf import check_lengths, uses_chat_template
 from kit.worker.backends.vllm import VllmBackend
 
 
@@ -122,5 +122,9 @@ class KitVllmModel(LightevalModel):
         return {**self.engine.versions(), "lighteval": package_version("lighteval")}
 
     def cleanup(self) -> None:
-        """Stop the engine."""
+        """Stop the engine (LightEval's name for it)."""
         self.engine.close()
+
+    def close(self) -> None:
+        """Stop the engine (the shard loop's name for it)."""
+        self.cleanup()

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from kit.config.evalsuite import EvalSuite, SuiteTask
 from kit.errors import ConfigError
-from kit.results import keys as K
+from kit.results import keys
 
 log = logging.getLogger(__name__)
 NETWORK_AT_IMPORT = {"tiny_benchmarks": "tinyBenchmarks.pkl"}
@@ -163,12 +163,12 @@ def _predictions(details: list[Any], ids: list[str], task: SuiteTask, finish: di
         golds = [doc.choices[i] for i in (doc.gold_index if isinstance(doc.gold_index, list) else [doc.gold_index])]
         texts = list(response.text)
         pred = {
-            K.ITEM_ID: ids[index], K.EXPECTED: golds[0] if len(golds) == 1 else golds,
-            K.RAW_OUTPUT: texts[0] if texts else "",
-            K.TRUNCATED: any(r == "length" for r in finish.get(str(doc.id), [])), K.ITEM_METRICS: values,
+            keys.ITEM_ID: ids[index], keys.EXPECTED: golds[0] if len(golds) == 1 else golds,
+            keys.RAW_OUTPUT: texts[0] if texts else "",
+            keys.TRUNCATED: any(r == "length" for r in finish.get(str(doc.id), [])), keys.ITEM_METRICS: values,
         }
         if len(texts) > 1:
-            pred[K.OUTPUTS] = texts
+            pred[keys.OUTPUTS] = texts
         by_index[index] = pred
     if len(by_index) != len(ids):
         first = next(n for n in range(len(ids)) if n not in by_index)

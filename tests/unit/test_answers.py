@@ -7,7 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kit.results import keys
-from kit.results.verdict import answer_words, parse_verdict, strip_reasoning
+from kit.results.answers import answer_words, parse_verdict, strip_reasoning
 
 Y, N, U = keys.YES, keys.NO, keys.UNPARSED
 EXACT, LEADING, LAST = keys.PARSE_EXACT, keys.PARSE_LEADING, keys.PARSE_LAST

@@ -13,14 +13,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.config.benchmark import Benchmark
+from kit.config.dataset import Dataset
 from kit.errors import CheckpointError, ConfigError
 from kit.plan import Pair
-from kit.results import keys as K
+from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
-from kit.results.store import checkpoint_path, iter_checkpoint_files, run_from_stem
-from kit.worker.mllog import mllog_path
-from kit.worker.system import SYSTEMS_DIR
+from kit.results.store import SYSTEMS_DIR, checkpoint_path, iter_checkpoint_files, mllog_path, run_from_stem
 
 
 @dataclass
@@ -32,11 +30,11 @@ class CollectPlan:
 
 
 def _pair_of(path: Path, data: dict | None) -> Pair:
-    meta = (data or {}).get(K.METADATA, {})
-    return Pair(meta.get(K.RUN) or meta.get(K.MODEL_ID) or run_from_stem(path.stem), path.parent.name)
+    meta = (data or {}).get(keys.METADATA, {})
+    return Pair(meta.get(keys.RUN) or meta.get(keys.MODEL_ID) or run_from_stem(path.stem), path.parent.name)
 
 
-def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmark: Benchmark) -> CollectPlan:
+def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmark: Dataset) -> CollectPlan:
     """Examine every site tree against the plan; nothing is written."""
     plan = CollectPlan()
     wanted = set(expected)
@@ -51,7 +49,7 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmar
             ids = benchmark.item_ids(lang) if lang in benchmark.languages else None
             st = validate_checkpoint(path, language=lang, item_ids=ids)
             pair = _pair_of(path, st.data)
-            if st.state != K.COMPLETE:
+            if st.state != keys.COMPLETE:
                 plan.problems.append(f"invalid: {site}: {path}: {'; '.join(st.reasons)}")
                 continue
             if pair not in wanted:
@@ -61,7 +59,7 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmar
                 plan.problems.append(f"duplicate: {pair} in {seen[pair][0]} ({seen[pair][1]}) and {site} ({path})")
                 continue
             seen[pair] = (site, path)
-            prov = st.data.get(K.PROVENANCE, {})
+            prov = st.data.get(keys.PROVENANCE, {})
             facts[pair.run]["kit_commit"].add(str(prov.get("kit_commit")))
             facts[pair.run]["image_digest"].add(str(prov.get("image", {}).get("digest")))
     for pair in sorted(wanted - set(seen)):

@@ -1,15 +1,14 @@
-"""Model weights: find the staged snapshot of a pinned revision offline, and digest its weight files."""
+"""A staged snapshot of a pinned revision, found offline in a hub cache, and the digests of its weight files."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from kit.errors import ConfigError, MissingExtraError
+from kit.results.store import file_sha256
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
-_CHUNK = 1 << 20
 
 
 def resolve_snapshot(model_id: str, revision: str | None, cache_dir: Path | None) -> Path:
@@ -50,13 +49,5 @@ def weight_files_sha256(snapshot: Path) -> dict[str, str]:
         for name in files:
             if name.endswith(WEIGHT_SUFFIXES):
                 path = Path(root) / name
-                digests[path.relative_to(snapshot).as_posix()] = _sha256(path)
+                digests[path.relative_to(snapshot).as_posix()] = file_sha256(path)
     return dict(sorted(digests.items()))
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()

@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 from kit.errors import ImageError
+from kit.images.digest_tree import Entry, add_tar
 from kit.images.sif import extract_partition
-from kit.images.tree import Entry, add_tar
 
 
 def oci_tree(archive: Path) -> tuple[dict[str, Entry], dict]:

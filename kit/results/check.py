@@ -9,14 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.config.benchmark import Benchmark
-from kit.images.lockfile import ImagesLock
+from kit.config.dataset import Dataset
+from kit.errors import ConfigError
 from kit.plan import Pair
-from kit.results import keys as K
+from kit.results import keys
 from kit.results.checkpoint import CheckpointState, validate_checkpoint
 from kit.results.compliance import check_mllog
-from kit.results.store import checkpoint_path, iter_checkpoint_files
-from kit.worker.mllog import mllog_path
+from kit.results.kinds import kind_of
+from kit.results.store import checkpoint_path, iter_checkpoint_files, mllog_path
 
 
 @dataclass
@@ -38,18 +38,18 @@ class CheckInput:
     """What the rules look at."""
 
     results: Path
-    benchmark: Benchmark
+    benchmark: Dataset
     expected: list[Pair]
-    images: ImagesLock
+    image_ids: frozenset[str]   # the image ids of the lock of built images
     checkpoints: dict[Path, CheckpointState] = field(default_factory=dict)
 
     def complete(self) -> list[tuple[Path, dict]]:
         """The complete checkpoints and their data."""
-        return [(p, st.data) for p, st in sorted(self.checkpoints.items()) if st.state == K.COMPLETE and st.data]
+        return [(p, st.data) for p, st in sorted(self.checkpoints.items()) if st.state == keys.COMPLETE and st.data]
 
 
 def _meta(data: dict) -> dict:
-    return data.get(K.METADATA, {})
+    return data.get(keys.METADATA, {})
 
 
 def pairs_complete(inp: CheckInput) -> list[Finding]:
@@ -67,16 +67,19 @@ def pairs_complete(inp: CheckInput) -> list[Finding]:
 def checkpoints_valid(inp: CheckInput) -> list[Finding]:
     """Every checkpoint parses, matches its path and the benchmark's ids, and its metrics recompute exactly."""
     return [Finding("checkpoints_valid", str(p), "-", "; ".join(st.reasons))
-            for p, st in sorted(inp.checkpoints.items()) if st.state != K.COMPLETE]
+            for p, st in sorted(inp.checkpoints.items()) if st.state != keys.COMPLETE]
 
 
 def one_prompt_digest(inp: CheckInput) -> list[Finding]:
     """All pairs of one task used the same prompt, the benchmark's."""
     out = []
     for path, data in inp.complete():
-        task = _meta(data).get(K.TASK, K.TASK_GENERATE)
-        want = inp.benchmark.prompts[task].sha256 if task in inp.benchmark.prompts else None
-        got = _meta(data).get(K.PROMPT_SHA256)
+        task = _meta(data).get(keys.TASK, keys.TASK_GENERATE)
+        try:
+            want: str | None = inp.benchmark.prompt(task).sha256
+        except ConfigError:   # a task the benchmark has no prompt for
+            want = None
+        got = _meta(data).get(keys.PROMPT_SHA256)
         if got != want:
             out.append(Finding("one_prompt_digest", str(path), "metadata.prompt_sha256",
                                f"{str(got)[:16]} differs from the benchmark's {task} prompt {str(want)[:16]}"))
@@ -88,12 +91,12 @@ def dataset_digests(inp: CheckInput) -> list[Finding]:
     out = []
     for path, data in inp.complete():
         meta = _meta(data)
-        lang = meta.get(K.LANGUAGE)
+        lang = meta.get(keys.LANGUAGE)
         pinned = inp.benchmark.pinned_sha256(lang)
-        if pinned is None or meta.get(K.BENCHMARK_SHA256) != pinned:
+        if pinned is None or meta.get(keys.BENCHMARK_SHA256) != pinned:
             out.append(Finding("dataset_digests", str(path), "metadata.benchmark_sha256",
-                               f"{str(meta.get(K.BENCHMARK_SHA256))[:16]} is not the manifest's digest for {lang!r}"))
-        if meta.get(K.MANIFEST_SHA256) != inp.benchmark.manifest_sha256:
+                               f"{str(meta.get(keys.BENCHMARK_SHA256))[:16]} is not the manifest's digest for {lang!r}"))
+        if meta.get(keys.MANIFEST_SHA256) != inp.benchmark.manifest_sha256:
             out.append(Finding("dataset_digests", str(path), "metadata.manifest_sha256",
                                "differs from the benchmark manifest's sha256"))
     return out
@@ -101,10 +104,10 @@ def dataset_digests(inp: CheckInput) -> list[Finding]:
 
 def images_locked(inp: CheckInput) -> list[Finding]:
     """Every image digest a result names is in the image lock (host-runtime results name none)."""
-    known = {img.image_id for img in inp.images.images.values()}
+    known = inp.image_ids
     out = []
     for path, data in inp.complete():
-        prov = data.get(K.PROVENANCE, {})
+        prov = data.get(keys.PROVENANCE, {})
         image = prov.get("image", {})
         digest = image.get("digest")
         runtime = prov.get("job", {}).get("runtime")
@@ -122,16 +125,18 @@ def revisions_pinned(inp: CheckInput) -> list[Finding]:
     """No pair ran with an unpinned model revision."""
     from kit.config.roster import HEX40
 
-    return [Finding("revisions_pinned", str(p), "metadata.model_revision", f"{_meta(d).get(K.MODEL_REVISION)!r} is not a 40-hex commit")
-            for p, d in inp.complete() if not HEX40.match(str(_meta(d).get(K.MODEL_REVISION) or ""))]
+    return [Finding("revisions_pinned", str(p), "metadata.model_revision", f"{_meta(d).get(keys.MODEL_REVISION)!r} is not a 40-hex commit")
+            for p, d in inp.complete() if not HEX40.match(str(_meta(d).get(keys.MODEL_REVISION) or ""))]
 
 
 def mllog_compliant(inp: CheckInput) -> list[Finding]:
     """Each pair's :::MLLOG log passes mlperf-logging's compliance checker with kit's ruleset."""
     out = []
     for path, data in inp.complete():
-        kind = _meta(data).get(K.BENCHMARK_KIND, K.KIND_LRB)
-        for problem in check_mllog(mllog_path(path), kind if kind in (K.KIND_LRB, K.KIND_LIGHTEVAL) else K.KIND_LRB):
+        kind = kind_of(data)
+        if kind is None:   # not reached: a checkpoint of an unknown kind is never complete
+            continue
+        for problem in check_mllog(mllog_path(path), kind.ruleset):
             out.append(Finding("mllog_compliant", str(mllog_path(path)), "-", problem.split(": ", 1)[-1]))
     return out
 
@@ -156,9 +161,10 @@ RULES = (
 )
 
 
-def run_checks(results: Path, benchmark: Benchmark, expected: list[Pair], images: ImagesLock) -> tuple[CheckInput, dict[str, list[Finding]]]:
+def run_checks(results: Path, benchmark: Dataset, expected: list[Pair],
+               image_ids: frozenset[str]) -> tuple[CheckInput, dict[str, list[Finding]]]:
     """Validate every checkpoint of the tree, then apply every rule; rule name -> findings."""
-    inp = CheckInput(Path(results), benchmark, expected, images)
+    inp = CheckInput(Path(results), benchmark, expected, image_ids)
     for path in iter_checkpoint_files(results):
         pair = next((p for p in expected if checkpoint_path(results, p.run, p.language) == path), None)
         ids = benchmark.item_ids(path.parent.name) if path.parent.name in benchmark.languages else None

@@ -1,0 +1,80 @@
+"""What the data of every benchmark kind offers (kit.config.kinds lists the kinds): the `Dataset`
+protocol that planning, the worker, status and check use, and the types both kinds share.
+
+A kind's unit of work is called a language throughout (an lrb language; a LightEval task): a
+pair is (run, language), a checkpoint lives at RESULTS/<language>/<run>.json."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class LanguageData:
+    """The checked items of one language file (or task data file), in order, and the file's digest.
+    Every item has an `item_id`; what else it holds is the kind's."""
+
+    language: str
+    items: tuple[Any, ...]
+    file_sha256: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What builds a task's model inputs, as read from its file, with the file's digest: an lrb prompt
+    template ("generate" or "score"), or a LightEval suite's custom-tasks module."""
+
+    task: str
+    text: str
+    sha256: str
+    path: Path
+
+
+def whole_set_sha256(file_digests: Mapping[str, str]) -> str:
+    """The whole-set digest of {name: file sha256}, by the lrb rule.
+
+    The rule was checked against the lrb manifest: sha256 of the lines
+    "<language>:<file sha256>" for the languages in sorted order, joined by "\\n"
+    with no final newline. It pins the inventory; each file's own digest pins its bytes.
+    """
+    inventory = "\n".join(f"{lang}:{file_digests[lang]}" for lang in sorted(file_digests))
+    return hashlib.sha256(inventory.encode("utf-8")).hexdigest()
+
+
+class Dataset(Protocol):
+    """A loaded benchmark of any kind; its files are read and checked against their pins on demand."""
+
+    kind: str
+    name: str
+    root: Path
+    manifest_sha256: str
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """Every unit of work the benchmark defines, in its own order."""
+
+    def describe(self) -> str:
+        """One line naming the benchmark and its revision or pins."""
+
+    def resolve_languages(self, selected: list[str] | None) -> list[str]:
+        """The units to run, in benchmark order (all when `selected` is None); a bad choice is a ConfigError."""
+
+    def pinned_sha256(self, language: str) -> str | None:
+        """The pinned sha256 of a unit's data file; None for a unit the benchmark does not define."""
+
+    def item_ids(self, language: str) -> list[str]:
+        """The item ids of a unit, in order."""
+
+    def load_language(self, language: str) -> LanguageData:
+        """A unit's items, refused (ConfigError) unless the file matches its pin."""
+
+    def prompt(self, task: str) -> Prompt:
+        """What builds the inputs of `task`; a task the benchmark cannot run is a ConfigError."""
+
+    def whole_set_status(self) -> tuple[str, str]:
+        """("checked" | "not checked" | "mismatch", detail): whether every file matches its pin."""

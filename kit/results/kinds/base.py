@@ -1,0 +1,52 @@
+"""What a benchmark kind does with its checkpoints (kit.config.kinds registers the kinds): check the
+predictions' shape, compute and verify metrics, write the report, and say what a reproduced result
+must match. Checkpoint validation, `kit check`, `kit report` and `kit reproduce` call this
+interface and never ask which kind they hold."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kit.results.records import CheckpointRecord, ReportFiles
+
+
+class ResultKind(ABC):
+    """One benchmark kind's checkpoints."""
+
+    name: str
+    # the `submission_benchmark` of its :::MLLOG lines, and the compliance ruleset (kit/defaults/) that checks them
+    mllog_benchmark: str
+    ruleset: str
+    # the per-item field a rerun must match for the item to agree, and what the metric bound of a
+    # reproduce tolerance applies to
+    agreement_field: str
+    bounded: str
+
+    @abstractmethod
+    def prediction_faults(self, predictions: Sequence[Any]) -> dict[str, list[int]]:
+        """{fault: indexes of the predictions that have it}; empty when every prediction is well formed."""
+
+    @abstractmethod
+    def metrics(self, predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """The metrics section recomputed from well-formed predictions."""
+
+    @abstractmethod
+    def metrics_differ(self, recorded: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
+        """The names of recorded metrics that are not the recomputed ones."""
+
+    @abstractmethod
+    def bounded_delta(self, deltas: Mapping[str, float]) -> float:
+        """From the rerun-minus-recorded metric deltas, the signed one a reproduce tolerance bounds."""
+
+    @abstractmethod
+    def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
+        """Write the kind's report of these records (complete ones counted, invalid ones listed)."""
+
+    def compared_metrics(self, recorded: Mapping[str, Any]) -> list[str]:
+        """The metric names a reproduce verdict shows deltas for (all but the item count by default)."""
+        from kit.results import keys
+
+        return sorted(m for m in recorded if m != keys.N_ITEMS)

@@ -1,0 +1,48 @@
+"""LightEval suite checkpoints: per-item metric values, task metrics as their means, the scores
+report. Agreement of a rerun is the same item metric values; the tolerance bounds the largest
+change of any task metric."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kit.results import keys
+from kit.results.kinds.base import ResultKind
+from kit.results.records import CheckpointRecord, ReportFiles
+from kit.results.suite_metrics import prediction_faults, suite_metrics, suite_metrics_differ
+from kit.results.suite_report import write_suite_report
+
+
+class LightevalKind(ResultKind):
+    """A LightEval suite task's checkpoints (kit.config.evalsuite)."""
+
+    name = keys.KIND_LIGHTEVAL
+    mllog_benchmark = "kit_lighteval"
+    ruleset = "mllog_ruleset_lighteval.yaml"
+    agreement_field = keys.ITEM_METRICS
+    bounded = "largest task metric"
+
+    def prediction_faults(self, predictions: Sequence[Any]) -> dict[str, list[int]]:
+        """Items without an item id or numeric item metrics, or naming other metrics than item 0."""
+        return prediction_faults(list(predictions))
+
+    def metrics(self, predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Each task metric as the mean of its per-item values."""
+        return suite_metrics(predictions)
+
+    def metrics_differ(self, recorded: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
+        """Names whose recorded value is not exactly the recomputed mean."""
+        return suite_metrics_differ(recorded, recomputed)
+
+    def bounded_delta(self, deltas: Mapping[str, float]) -> float:
+        """The delta of largest magnitude among the task metrics."""
+        return max(deltas.values(), key=abs, default=0.0)
+
+    def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
+        """lighteval_scores.csv and summary.md."""
+        return write_suite_report(records, out_dir)
+
+
+LIGHTEVAL = LightevalKind()

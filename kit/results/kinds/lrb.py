@@ -1,0 +1,54 @@
+"""lrb checkpoints: yes/no verdicts per item, the seven lrb metrics and the confusion cells, the
+leaderboard report. Agreement of a rerun is the same predicted label; the tolerance bounds F1."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kit.results import keys
+from kit.results.kinds.base import ResultKind
+from kit.results.lrb_report import write_lrb_report
+from kit.results.metrics import PREDICTED_LABELS, compute_metrics, metrics_equal
+from kit.results.records import CheckpointRecord, ReportFiles, item_faults
+
+
+class LrbKind(ResultKind):
+    """The land-use relevance kind (lrb's own result files and kit's)."""
+
+    name = keys.KIND_LRB
+    mllog_benchmark = "kit_lrb"
+    ruleset = "mllog_ruleset.yaml"
+    agreement_field = keys.PREDICTED
+    bounded = "F1"
+
+    def prediction_faults(self, predictions: Sequence[Any]) -> dict[str, list[int]]:
+        """Items that are not objects, or lack a string item id, a yes/no expected label or a
+        yes/no/unparsed prediction."""
+        return item_faults(predictions, lambda item: [
+            *([f"{keys.EXPECTED} is not yes/no"] if item.get(keys.EXPECTED) not in keys.LABELS else []),
+            *([f"{keys.PREDICTED} is not yes/no/unparsed"] if item.get(keys.PREDICTED) not in PREDICTED_LABELS else [])])
+
+    def metrics(self, predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """lrb's metrics and confusion cells (kit.results.metrics)."""
+        return compute_metrics(predictions)
+
+    def metrics_differ(self, recorded: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
+        """Recorded metrics that differ from the recomputed ones beyond lrb's rounding."""
+        return metrics_equal(recorded, recomputed)
+
+    def compared_metrics(self, recorded: Mapping[str, Any]) -> list[str]:
+        """The seven lrb metrics."""
+        return list(keys.METRIC_NAMES)
+
+    def bounded_delta(self, deltas: Mapping[str, float]) -> float:
+        """The F1 delta."""
+        return deltas.get(keys.F1, 0.0)
+
+    def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
+        """leaderboard.csv, aggregates.csv, by_language.csv, summary.md, heatmap_f1.png."""
+        return write_lrb_report(records, out_dir)
+
+
+LRB = LrbKind()

@@ -1,0 +1,246 @@
+"""The report of lrb checkpoints (kit.results.kinds.lrb): a release leaderboard, tables, a summary
+and a heatmap.
+
+Only complete checkpoints are counted; invalid files are listed with their reasons in
+`summary.md`. Runs whose checkpoints are not comparable (different dataset manifest, prompt
+within a task, benchmark file within a language, or decoding among generate runs) are
+refused rather than averaged together.
+
+Files written to OUT (each atomically: temporary file in OUT, fsync, rename):
+
+`leaderboard.csv`, one row per run, sorted by f1 (as printed) descending, then run:
+    run, model_id, model_revision, backend, task   as recorded (distinct values joined by ';')
+    languages          number of languages counted for the run
+    n_items            sum of n_items over those languages
+    accuracy, balanced_accuracy, f1, precision, recall, matthews_corrcoef, unparsed_rate
+                       macro means over the run's languages
+    truncated          number of predictions with truncated=true, summed
+    duration_seconds   summed over languages
+`aggregates.csv`, one row per run x language, sorted by run then language:
+    run, language, model_id, model_revision, backend, task, n_items, the seven metrics,
+    true_positive, false_positive, true_negative, false_negative, unparsed (confusion),
+    truncated, duration_seconds, file (path relative to RESULTS)
+`by_language.csv`, one row per language, sorted by language:
+    language, runs (how many runs were counted), f1_mean, f1_min, f1_max over runs,
+    best_run (highest f1, ties by run name)
+`summary.md`: the leaderboard as a Markdown table, languages covered, digests, decoding,
+    and the invalid files with their reasons.
+`heatmap_f1.png`: F1 per run (rows, leaderboard order) x language (columns), colour scale
+    0..1, cells annotated when the grid is small enough.
+
+Rates are rounded to 4 decimals and durations to 2, as in the lrb leaderboards, and
+written as Python's shortest float text (`0.85`, `1.0`), so the same inputs give the same
+bytes. Macro means use `math.fsum`, so they do not depend on the order files are read.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from kit.errors import MissingExtraError
+from kit.results import keys
+from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups
+from kit.results.store import write_bytes_atomic, write_text_atomic
+from kit.results.tables import csv_text, digest_lines, markdown_table, rate, seconds, text
+
+LEADERBOARD = "leaderboard.csv"
+AGGREGATES = "aggregates.csv"
+BY_LANGUAGE = "by_language.csv"
+SUMMARY = "summary.md"
+HEATMAP = "heatmap_f1.png"
+
+_CONFUSION = (keys.TRUE_POSITIVE, keys.FALSE_POSITIVE, keys.TRUE_NEGATIVE, keys.FALSE_NEGATIVE, keys.UNPARSED)
+_RUN_FIELDS = (keys.MODEL_ID, keys.MODEL_REVISION, keys.BACKEND, keys.TASK)
+LEADERBOARD_COLUMNS = (
+    keys.RUN, *_RUN_FIELDS, "languages", keys.N_ITEMS, *keys.METRIC_NAMES, keys.TRUNCATED, keys.DURATION_SECONDS,
+)
+AGGREGATE_COLUMNS = (
+    keys.RUN, keys.LANGUAGE, *_RUN_FIELDS, keys.N_ITEMS, *keys.METRIC_NAMES, *_CONFUSION,
+    keys.TRUNCATED, keys.DURATION_SECONDS, "file",
+)
+BY_LANGUAGE_COLUMNS = (keys.LANGUAGE, "runs", "f1_mean", "f1_min", "f1_max", "best_run")
+
+HEATMAP_DPI = 100
+HEATMAP_ANNOTATE_MAX_CELLS = 400
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def aggregate_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]]:
+    """One formatted row per complete checkpoint (run x language), sorted by run then language."""
+    rows = []
+    for r in sorted((r for r in records if r.valid), key=lambda r: (r.run, r.language)):
+        confusion = r.metrics.get(keys.CONFUSION) or {}
+        row = {keys.RUN: r.run, keys.LANGUAGE: r.language}
+        row.update({k: text(r.metadata.get(k) if k != keys.TASK else r.task) for k in _RUN_FIELDS})
+        row[keys.N_ITEMS] = text(r.metrics.get(keys.N_ITEMS))
+        row.update({k: rate(r.metrics.get(k)) for k in keys.METRIC_NAMES})
+        row.update({k: text(confusion.get(k)) for k in _CONFUSION})
+        row[keys.TRUNCATED] = str(r.truncated)
+        row[keys.DURATION_SECONDS] = seconds(r.duration_seconds)
+        row["file"] = r.name
+        rows.append(row)
+    return rows
+
+
+def leaderboard_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]]:
+    """One formatted row per run (macro means over its languages), best f1 first, then by run."""
+    rows = []
+    for run, group in groups([r for r in records if r.valid], lambda r: r.run):
+        row = {keys.RUN: run}
+        for k in _RUN_FIELDS:
+            row[k] = ";".join(sorted({text(r.metadata.get(k) if k != keys.TASK else r.task) for r in group}))
+        row["languages"] = str(len(group))
+        row[keys.N_ITEMS] = str(sum(int(r.metrics.get(keys.N_ITEMS) or 0) for r in group))
+        for k in keys.METRIC_NAMES:
+            row[k] = rate(math.fsum(float(r.metrics[k]) for r in group) / len(group))
+        row[keys.TRUNCATED] = str(sum(r.truncated for r in group))
+        row[keys.DURATION_SECONDS] = seconds(math.fsum(r.duration_seconds for r in group))
+        rows.append(row)
+    return sorted(rows, key=lambda row: (-float(row[keys.F1]), row[keys.RUN]))
+
+
+def by_language_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]]:
+    """One formatted row per language: how many runs, mean/min/max f1 and the best run."""
+    rows = []
+    for language, group in groups([r for r in records if r.valid], lambda r: r.language):
+        f1 = [float(r.metrics[keys.F1]) for r in group]
+        best = min(group, key=lambda r: (-float(r.metrics[keys.F1]), r.run))
+        rows.append({
+            keys.LANGUAGE: language,
+            "runs": str(len(group)),
+            "f1_mean": rate(math.fsum(f1) / len(f1)),
+            "f1_min": rate(min(f1)),
+            "f1_max": rate(max(f1)),
+            "best_run": best.run,
+        })
+    return rows
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def summary_markdown(
+    leaderboard: Sequence[Mapping[str, str]],
+    languages: Sequence[Mapping[str, str]],
+    records: Sequence[CheckpointRecord],
+) -> str:
+    """The Markdown summary: leaderboard table, languages, digests, decoding, invalid files."""
+    valid = [r for r in records if r.valid]
+    invalid = [r for r in records if not r.valid]
+    lines = [
+        "# kit report",
+        "",
+        f"{len(leaderboard)} runs, {len(languages)} languages, {len(valid)} pairs counted; "
+        f"{len(invalid)} invalid files not counted.",
+        "",
+        "## Leaderboard",
+        "",
+        "Macro means over each run's languages; sorted by f1, then run.",
+        *_coverage_note(valid),
+        "",
+        *markdown_table(LEADERBOARD_COLUMNS, leaderboard),
+        "",
+        "## Languages",
+        "",
+        *markdown_table(BY_LANGUAGE_COLUMNS, languages),
+        "",
+        "## Digests and decoding",
+        "",
+        *digest_lines(valid),
+        "",
+        f"## Invalid files ({len(invalid)}, not counted)",
+        "",
+    ]
+    lines += [f"- `{r.name}` ({r.state}): {'; '.join(r.reasons) or 'no reason given'}" for r in invalid] or ["None."]
+    notices = [(r.name, n) for r in valid for n in r.notices]
+    if notices:
+        lines += ["", "## Notices", ""] + [f"- `{name}`: {n}" for name, n in notices]
+    lines += ["", "## Files", "", ", ".join(f"`{n}`" for n in (LEADERBOARD, AGGREGATES, BY_LANGUAGE, HEATMAP))]
+    return "\n".join(lines) + "\n"
+
+
+def _coverage_note(valid: Sequence[CheckpointRecord]) -> list[str]:
+    covered = {run: frozenset(r.language for r in group) for run, group in groups(valid, lambda r: r.run)}
+    if len(set(covered.values())) <= 1:
+        return []
+    return ["Runs cover different languages, so their means are not directly comparable "
+            "(see the `languages` column and by_language.csv)."]
+
+
+# --------------------------------------------------------------------------- heatmap
+
+
+def heatmap_figsize(runs: Sequence[str], languages: Sequence[str]) -> tuple[float, float]:
+    """Figure size in inches for this grid, in quarter inches so pixels are exact at HEATMAP_DPI."""
+    label = max((len(r) for r in runs), default=0)
+    width = 2.0 + 0.07 * label + 0.6 * len(languages)
+    height = 1.5 + 0.35 * len(runs)
+    return math.ceil(max(width, 4.0) * 4) / 4, math.ceil(max(height, 2.5) * 4) / 4
+
+
+def heatmap_png(runs: Sequence[str], languages: Sequence[str], f1: Mapping[tuple[str, str], float]) -> bytes:
+    """PNG bytes of F1 by run (rows) x language (columns); missing pairs are grey."""
+    try:
+        import matplotlib
+        import numpy as np
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise MissingExtraError("kit report's heatmap", "matplotlib", "report") from exc
+
+    grid = np.ma.masked_invalid(
+        np.array([[f1.get((run, lang), math.nan) for lang in languages] for run in runs], dtype=float)
+    )
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()  # a user's matplotlibrc must not change the bytes
+        fig = Figure(figsize=heatmap_figsize(runs, languages), dpi=HEATMAP_DPI, layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")
+        image = ax.imshow(grid, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+        ax.set_xticks(range(len(languages)), labels=list(languages))
+        ax.set_yticks(range(len(runs)), labels=list(runs))
+        ax.set_xlabel("language")
+        ax.set_title("F1 by run and language")
+        fig.colorbar(image, ax=ax, label="F1")
+        if len(runs) * len(languages) <= HEATMAP_ANNOTATE_MAX_CELLS:
+            for i, run in enumerate(runs):
+                for j, lang in enumerate(languages):
+                    value = f1.get((run, lang))
+                    text = "–" if value is None else f"{value:.2f}"
+                    colour = "white" if value is not None and value < 0.5 else "black"
+                    ax.text(j, i, text, ha="center", va="center", fontsize=8, color=colour)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=HEATMAP_DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- write
+
+
+def write_lrb_report(records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
+    """Write leaderboard.csv, aggregates.csv, by_language.csv, summary.md and heatmap_f1.png to OUT
+    from these records (complete ones are counted, invalid ones listed); nothing is written when
+    the checkpoints are not comparable or matplotlib is missing."""
+    valid = [r for r in records if r.valid]
+    check_comparable(valid)
+    leaderboard = leaderboard_rows(valid)
+    languages = by_language_rows(valid)
+    run_order = [row[keys.RUN] for row in leaderboard]
+    language_order = [row[keys.LANGUAGE] for row in languages]
+    png = heatmap_png(run_order, language_order, {(r.run, r.language): float(r.metrics[keys.F1]) for r in valid})
+
+    out_dir = Path(out_dir)
+    files = {"leaderboard": out_dir / LEADERBOARD, "aggregates": out_dir / AGGREGATES,
+             "by_language": out_dir / BY_LANGUAGE, "summary": out_dir / SUMMARY, "heatmap": out_dir / HEATMAP}
+    write_text_atomic(files["leaderboard"], csv_text(LEADERBOARD_COLUMNS, leaderboard))
+    write_text_atomic(files["aggregates"], csv_text(AGGREGATE_COLUMNS, aggregate_rows(valid)))
+    write_text_atomic(files["by_language"], csv_text(BY_LANGUAGE_COLUMNS, languages))
+    write_text_atomic(files["summary"], summary_markdown(leaderboard, languages, records))
+    write_bytes_atomic(files["heatmap"], png)
+    return ReportFiles(files, pairs=len(valid), invalid=len(records) - len(valid))

@@ -1,0 +1,163 @@
+"""The checkpoints of a results tree as records for reports: what each file is, what it says,
+and the rule that only checkpoints measured on the same terms are reported together."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.errors import ConfigError
+from kit.results import keys
+from kit.results.store import run_from_stem
+
+SEPARATE = "report them separately (e.g. --model {a}, then --model {b})"
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    """One `RESULTS/<language>/<run>.json` file and what validation said about it."""
+
+    path: Path
+    language: str
+    state: str
+    reasons: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+    data: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def valid(self) -> bool:
+        """True when the checkpoint is complete and may be counted."""
+        return self.state == keys.COMPLETE and self.data is not None
+
+    @property
+    def name(self) -> str:
+        """The file as `<language>/<file>.json`, relative to RESULTS."""
+        return f"{self.path.parent.name}/{self.path.name}"
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """The `metadata` section (empty for an invalid file)."""
+        return (self.data or {}).get(keys.METADATA) or {}
+
+    @property
+    def metrics(self) -> Mapping[str, Any]:
+        """The `metrics` section (empty for an invalid file)."""
+        return (self.data or {}).get(keys.METRICS) or {}
+
+    @property
+    def run(self) -> str:
+        """The roster run name: metadata `run`, else `model_id` (lrb files), else the file name."""
+        meta = self.metadata
+        return meta.get(keys.RUN) or meta.get(keys.MODEL_ID) or run_from_stem(self.path.stem)
+
+    @property
+    def task(self) -> str:
+        """The task; lrb files record none and were generated, so they count as `generate`."""
+        return self.metadata.get(keys.TASK) or keys.TASK_GENERATE
+
+    @property
+    def truncated(self) -> int:
+        """How many predictions hit the token limit."""
+        return sum(1 for p in (self.data or {}).get(keys.PREDICTIONS) or [] if p.get(keys.TRUNCATED) is True)
+
+    @property
+    def duration_seconds(self) -> float:
+        """Benchmark wall time: metadata `duration_seconds`, else `speed.duration_seconds`, else 0."""
+        value = self.metadata.get(keys.DURATION_SECONDS)
+        if value is None:
+            value = ((self.data or {}).get(keys.SPEED) or {}).get(keys.DURATION_SECONDS)
+        return float(value or 0.0)
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """What a report wrote: each file by its role (e.g. "leaderboard"), and how many pairs were
+    counted or left out as invalid."""
+
+    files: dict[str, Path]
+    pairs: int = 0
+    invalid: int = 0
+
+
+def item_faults(predictions: Sequence[Any], faults_of: Callable[[dict[str, Any]], list[str]]) -> dict[str, list[int]]:
+    """{fault: indexes of the predictions that have it}: items that are not JSON objects or lack a
+    string item id, and whatever `faults_of(item)` names for the others (the kind's own rules)."""
+    faults: dict[str, list[int]] = {}
+    for index, item in enumerate(predictions):
+        if not isinstance(item, dict):
+            faults.setdefault("is not a JSON object", []).append(index)
+            continue
+        found = [] if isinstance(item.get(keys.ITEM_ID), str) and item[keys.ITEM_ID] else [
+            f"{keys.ITEM_ID} is missing or not a string"]
+        for fault in found + faults_of(item):
+            faults.setdefault(fault, []).append(index)
+    return faults
+
+
+def groups(records: Sequence[CheckpointRecord], key: Callable[[CheckpointRecord], Any]) -> list[tuple[Any, list[CheckpointRecord]]]:
+    """Records grouped by key(record), groups sorted by key, each in input order."""
+    out: dict[Any, list[CheckpointRecord]] = {}
+    for r in records:
+        out.setdefault(key(r), []).append(r)
+    return sorted(out.items())
+
+
+def select_runs(records: Sequence[CheckpointRecord], runs: Sequence[str] | None) -> list[CheckpointRecord]:
+    """The records of these runs (all when `runs` is None); an unknown run is a ConfigError."""
+    if runs is None:
+        return list(records)
+    known = sorted({r.run for r in records if r.valid})
+    unknown = [run for run in runs if run not in known]
+    if unknown:
+        raise ConfigError(
+            f"no complete checkpoint for run {unknown[0]!r}",
+            fix=f"pick among: {', '.join(known) or '(none)'}",
+        )
+    wanted = set(runs)
+    return [r for r in records if r.run in wanted]
+
+
+def check_comparable(records: Iterable[CheckpointRecord]) -> None:
+    """Refuse (ConfigError) to report together checkpoints measured on different terms.
+
+    Complete checkpoints only are compared: one manifest_sha256 where recorded (lrb files
+    have none; they are held to the benchmark_sha256 rule), one benchmark_sha256 per
+    language, one prompt_sha256 per task, one (decoding, max_new_tokens) among generate runs.
+    """
+    valid = sorted((r for r in records if r.valid), key=lambda r: (r.run, r.language, r.name))
+    with_manifest = [r for r in valid if r.metadata.get(keys.MANIFEST_SHA256) is not None]
+    _same(with_manifest, keys.MANIFEST_SHA256, lambda r: r.metadata[keys.MANIFEST_SHA256], "")
+    for language, group in groups(valid, lambda r: r.language):
+        _same(group, keys.BENCHMARK_SHA256, lambda r: r.metadata.get(keys.BENCHMARK_SHA256), f" for language {language!r}")
+    for task, group in groups(valid, lambda r: r.task):
+        _same(group, keys.PROMPT_SHA256, lambda r: r.metadata.get(keys.PROMPT_SHA256), f" for task {task!r}")
+    generate = [r for r in valid if r.task == keys.TASK_GENERATE]
+    _same(generate, "decoding/max_new_tokens", decoding, " among generate runs")
+
+
+def decoding(record: CheckpointRecord) -> tuple[Any, Any]:
+    """(decoding, max_new_tokens) as the record states them."""
+    return (record.metadata.get(keys.DECODING), record.metadata.get(keys.MAX_NEW_TOKENS))
+
+
+def _same(records: Sequence[CheckpointRecord], what: str, value, where: str) -> None:
+    if not records:
+        return
+    first = records[0]
+    for other in records[1:]:
+        if value(other) != value(first):
+            raise ConfigError(
+                f"cannot report {first.run!r} ({first.name}) with {other.run!r} ({other.name}): "
+                f"{what} differs{where} ({_short(value(first))} vs {_short(value(other))})",
+                fix=SEPARATE.format(a=first.run, b=other.run),
+            )
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "/".join(_short(v) for v in value)
+    if isinstance(value, str) and len(value) == 64:
+        return value[:12]
+    return str(value)

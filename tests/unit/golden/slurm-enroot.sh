@@ -1,0 +1,63 @@
+#!/bin/bash
+#SBATCH --job-name=kit-cluster-transformers-5.17-0fc93b87b7d4
+#SBATCH --partition=gpu
+#SBATCH --account=proj123
+#SBATCH --qos=normal
+#SBATCH --nodes=1
+#SBATCH --ntasks=1
+#SBATCH --gres=gpu:a100:4
+#SBATCH --cpus-per-task=8
+#SBATCH --mem=64G
+#SBATCH --time=2:00:00
+#SBATCH --array=0-1
+#SBATCH --output=/lustre/me/kit/logs/%x-%A_%a.out
+#SBATCH --export=PATH,HOME,USER,LANG,TZ
+# kit job kit-cluster-transformers-5.17-0fc93b87b7d4
+set -euo pipefail
+
+export HF_DATASETS_OFFLINE=1
+export HF_HUB_CACHE=/lustre/me/hf-hub
+export HF_HUB_DISABLE_PROGRESS_BARS=1
+export HF_HUB_OFFLINE=1
+export HF_TOKEN_PATH=/home/me/.config/kit/hf_token
+export KIT_GPUS=4
+export KIT_IMAGE_ARTIFACT=sqsh
+export KIT_IMAGE_DIGEST=sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+export KIT_IMAGE_SHA256=eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee
+export KIT_LOCK_SHA256=cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
+export KIT_RUNTIME=enroot
+export KIT_SCHEDULER=slurm
+export KIT_SITE=cluster
+export TOKENIZERS_PARALLELISM=false
+export TRANSFORMERS_OFFLINE=1
+export TRANSFORMERS_VERBOSITY=error
+# the scheduler's job id and raw array index, under names every runtime passes on
+export KIT_JOB_ID="${SLURM_JOB_ID:-${OAR_JOB_ID:-${KIT_JOB_ID:-$$}}}"
+export KIT_ARRAY_INDEX="${SLURM_ARRAY_TASK_ID:-${OAR_ARRAY_INDEX:-${KIT_ARRAY_INDEX:-0}}}"
+
+KIT_SLOTS=(0 1)
+KIT_ARRAY_POS=${KIT_ARRAY_INDEX:-0}
+if [ "$KIT_ARRAY_POS" -lt 0 ] || [ "$KIT_ARRAY_POS" -ge "${#KIT_SLOTS[@]}" ]; then
+  echo "kit: array index $KIT_ARRAY_POS has no shard slot (${#KIT_SLOTS[@]} slots)" >&2; exit 2
+fi
+KIT_SHARD_INDEX="${KIT_SLOTS[$KIT_ARRAY_POS]}"
+export KIT_SHARD_INDEX
+# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE)
+export HF_HOME=/tmp"/kit-cache-$KIT_JOB_ID"/hf TRITON_CACHE_DIR=/tmp"/kit-cache-$KIT_JOB_ID"/triton VLLM_CACHE_ROOT=/tmp"/kit-cache-$KIT_JOB_ID"/vllm TORCHINDUCTOR_CACHE_DIR=/tmp"/kit-cache-$KIT_JOB_ID"/inductor
+mkdir -p "$HF_HOME" "$TRITON_CACHE_DIR" "$VLLM_CACHE_ROOT" "$TORCHINDUCTOR_CACHE_DIR"
+# the HF token file must be readable by its owner only
+case "$(stat -L -c %a "$HF_TOKEN_PATH" 2>/dev/null || echo missing)" in
+  [0-7]00) ;;
+  *) echo "kit: HF token file $HF_TOKEN_PATH is missing or readable by group/others; fix: chmod 600 it" >&2; exit 2 ;;
+esac
+# srun steps get this script's environment, not the batch job's --export list
+export SLURM_EXPORT_ENV=ALL
+export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
+test -r /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh || { echo 'kit: image not readable: /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh' >&2; exit 2; }
+if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
+  KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh | cut -d' ' -f1)
+  [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the recorded $KIT_IMAGE_SHA256; convert and ship the image again (kit images convert)" >&2; exit 2; }
+fi
+enroot create --force --name "kit-${KIT_JOB_ID:-$$}" /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh
+echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
+exec enroot start --mount /lustre/me/kit/results:/lustre/me/kit/results --mount /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --mount /lustre/me/kit:/lustre/me/kit --mount /tmp:/tmp --mount /lustre/me/kit/inputs:/lustre/me/kit/inputs --mount /lustre/me/hf-hub:/lustre/me/hf-hub --mount /home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token --env KIT_SITE --env KIT_SCHEDULER --env KIT_RUNTIME --env KIT_JOB_ID --env KIT_ARRAY_INDEX --env KIT_SHARD_INDEX --env KIT_GPUS --env KIT_IMAGE_DIGEST --env KIT_IMAGE_ARTIFACT --env KIT_IMAGE_SHA256 --env KIT_LOCK_SHA256 --env HF_HUB_OFFLINE --env TRANSFORMERS_OFFLINE --env HF_DATASETS_OFFLINE --env HF_HUB_CACHE --env HF_HOME --env TRITON_CACHE_DIR --env VLLM_CACHE_ROOT --env TORCHINDUCTOR_CACHE_DIR --env HF_HUB_DISABLE_PROGRESS_BARS --env TRANSFORMERS_VERBOSITY --env TOKENIZERS_PARALLELISM --env HF_TOKEN_PATH "kit-${KIT_JOB_ID:-$$}" kit shard --roster /lustre/me/kit/inputs/roster-094454a77bf886de.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"

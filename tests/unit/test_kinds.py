@@ -1,0 +1,152 @@
+"""Benchmark kinds as one strategy: every registered kind has its three parts and they agree, a
+benchmark folder and a checkpoint find their kind, and no module outside the kinds asks which kind
+it holds. Also the import structure the layers promise (README.md, Layout)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from kit.config.kinds import DEFAULT_KIND, KINDS, BenchmarkKind, get_kind, load_benchmark, register
+from kit.errors import ConfigError
+from kit.results import keys
+from kit.results.kinds import kind_name, kind_of
+from kit.results.kinds.base import ResultKind
+from kit.worker.kinds.base import PairRunner
+
+KIT = Path(__file__).resolve().parents[2] / "kit"
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_kind_has_its_parts_and_they_agree(name):
+    kind = KINDS[name]
+    results, worker = kind.results_part(), kind.worker_part()
+    assert isinstance(results, ResultKind) and results.name == name
+    assert isinstance(worker, PairRunner) and worker.results is results
+    ruleset = KIT / "defaults" / results.ruleset
+    assert ruleset.is_file()
+    # the ruleset checks the benchmark name the worker logs for this kind
+    assert results.mllog_benchmark in ruleset.read_text(encoding="utf-8")
+    assert callable(getattr(__import__(kind.dataset.split(":")[0], fromlist=["_"]), kind.dataset.split(":")[1]))
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_kind_finds_faults_and_recomputes_nothing_from_nothing(name):
+    results = KINDS[name].results_part()
+    faults = results.prediction_faults(["not an object", {keys.ITEM_ID: ""}])
+    flagged = {i for at in faults.values() for i in at}
+    assert flagged == {0, 1}, faults
+    assert results.metrics_differ({"x": 1.0}, {"x": 1.0}) == []
+
+
+def test_a_kind_is_registered_once():
+    with pytest.raises(ValueError, match="registered twice"):
+        register(BenchmarkKind(DEFAULT_KIND, "again", "a:b", "c:d", "e:f"))
+    assert set(KINDS) == {"lrb", "lighteval"}
+
+
+def test_an_unknown_kind_in_benchmark_toml_names_the_known_ones(tmp_path):
+    (tmp_path / "benchmark.toml").write_text('kind = "helm"\nname = "x"\n')
+    with pytest.raises(ConfigError) as err:
+        load_benchmark(tmp_path)
+    line = err.value.one_line()
+    assert "benchmark.toml: kind" in line and "'helm'" in line and "lighteval, lrb" in line
+    with pytest.raises(ConfigError, match="not one kit knows"):
+        get_kind(["lrb"], "somewhere")
+
+
+def test_a_checkpoint_names_its_kind_and_lrb_files_name_none():
+    assert kind_of({keys.METADATA: {}}) is KINDS["lrb"].results_part()              # lrb's own files
+    assert kind_of({keys.METADATA: {keys.BENCHMARK_KIND: "lighteval"}}) is KINDS["lighteval"].results_part()
+    assert kind_of({keys.METADATA: {keys.BENCHMARK_KIND: "helm"}}) is None
+    assert kind_name({keys.METADATA: {keys.BENCHMARK_KIND: "helm"}}) == "helm"
+    assert kind_name({keys.METADATA: "not an object"}) == DEFAULT_KIND
+
+
+# --- structure -----------------------------------------------------------------------------
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in KIT.rglob("*.py"):
+        name = ".".join(path.relative_to(KIT.parent).with_suffix("").parts).removesuffix(".__init__")
+        out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(module: str) -> set[str]:
+    """Every kit module `module` imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in found if m in MODULES and m != module}
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_modules_import_no_circle():
+    state: dict[str, int] = {}   # 1: on the current path, 2: done
+    circles = []
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(GRAPH[m]):
+            if state.get(n) == 1:
+                circles.append(path[path.index(n):] + [n])
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = 2
+
+    for m in sorted(GRAPH):
+        if m not in state:
+            visit(m, [m])
+    assert circles == [], circles
+
+
+# layer -> layers it must never import (README.md, Layout: arrows point down the list)
+FORBIDDEN = {
+    "config": {"plan", "results", "images", "launch", "worker", "repro", "cli", "demo", "weights"},
+    "results": {"images", "launch", "worker", "repro", "cli", "demo"},
+    "weights": {"images", "launch", "worker", "repro", "cli", "demo"},
+    "worker": {"launch", "images", "repro", "cli", "demo"},
+    "repro": {"worker", "demo", "cli"},
+}
+
+
+def test_no_module_imports_up_the_layers():
+    upward = sorted(f"{m} -> {n}" for m, deps in GRAPH.items() for n in deps
+                    if _layer(n) in FORBIDDEN.get(_layer(m), set()))
+    assert upward == []
+
+
+# the only modules that may name a particular kind: the registry and the kinds' own parts
+KIND_MODULES = {"kit.config.kinds", "kit.config.benchmark", "kit.config.evalsuite", "kit.results.keys",
+                "kit.results.kinds", "kit.results.kinds.lrb", "kit.results.kinds.lighteval",
+                "kit.worker.kinds.lrb", "kit.worker.kinds.lighteval"}
+
+
+def test_no_module_outside_the_kinds_asks_which_kind_it_holds():
+    named = []
+    for module, path in MODULES.items():
+        if module in KIND_MODULES:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for word in ("KIND_LRB", "KIND_LIGHTEVAL", "BENCHMARK_KIND", '== "lighteval"', "== 'lighteval'",
+                     'getattr(benchmark, "kind"'):
+            if word in text:
+                named.append(f"{module}: {word}")
+    assert named == []

@@ -24,6 +24,11 @@ class KitError(Exception):
         return text
 
 
+def error_line(exc: KitError) -> str:
+    """The one stderr line every kit program prints for a KitError."""
+    return f"kit: error: {exc.one_line()}"
+
+
 class ConfigError(KitError):
     """Bad input: a config file, an option, a dataset file. Exit code 2."""
 

@@ -6,16 +6,18 @@ disjoint and complete. Used alike by the launcher (`kit plan`, `kit run`) and th
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
-    from kit.config.roster import Run
+    from kit.config.roster import Roster, Run
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -124,3 +126,37 @@ def gpu_count(params: int | None, attention_heads: int | None, node_gpus: int) -
             fix="stage the snapshot (its config.json has num_attention_heads) or set options.attention_heads",
         )
     return max(g for g in range(1, node_gpus + 1) if attention_heads % g == 0)
+
+
+def plan_text(pairs: list[Pair]) -> str:
+    """The plan file `kit run` writes for its jobs: the sorted pair list."""
+    body = {"kit_plan_version": 1, "pairs": [[p.run, p.language] for p in sorted(pairs)],
+            "runs": sorted({p.run for p in pairs})}
+    return json.dumps(body, indent=1, sort_keys=True) + "\n"
+
+
+def read_plan(path: Path) -> list[Pair]:
+    """Pairs from a plan file written by `kit run`."""
+    try:
+        body = json.loads(Path(path).read_text(encoding="utf-8"))
+        return sorted(Pair(str(r), str(lang)) for r, lang in body["pairs"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: not a kit plan file ({exc})", fix="pass the plan file `kit run` wrote") from None
+
+
+def job_pairs(roster: "Roster", benchmark: "Dataset", models: Sequence[str], languages: Sequence[str] | None,
+              plan_file: Path | None) -> tuple[list["Run"], list[Pair]]:
+    """The runs and pairs one worker invocation is given: its job's plan file (narrowed to `models`
+    when named), or the roster's pairs of `models` and `languages`."""
+    runs = roster.select(tuple(models))
+    if plan_file is None:
+        return runs, select_pairs(runs, benchmark, languages)
+    pairs = read_plan(plan_file)
+    unknown = sorted({p.run for p in pairs} - {r.name for r in roster.run})
+    if unknown:
+        raise ConfigError(f"{plan_file}: runs not in the roster: {', '.join(unknown)}",
+                          fix="submit again with the current roster")
+    if models:
+        keep = {r.name for r in runs}
+        pairs = [p for p in pairs if p.run in keep]
+    return [r for r in roster.run if r.name in {p.run for p in pairs}], pairs

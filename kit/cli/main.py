@@ -8,7 +8,7 @@ import sys
 import click
 
 import kit
-from kit.errors import KitError
+from kit.errors import KitError, error_line
 
 # command -> "module:attribute"; modules load only when their command runs (fast --help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
             from kit.cli.common import ERROR, print_json
 
             print_json(command_path(args), ERROR, None, [exc.one_line()])
-        click.echo(f"kit: error: {exc.one_line()}", err=True)
+        click.echo(error_line(exc), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("kit: aborted", err=True)

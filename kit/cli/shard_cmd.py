@@ -9,8 +9,7 @@ import click
 
 from kit.cli import common
 from kit.config.project import load_project
-from kit.errors import ConfigError
-from kit.plan import parse_shard, select_pairs
+from kit.plan import job_pairs, parse_shard
 
 
 @click.command()
@@ -42,25 +41,11 @@ def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str
     Example (what a job runs):
       kit shard --roster roster.toml --results results --shard 3/8
     """
-    from kit.launch.submit import read_plan  # plan-file format lives with its writer
     from kit.worker.shard import run_shard
 
     index_count = parse_shard(shard_text)
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
-    runs = project.roster.select(models)
-    if pairs_file is not None:
-        pairs = read_plan(pairs_file)
-        names = {r.name for r in project.roster.run}
-        unknown = sorted({p.run for p in pairs} - names)
-        if unknown:
-            raise ConfigError(f"{pairs_file}: runs not in the roster: {', '.join(unknown)}",
-                              fix="submit again with the current roster")
-        if models:
-            keep = {r.name for r in runs}
-            pairs = [p for p in pairs if p.run in keep]
-        runs = [r for r in project.roster.run if r.name in {p.run for p in pairs}]
-    else:
-        pairs = select_pairs(runs, project.benchmark, common.split_languages(languages))
+    runs, pairs = job_pairs(project.roster, project.benchmark, models, common.split_languages(languages), pairs_file)
     report = run_shard(runs=runs, pairs=pairs, benchmark=project.benchmark, results=results, shard=index_count,
                        force=force, cache_dir=cache_dir, progress=common.say)
     data = {

@@ -22,7 +22,7 @@ from kit.launch.request import JobRequest
 from kit.launch.runtimes.base import RuntimeContext, get_runtime
 from kit.launch.schedulers.base import Scheduler, Submission, get_scheduler
 from kit.launch.tracking import SubmissionRecord, append_record
-from kit.plan import Pair, gpu_count, select_pairs, site_slots
+from kit.plan import Pair, gpu_count, plan_text, select_pairs, site_slots
 from kit.results import keys
 
 
@@ -79,22 +79,6 @@ CONTAINER_ENV = (
     "TORCHINDUCTOR_CACHE_DIR", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY", "TOKENIZERS_PARALLELISM",
     "HF_TOKEN_PATH",
 )
-
-
-def plan_text(pairs: list[Pair]) -> str:
-    """The plan file the jobs read: the sorted pair list."""
-    body = {"kit_plan_version": 1, "pairs": [[p.run, p.language] for p in sorted(pairs)],
-            "runs": sorted({p.run for p in pairs})}
-    return json.dumps(body, indent=1, sort_keys=True) + "\n"
-
-
-def read_plan(path: Path) -> list[Pair]:
-    """Pairs from a plan file written by `kit run`."""
-    try:
-        body = json.loads(Path(path).read_text(encoding="utf-8"))
-        return sorted(Pair(str(r), str(lang)) for r, lang in body["pairs"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{path}: not a kit plan file ({exc})", fix="pass the plan file `kit run` wrote") from None
 
 
 def attention_heads(run: Run, site: Site, sites_dir: Path) -> int | None:

@@ -43,7 +43,7 @@ def probe(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str]) -> int:
     """Parse the arguments, run the probe, print its JSON."""
-    from kit.errors import KitError
+    from kit.errors import KitError, error_line
 
     p = argparse.ArgumentParser(prog="python -m kit.worker.backends.probe", description=__doc__.splitlines()[0])
     p.add_argument("--backend", required=True)
@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
     try:
         result = probe(args)
     except KitError as exc:
-        print(f"kit: error: {exc.one_line()}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr)
         return exc.exit_code
     text = json.dumps(result, ensure_ascii=False, sort_keys=True)
     print(text)

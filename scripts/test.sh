@@ -9,9 +9,12 @@
 #                  image build (it fills the wheelhouse and Docker's layer cache for the tests)
 #       llama.cpp  the llama-cpp-python wheel (compiled once per machine) and .venv-llamacpp
 #       engines    .venv-vllm, .venv-gliner2, .venv-gliclass
-#     tests: fast tier (no service), then, once the set-up is done, the slow, integration and
-#     e2e tiers in one pytest run.
-#   scripts/test.sh ARGS...    .venv, then one pytest run with ARGS; services start on demand.
+#     tests: the fast tier (no service), then the slow, integration and e2e tiers in one pytest
+#     run, the engine tests last. A test that needs a service or venv still being set up waits for
+#     it on the set-up script's lock (every set-up script is idempotent and locked), never builds
+#     it twice; a background step that failed is run again by the test that needs it.
+#   scripts/test.sh ARGS...    .venv (and, as root on Debian, the packages), then one pytest run
+#                              with ARGS; services start on demand.
 # At the end: a table of every phase (start, seconds, result), pytest's 30 slowest tests, and the
 # logs of the background phases under $KIT_TEST_LOGS (default build/test-logs).
 set -euo pipefail

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kit.config.kinds import get_kind
 from kit.errors import CheckpointError, ConfigError
 from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
@@ -42,8 +43,6 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
     """Write the report of the checkpoints under RESULTS (of these runs; all when None) to OUT, by
     their benchmark kind. Nothing is written when the input is refused (no complete checkpoint, an
     unknown run, kinds mixed, checkpoints that are not comparable, matplotlib missing)."""
-    from kit.config.kinds import get_kind
-
     records = select_runs(collect_checkpoints(results_dir), runs)
     valid = [r for r in records if r.valid]
     if not valid:

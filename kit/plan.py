@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kit import safejson
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def plan_text(pairs: list[Pair]) -> str:
 def read_plan(path: Path) -> list[Pair]:
     """Pairs from a plan file written by `kit run`."""
     try:
-        body = json.loads(Path(path).read_text(encoding="utf-8"))
+        body = safejson.loads(Path(path).read_text(encoding="utf-8"))
         return sorted(Pair(str(r), str(lang)) for r, lang in body["pairs"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{path}: not a kit plan file ({exc})", fix="pass the plan file `kit run` wrote") from None

@@ -8,7 +8,7 @@ import sys
 import click
 
 import kit
-from kit.errors import KitError, error_line
+from kit.errors import KitError, MissingExtraError, error_line
 
 # command -> "module:attribute"; modules load only when their command runs (fast --help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -93,6 +93,12 @@ def main(argv: list[str] | None = None) -> None:
             print_json(command_path(args), ERROR, None, [exc.one_line()])
         click.echo(error_line(exc), err=True)
         sys.exit(exc.exit_code)
+    except ModuleNotFoundError as exc:   # an optional library a command needs, not a kit bug
+        if verbose or not exc.name or exc.name.split(".")[0] == "kit":
+            raise
+        missing = MissingExtraError(f"kit {command_path(args)}", exc.name.split(".")[0], "worker")
+        click.echo(error_line(missing), err=True)
+        sys.exit(missing.exit_code)
     except click.exceptions.Abort:
         click.echo("kit: aborted", err=True)
         sys.exit(130)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kit import safejson
 from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
 from kit.config.loading import config_error_from, invalid, load_model
 from kit.errors import ConfigError
@@ -447,8 +447,8 @@ def _read_manifest(path: Path) -> tuple[Manifest, str]:
     """Parse and validate manifest.json; returns it with the sha256 of its bytes."""
     data = path.read_bytes()
     try:
-        payload: Any = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        payload: Any = safejson.loads(data.decode("utf-8"))
+    except ValueError as exc:
         raise ConfigError(f"{path}: not valid JSON: {exc}", fix="restore the manifest from the dataset") from None
     if not isinstance(payload, dict):
         raise ConfigError(f"{path}: the manifest is not a JSON object", fix="restore the manifest from the dataset")

@@ -35,6 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kit import safejson
 from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
 from kit.config.loading import invalid, load_model
 from kit.errors import ConfigError
@@ -210,9 +211,9 @@ class EvalSuite:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path}: line {n} is not JSON ({exc.msg})", fix="write one JSON object per line") from None
+                row = safejson.loads(line)
+            except ValueError as exc:
+                raise ConfigError(f"{path}: line {n} is not JSON ({exc})", fix="write one JSON object per line") from None
             ident = row.get(spec.id_field) if isinstance(row, dict) else None
             if not isinstance(ident, (str, int)) or isinstance(ident, bool) or str(ident) == "":
                 raise ConfigError(f"{path}: line {n} has no {spec.id_field!r} field",

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from kit.config.backends import BACKENDS
 from kit.config.loading import config_error_from, invalid, read_toml
@@ -18,6 +19,8 @@ _VARIANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT]?)\s*$", re.IGNORECASE)
 _SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+# 255 bytes a name, less ".<stem>.json.XXXXXXXX.tmp" (the atomic writer's temporary file) and a margin
+MAX_STEM_BYTES = 200
 
 Dtype = Literal["auto", "float32", "float16", "bfloat16"]
 
@@ -39,16 +42,16 @@ class Run(BaseModel):
 
     model: str = Field(description="Hub id, optionally with @variant: 'org/name@variant'")
     # before `revision`, so the revision check can see it
-    trust_remote_code: bool = False
+    trust_remote_code: StrictBool = False
     revision: str | None = Field(None, description="the model's 40-hex commit", validate_default=True)
     backend: str
     task: Literal["generate", "score"] = "generate"
     params: int | None = Field(None, description="parameter count, for GPU sizing")
     dtype: Dtype = "auto"
-    batch_size: int = Field(16, ge=1, le=4096)
-    max_new_tokens: int = Field(4096, ge=1, le=1_000_000)
-    seed: int = 0
-    languages: tuple[str, ...] | None = None
+    batch_size: StrictInt = Field(16, ge=1, le=4096)
+    max_new_tokens: StrictInt = Field(4096, ge=1, le=1_000_000)
+    seed: StrictInt = Field(0, ge=0, lt=2**32, description="numpy's seed range, which every engine accepts")
+    languages: tuple[str, ...] | None = Field(None, min_length=1, description="omit the key for every language")
     options: dict[str, Any] = Field(default_factory=dict, description="backend kwargs, recorded in results")
 
     @field_validator("model")
@@ -59,6 +62,10 @@ class Run(BaseModel):
             raise invalid("not a model id", fix="write 'org/name' or 'org/name@variant' (letters, digits, . _ -)")
         if "@" in v and not _VARIANT.match(variant):
             raise invalid("bad @variant", fix="use letters, digits, . _ + - after '@'")
+        size = len(run_file_stem(v).encode("utf-8"))
+        if size > MAX_STEM_BYTES:
+            raise invalid(f"makes a checkpoint file name of {size} bytes; with kit's temporary and log files "
+                          f"at most {MAX_STEM_BYTES} fit a file system's 255", fix="use a shorter @variant")
         return v
 
     @field_validator("backend")
@@ -66,6 +73,15 @@ class Run(BaseModel):
     def _backend(cls, v: str) -> str:
         if v not in BACKENDS:
             raise invalid("unknown backend", fix=f"use one of {', '.join(BACKENDS)}")
+        return v
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, v: dict[str, Any]) -> dict[str, Any]:
+        heads = v.get("attention_heads")
+        if "attention_heads" in v and (not isinstance(heads, int) or isinstance(heads, bool) or heads < 1):
+            raise invalid(f"options.attention_heads = {heads!r} is not a head count",
+                          fix="write the model's num_attention_heads as a positive integer, or leave it out")
         return v
 
     @field_validator("params", mode="before")
@@ -121,11 +137,15 @@ class Roster(BaseModel):
 
     @model_validator(mode="after")
     def _unique(self) -> "Roster":
-        seen: set[str] = set()
+        seen: dict[str, str] = {}   # checkpoint file stem -> the run that writes it
         for i, r in enumerate(self.run):
-            if r.name in seen:
+            stem = run_file_stem(r.name)
+            if r.name in seen.values():
                 raise invalid(f"duplicate run run[{i}] {r.name!r}", fix="give each variant its own @suffix or remove the duplicate")
-            seen.add(r.name)
+            if stem in seen:
+                raise invalid(f"runs {seen[stem]!r} and run[{i}] {r.name!r} would write the same checkpoint file "
+                              f"{stem}.json", fix="rename one of them, e.g. with an @variant suffix")
+            seen[stem] = r.name
         return self
 
     def select(self, models: tuple[str, ...] | list[str] | None) -> list[Run]:
@@ -142,6 +162,16 @@ class Roster(BaseModel):
         return out
 
 
+def run_file_stem(run: str) -> str:
+    """Run name -> its checkpoint file stem ('org/name@v' -> 'org__name@v')."""
+    return run.replace("/", "__")
+
+
+def run_from_stem(stem: str) -> str:
+    """Checkpoint file stem -> run name (inverse of run_file_stem)."""
+    return stem.replace("__", "/")
+
+
 def load_roster(path: Path, *, allow_unpinned: bool = False) -> tuple[Roster, Path]:
     """Load and validate roster.toml; returns the roster and its folder (for relative paths)."""
     path = Path(path)
@@ -151,4 +181,6 @@ def load_roster(path: Path, *, allow_unpinned: bool = False) -> tuple[Roster, Pa
         roster = Roster.model_validate(data, context={"allow_unpinned": allow_unpinned})
     except ValidationError as exc:
         raise config_error_from(exc, path, text) from None
+    if not roster.run:
+        raise ConfigError(f"{path}: the roster has no [[run]]", fix="add a [[run]] with model, revision and backend")
     return roster, path.resolve().parent

@@ -17,6 +17,10 @@ G5K_POLICY_CHECKS = ("usagepolicycheck -t",)
 _WALLTIME = re.compile(r"^(?:(\d+)-)?(\d+):([0-5]?\d)(?::([0-5]?\d))?$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+# forward_env names that look like secrets (they would travel in the job's environment)
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
+# the longest walltime kit accepts: beyond any cluster's limit, and far from datetime's
+MAX_WALLTIME_S = 366 * 24 * 3600
 
 
 def walltime_seconds(text: str) -> int:
@@ -25,7 +29,11 @@ def walltime_seconds(text: str) -> int:
     if not m:
         raise invalid(f"walltime {text!r} is not H:MM, H:MM:SS or D-H:MM", fix="write e.g. '1:30' for ninety minutes")
     days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
-    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if not 0 < total <= MAX_WALLTIME_S:
+        raise invalid(f"walltime {text!r} is {'no time at all' if total == 0 else 'more than a year'}",
+                      fix="write the job's real limit, e.g. '1:30' for ninety minutes")
+    return total
 
 
 class Site(BaseModel):
@@ -83,6 +91,16 @@ class Site(BaseModel):
         for name in v:
             if not _ENV_NAME.match(name):
                 raise invalid(f"{name!r} is not an environment variable name", fix="use names like HF_HOME")
+            if SECRET_NAME.search(name) and not name.endswith("_PATH"):
+                raise invalid(f"{name!r} looks like a secret; kit passes secrets only as files readable by you alone",
+                              fix="put the value in a mode-600 file and set hf_token_file (or forward NAME_PATH)")
+        return v
+
+    @field_validator("frontend")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        if not v or v.startswith("-") or any(c.isspace() for c in v):
+            raise invalid(f"frontend {v!r} is not an ssh host", fix="write 'local' or a host name or alias, e.g. nancy.g5k")
         return v
 
     @property

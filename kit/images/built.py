@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kit import safejson
 from kit.errors import ConfigError, ImageError
 from kit.results.store import write_text_atomic
 
@@ -92,7 +93,7 @@ def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
     if not path.exists():
         return ImagesLock()
     try:
-        return ImagesLock.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return ImagesLock.model_validate(safejson.loads(path.read_text(encoding="utf-8")))
     except (ValueError, ValidationError) as exc:
         raise ConfigError(f"{path}: not a valid images lock ({str(exc).splitlines()[0]})",
                           fix="rebuild the images (make images) or restore the file from git") from None

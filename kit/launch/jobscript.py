@@ -10,7 +10,6 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kit.errors import ConfigError
 
 _EXPAND_SAFE = re.compile(r"^[A-Za-z0-9_${}:./@=+-]*$")
 
@@ -78,18 +77,6 @@ TOKEN_CHECK = [
     '  *) echo "kit: HF token file $HF_TOKEN_PATH is missing or readable by group/others; fix: chmod 600 it" >&2; exit 2 ;;',
     "esac",
 ]
-SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
-
-
-def refuse_secret_names(names: Sequence[str], site: str) -> None:
-    """A ConfigError for a forward_env name that looks like a secret (secrets travel as files)."""
-    for name in names:
-        if SECRET_NAME.search(name) and not name.endswith("_PATH"):
-            raise ConfigError(f"site {site!r}: forward_env {name!r} looks like a secret; kit passes secrets only "
-                              "as files readable by you alone",
-                              fix="put the value in a mode-600 file and set hf_token_file (or forward NAME_PATH)")
-
-
 def render_job_script(spec: JobScript) -> str:
     """The bash text of a job script."""
     slots = " ".join(str(int(s)) for s in spec.shard_slots)

@@ -50,7 +50,13 @@ def parse_now(text: str | None) -> datetime:
     except ValueError:
         raise ConfigError(f"--now / KIT_NOW {text!r} is not an ISO 8601 time",
                           fix="write e.g. 2026-12-01T18:30 (Europe/Paris) or 2026-12-01T17:30+00:00") from None
-    return value if value.tzinfo else value.replace(tzinfo=_paris())
+    value = value if value.tzinfo else value.replace(tzinfo=_paris())
+    try:
+        value + timedelta(days=400)   # a year of walltime must fit in the calendar
+    except OverflowError:
+        raise ConfigError(f"--now / KIT_NOW {text!r} is too close to the end of the calendar for a job to run",
+                          fix="give a real submission time, e.g. 2026-12-01T18:30") from None
+    return value
 
 
 def window_crossing(start: datetime, walltime_s: int) -> datetime | None:

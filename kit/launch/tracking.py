@@ -10,6 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kit import safejson
 from kit.plan import Pair
 from kit.results.store import write_text_atomic
 
@@ -62,7 +63,7 @@ def load_records(state_dir: Path, site: str) -> list[SubmissionRecord]:
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            out.append(SubmissionRecord(**json.loads(line)))
+            out.append(SubmissionRecord(**safejson.loads(line)))
         except (ValueError, TypeError):
             continue
     return out

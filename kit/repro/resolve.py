@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kit import safejson
 from kit.config.dataset import Dataset
 from kit.config.kinds import load_benchmark
 from kit.errors import ConfigError, ImageError
@@ -155,7 +155,7 @@ def resolve_benchmark(result: dict[str, Any], path: Path | None) -> Dataset:
 def load_result(path: Path) -> dict[str, Any]:
     """A checkpoint as a dict; unreadable input is a ConfigError."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = safejson.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: not a readable checkpoint ({exc})", fix="pass a RESULTS/<lang>/<run>.json file") from None
     if not isinstance(data, dict) or keys.METADATA not in data or keys.PREDICTIONS not in data:

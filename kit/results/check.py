@@ -54,6 +54,9 @@ def _meta(data: dict) -> dict:
 
 def pairs_complete(inp: CheckInput) -> list[Finding]:
     """Every planned pair has a checkpoint file; none lies outside the plan."""
+    if not inp.expected:
+        return [Finding("pairs_complete", str(inp.results), "-",
+                        "no pair is planned (an empty selection of runs or languages): a PASS would prove nothing")]
     out = []
     expected = {checkpoint_path(inp.results, p.run, p.language): p for p in inp.expected}
     for path, pair in sorted(expected.items()):

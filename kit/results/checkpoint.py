@@ -9,7 +9,6 @@ returned, one short line each, naming the key, for the caller to report.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit import safejson
+from kit.config.roster import run_file_stem
 from kit.results import keys
 from kit.results.kinds import ResultKind, kind_of, unknown_kind
-from kit.results.store import run_file_stem
 
 # keys.py has no checkpoint-side name for "no file yet"; kept here until it does.
 MISSING = "missing"
@@ -55,11 +55,11 @@ def read_checkpoint(path: str | os.PathLike[str]) -> CheckpointState:
     if not path.is_file():
         return _invalid("not a regular file")
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = safejson.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
         return _invalid(f"not valid UTF-8 (byte {exc.start})")
-    except json.JSONDecodeError as exc:
-        return _invalid(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    except ValueError as exc:
+        return _invalid(f"not valid JSON ({exc})")
     except OSError as exc:
         return _invalid(f"cannot be read ({exc.strerror})")
     if not isinstance(data, dict):

@@ -13,12 +13,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kit.config.roster import run_from_stem
 from kit.config.dataset import Dataset
 from kit.errors import CheckpointError, ConfigError
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
-from kit.results.store import SYSTEMS_DIR, checkpoint_path, iter_checkpoint_files, mllog_path, run_from_stem
+from kit.results.store import SYSTEMS_DIR, checkpoint_path, iter_checkpoint_files, mllog_path
 
 
 @dataclass
@@ -27,6 +28,7 @@ class CollectPlan:
 
     chosen: dict[Pair, tuple[str, Path]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    sources: list[Path] = field(default_factory=list)
 
 
 def _pair_of(path: Path, data: dict | None) -> Pair:
@@ -44,7 +46,14 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmar
         if not Path(root).is_dir():
             plan.problems.append(f"{site}: {root} is not a folder")
             continue
+        plan.sources.append(Path(root).resolve())
+        links = [p for p in (root / SYSTEMS_DIR).glob("*.json") if p.is_symlink()]
+        links += [p for c in iter_checkpoint_files(root) for p in (c, mllog_path(c)) if p.is_symlink()]
+        for link in links:   # a release holds the sites' own files, never what a link points at
+            plan.problems.append(f"symlink: {site}: {link} is a link, not a file the site wrote")
         for path in iter_checkpoint_files(root):
+            if path.is_symlink():
+                continue
             lang = path.parent.name
             ids = benchmark.item_ids(lang) if lang in benchmark.languages else None
             st = validate_checkpoint(path, language=lang, item_ids=ids)
@@ -78,6 +87,10 @@ def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> 
     if plan.problems:
         raise CheckpointError(f"collect refused: {len(plan.problems)} problems", fix="fix them (see the list above)")
     output = Path(output).resolve()
+    for source in plan.sources:
+        if output == source or output in source.parents or source in output.parents:
+            raise ConfigError(f"--output {output} overlaps the site tree {source}: replacing it would delete the input",
+                              fix="write the release to a folder outside every --from tree")
     if output.exists() and not force:
         raise ConfigError(f"{output} already exists", fix="choose a new --output or pass --force to replace it")
     stage = output.parent / f".{output.name}.staging-{os.getpid()}"

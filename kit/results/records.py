@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit.config.roster import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
-from kit.results.store import run_from_stem
 
 SEPARATE = "report them separately (e.g. --model {a}, then --model {b})"
 

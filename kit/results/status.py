@@ -10,10 +10,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kit.config.roster import run_from_stem
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
-from kit.results.store import checkpoint_path, iter_checkpoint_files, run_from_stem
+from kit.results.store import checkpoint_path, iter_checkpoint_files
 
 
 @dataclass

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from kit.config.roster import run_file_stem
 from kit.errors import ConfigError
 
 
@@ -20,16 +21,6 @@ def file_sha256(path: Path) -> str:
         while block := fh.read(1 << 20):
             h.update(block)
     return h.hexdigest()
-
-
-def run_file_stem(run: str) -> str:
-    """Run name -> checkpoint file stem ('org/name@v' -> 'org__name@v')."""
-    return run.replace("/", "__")
-
-
-def run_from_stem(stem: str) -> str:
-    """Checkpoint file stem -> run name (inverse of run_file_stem)."""
-    return stem.replace("__", "/")
 
 
 def checkpoint_path(results: Path, run: str, language: str) -> Path:

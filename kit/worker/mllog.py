@@ -24,6 +24,8 @@ class PairLog:
             raise MissingExtraError("the worker's MLPerf log", "mlperf_logging", "worker") from None
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_symlink():   # the log replaces the link; it never writes through it
+            self.path.unlink()
         self._logger = logging.getLogger(f"kit.mllog.{next(_counter)}")
         self._logger.setLevel(logging.INFO)
         self._logger.propagate = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +55,11 @@ def test_worker_without_its_extra_says_which_extra(launcher_venv, tmp_path):
     assert "kit-sweep[worker]" in r.stdout + r.stderr
     assert "Traceback" not in r.stdout + r.stderr
     assert not (tmp_path / "res" / "en").exists() or not list((tmp_path / "res" / "en").glob("*.json"))
+
+
+def test_demo_without_the_worker_extra_says_which_extra(launcher_venv, tmp_path):
+    r = subprocess.run([str(launcher_venv / "bin/kit"), "demo"], capture_output=True, text=True, cwd=tmp_path,
+                       env={**os.environ, "KIT_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("kit: error:") == 1
+    assert "kit-sweep[worker]" in r.stderr, r.stderr

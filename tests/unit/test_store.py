@@ -12,7 +12,8 @@ import time
 import pytest
 
 from kit.errors import ConfigError
-from kit.results.store import checkpoint_path, dumps_checkpoint, run_file_stem, run_from_stem, write_checkpoint
+from kit.config.roster import run_file_stem, run_from_stem
+from kit.results.store import checkpoint_path, dumps_checkpoint, write_checkpoint
 
 
 def test_path_layout_and_round_trip(tmp_path):

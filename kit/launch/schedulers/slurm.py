@@ -41,7 +41,7 @@ from pathlib import Path
 from kit.config.sites import Site
 from kit.errors import ConfigError, SubmitError
 from kit.launch.frontend import CommandResult
-from kit.launch.jobscript import BASE_ENV, JobScript, allow_listed_env, refuse_secret_names
+from kit.launch.jobscript import BASE_ENV, JobScript, allow_listed_env
 from kit.launch.request import JobRequest
 from kit.launch.schedulers.base import UNKNOWN, JobStatus, Scheduler, Submission, register_scheduler
 from kit.launch.schedulers.slurm_query import parse_sacct, parse_sbatch_id, parse_squeue_json, plain_ids
@@ -84,7 +84,6 @@ def gpu_option(site: Site, gpus: int) -> str | None:
 
 def export_names(site: Site) -> list[str]:
     """The variables sbatch passes from the (allow-listed) submit environment to the job."""
-    refuse_secret_names(site.forward_env, site.name)
     return list(dict.fromkeys([*BASE_ENV, *site.forward_env]))
 
 

@@ -12,11 +12,10 @@ from typing import Any
 
 from kit.config.dataset import Dataset
 from kit.config.evalsuite import EvalSuite
-from kit.config.roster import Run
+from kit.config.roster import Run, run_file_stem
 from kit.errors import ConfigError, MissingExtraError
 from kit.results import keys
 from kit.results.kinds.lighteval import LIGHTEVAL as LIGHTEVAL_RESULTS
-from kit.results.store import run_file_stem
 from kit.worker.kinds.base import Engine, Evaluated, PairInput, PairRunner
 from kit.worker.record import speed_block
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from kit.config.kinds import DEFAULT_KIND, KINDS, BenchmarkKind, get_kind, load_benchmark, register
+from kit.demo.dataset import write_demo_benchmark
+from kit.demo.evalsuite import write_demo_suite
 from kit.errors import ConfigError
 from kit.results import keys
 from kit.results.kinds import kind_name, kind_of
@@ -19,8 +21,16 @@ from kit.worker.kinds.base import PairRunner
 KIT = Path(__file__).resolve().parents[2] / "kit"
 
 
+# a writer of a small benchmark folder of each kind, for the data part's contract
+EXAMPLES = {"lrb": write_demo_benchmark, "lighteval": write_demo_suite}
+
+
+def test_every_kind_has_an_example_benchmark():
+    assert set(EXAMPLES) == set(KINDS)
+
+
 @pytest.mark.parametrize("name", sorted(KINDS))
-def test_every_kind_has_its_parts_and_they_agree(name):
+def test_every_kind_has_its_parts_and_they_agree(name, tmp_path):
     kind = KINDS[name]
     results, worker = kind.results_part(), kind.worker_part()
     assert isinstance(results, ResultKind) and results.name == name
@@ -29,7 +39,10 @@ def test_every_kind_has_its_parts_and_they_agree(name):
     assert ruleset.is_file()
     # the ruleset checks the benchmark name the worker logs for this kind
     assert results.mllog_benchmark in ruleset.read_text(encoding="utf-8")
-    assert callable(getattr(__import__(kind.dataset.split(":")[0], fromlist=["_"]), kind.dataset.split(":")[1]))
+    dataset = load_benchmark(EXAMPLES[name](tmp_path / name))   # found by its folder, loaded by its kind
+    assert dataset.kind == name and dataset.languages
+    first = dataset.languages[0]
+    assert [item.item_id for item in dataset.load_language(first).items] == dataset.item_ids(first)
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kit.results import keys
 from kit.results.records import CheckpointRecord, ReportFiles
 
 
@@ -47,6 +48,4 @@ class ResultKind(ABC):
 
     def compared_metrics(self, recorded: Mapping[str, Any]) -> list[str]:
         """The metric names a reproduce verdict shows deltas for (all but the item count by default)."""
-        from kit.results import keys
-
         return sorted(m for m in recorded if m != keys.N_ITEMS)

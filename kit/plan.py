@@ -111,24 +111,6 @@ def select_pairs(runs: Sequence["Run"], benchmark: "Dataset", languages: Sequenc
     return plan_pairs((run.name, run_languages(run, benchmark, languages)) for run in runs)
 
 
-TP_THRESHOLD_PARAMS = 30_000_000_000
-
-
-def gpu_count(params: int | None, attention_heads: int | None, node_gpus: int) -> int:
-    """GPUs (= tensor-parallel size) for a model: 1 below 30B parameters; at and above, the
-    largest count <= the node's GPUs that divides the attention heads (as open-r1 sizes vLLM)."""
-    if node_gpus <= 0:
-        return 0
-    if params is None or params < TP_THRESHOLD_PARAMS:
-        return 1
-    if not attention_heads:
-        raise ConfigError(
-            f"a {params / 1e9:.0f}B-parameter model needs its attention head count to choose the GPU count",
-            fix="stage the snapshot (its config.json has num_attention_heads) or set options.attention_heads",
-        )
-    return max(g for g in range(1, node_gpus + 1) if attention_heads % g == 0)
-
-
 def plan_text(pairs: list[Pair]) -> str:
     """The plan file `kit run` writes for its jobs: the sorted pair list."""
     body = {"kit_plan_version": 1, "pairs": [[p.run, p.language] for p in sorted(pairs)],

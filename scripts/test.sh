@@ -103,7 +103,7 @@ phase "tests: fast tier (no service)" .venv/bin/python -m pytest -m "not slow an
   --durations=10 || rc=$?
 # The rest in one run, the tests of the engine venvs last: by then their background set-up is done
 # or nearly (a test that needs a venv or service still being set up waits for it on its lock).
-main=(tests/e2e tests/unit) engines=()
+main=(tests/e2e tests/unit tests/faults) engines=()
 for f in tests/integration/test_*.py; do
   case $f in */test_backends_*) engines+=("$f") ;; *) main+=("$f") ;; esac
 done

@@ -66,6 +66,20 @@ def lrb_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def lrb_bench(lrb_dir, tmp_path_factory) -> Path:
+    """A copy of the shared lrb benchmark folder with a generative prompt.txt, which the shared copy
+    lacks (lrb's own is not vendored; kit's default stands in for it here, never by itself)."""
+    import shutil
+
+    from kit.config.benchmark import DEFAULT_GENERATE_PROMPT
+
+    dest = tmp_path_factory.mktemp("lrb") / "data"
+    shutil.copytree(lrb_dir / "data", dest)
+    shutil.copyfile(DEFAULT_GENERATE_PROMPT, dest / "prompt.txt")
+    return dest
+
+
+@pytest.fixture(scope="session")
 def cpu_image_env() -> Iterator[dict[str, str]]:
     """KIT_IMAGES_LOCK / KIT_IMAGES_DIR of a session lock in which the CPU variant of the
     transformers-5.17 image is built (offline, from the cached wheelhouse; Docker's layer cache

@@ -28,7 +28,7 @@ def local_site(python: Path, weights: Path, forward_env: tuple[str, ...] = ()) -
     """sites.toml text of a `local` site whose host runtime is an engine venv's python."""
     forward = ", ".join(f'"{name}"' for name in forward_env)
     return ('[site.local]\nscheduler = "local"\nruntime = "host"\nroot = "."\nresults = "results"\n'
-            f'weights = "{weights}"\npython = "{python}"\ngpus_per_node = 0\nwalltime = "0:30"\n'
+            f'weights = "{weights}"\npython = "{python}"\ngpus_per_node = 0\nwalltime = "30m"\n'
             f"forward_env = [{forward}]\n")
 
 

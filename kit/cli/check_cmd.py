@@ -25,14 +25,17 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
 
     \b
     Rules:
-      pairs_complete     every planned pair (roster x benchmark) has a checkpoint
-      checkpoints_valid  checkpoints parse, match their path and ids; metrics recompute exactly
-      one_prompt_digest  one prompt digest per task, the benchmark's
-      dataset_digests    dataset file and manifest digests match the manifest
-      images_locked      every image digest appears in the image lock
-      revisions_pinned   no pair ran with an unpinned revision
-      mllog_compliant    each :::MLLOG log passes mlperf-logging's compliance checker
-                         with kit's ruleset (kit/defaults/mllog_ruleset.yaml)
+      pairs_complete          every planned pair (roster x benchmark) has a checkpoint
+      checkpoints_valid       checkpoints parse, match their path, the benchmark's ids and
+                              labels and their own provenance; metrics recompute exactly
+      checkpoints_current     recorded for the roster's runs and data as they are now
+      log_matches_checkpoint  each checkpoint is the file its job logged (sha256 in run_stop)
+      one_prompt_digest       each run's prompt digest is the one the benchmark gives it
+      dataset_digests         dataset file and manifest digests match the manifest
+      images_locked           every image digest appears in the image lock
+      revisions_pinned        no pair ran with an unpinned revision
+      mllog_compliant         each :::MLLOG log passes mlperf-logging's compliance checker
+                              with kit's ruleset (kit/defaults/mllog_ruleset.yaml)
 
     Failures are listed one per line with rule, file and key. Exit 0 on PASS, 1 on FAIL.
 
@@ -49,7 +52,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     runs = project.roster.select(models)
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
     image_ids = frozenset(img.image_id for img in load_lock(images_lock).images.values())
-    inp, findings = run_checks(results, project.benchmark, expected, image_ids)
+    inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids)
     failed = [f for rule in RULES for f in findings[rule.name]]
     verdict = "PASS" if not failed else "FAIL"
     if as_json:
@@ -60,7 +63,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     else:
         for rule in RULES:
             n = len(findings[rule.name])
-            click.echo(f"{'ok  ' if not n else 'FAIL'}  {rule.name:<18} {rule.description}" + (f" ({n})" if n else ""))
+            click.echo(f"{'ok  ' if not n else 'FAIL'}  {rule.name:<22} {rule.description}" + (f" ({n})" if n else ""))
         for f in failed:
             click.echo(f.line())
         click.echo(f"{verdict}: {len(inp.checkpoints)} checkpoints, {len(expected)} expected pairs, {len(failed)} findings")

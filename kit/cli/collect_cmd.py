@@ -36,6 +36,7 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
     from kit.config.project import load_project
     from kit.plan import select_pairs
     from kit.results.collect import install_collect, plan_collect
+    from kit.results.identity import PlanExpectations
 
     pairs_of_sites = []
     for text in sources:
@@ -44,8 +45,9 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
             raise ConfigError(f"--from {text!r} is not SITE=DIR", fix="write e.g. --from nancy=results-nancy")
         pairs_of_sites.append((site, Path(folder)))
     project = load_project(roster, benchmark, allow_unpinned=True)
-    expected = select_pairs(project.roster.select(models), project.benchmark, common.split_languages(languages))
-    plan = plan_collect(pairs_of_sites, expected, project.benchmark)
+    runs = project.roster.select(models)
+    expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
+    plan = plan_collect(pairs_of_sites, expected, PlanExpectations(project.benchmark, runs))
     if plan.problems:
         if as_json:
             common.print_json("collect", common.FAILED, {"problems": plan.problems}, plan.problems)

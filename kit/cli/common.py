@@ -31,7 +31,7 @@ models_option = click.option(
 )
 languages_option = click.option(
     "--languages", default=None, metavar="en,fr,...",
-    help="Only these languages (comma-separated). Default: every language the runs cover.",
+    help="Only these languages (comma-separated, any case). Default: every language the runs cover.",
 )
 unpinned_option = click.option(
     "--allow-unpinned", is_flag=True, help="Accept roster runs without a 40-hex revision (recorded as unpinned).",
@@ -39,12 +39,18 @@ unpinned_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope instead of tables.")
 
 
-def split_languages(text: str | None) -> list[str] | None:
-    """'en, fr' -> ['en', 'fr']; None or '' -> None."""
+def split_names(text: str | None) -> list[str] | None:
+    """'a, b' -> ['a', 'b'], as written; None or '' -> None."""
     if not text:
         return None
-    langs = [t.strip() for t in text.split(",") if t.strip()]
-    return langs or None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    return names or None
+
+
+def split_languages(text: str | None) -> list[str] | None:
+    """'en, FR' -> ['en', 'fr']: lower-cased, as lrb reads its language selectors; None or '' -> None."""
+    langs = split_names(text)
+    return list(dict.fromkeys(lang.lower() for lang in langs)) if langs else None
 
 
 # The envelope's `status`, a closed set: the command did its job and found nothing wrong (ok), did

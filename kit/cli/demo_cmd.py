@@ -42,6 +42,7 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
     from kit.launch.overview import plan_overview
     from kit.launch.submit import prepare_run, submit_run
     from kit.results.report import write_report
+    from kit.results.identity import PlanExpectations
     from kit.results.status import count_states, pair_states
 
     t0 = time.perf_counter()
@@ -65,7 +66,7 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
             raise SubmitError(f"demo job {', '.join(failed)} failed", fix=f"read its log in {files.workdir / 'logs'}")
     else:
         show("every pair is already complete: nothing to run")
-    statuses = pair_states(files.results, ov.assigned, project.benchmark.item_ids)
+    statuses = pair_states(files.results, ov.assigned, PlanExpectations(project.benchmark, runs))
     counts = count_states(statuses)
     for s in statuses:
         show(f"  {s.state:<9} {s.pair.run} [{s.pair.language}]  {s.path}")

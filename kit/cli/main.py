@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("kit.cli.reproduce_cmd:reproduce", "Rerun one result in its pinned image: REPRODUCED, WITHIN TOLERANCE or DIFFERENT."),
     "check": ("kit.cli.check_cmd:check", "Compliance check of a results tree (MLPerf-style): PASS or FAIL."),
     "cancel": ("kit.cli.cancel_cmd:cancel", "Cancel a site's queued and running jobs that still own pending pairs."),
+    "export": ("kit.cli.export_cmd:export", "Write checkpoints as another tool's result files (lrb), which its loader reads."),
 }
 
 

@@ -10,6 +10,7 @@ from kit.cli import common
 from kit.config.project import load_project
 from kit.launch.overview import plan_overview
 from kit.plan import parse_shard
+from kit.results import keys
 
 
 @click.command()
@@ -58,7 +59,8 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
     echo(f"pairs      {ov.pairs}")
     echo(f"shard      {shard[0]}/{shard[1]}: {len(ov.assigned)} pairs, {ov.total_prompts} prompts")
     c = ov.counts
-    echo(f"results    {results}: {c['complete']} complete, {c['pending']} pending, {c['invalid']} invalid")
+    echo(f"results    {results}: {c['complete']} complete, {c['pending']} pending, {c['stale']} stale, "
+         f"{c['invalid']} invalid")
     for st in ov.states:
-        if st.state == "invalid":
-            echo(f"  invalid  {st.path}: {'; '.join(st.reasons)}")
+        if st.state in (keys.INVALID, keys.STALE):
+            echo(f"  {st.state:<8} {st.path}: {'; '.join(st.reasons)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -13,29 +14,64 @@ from kit.cli import common
 @click.argument("results", type=click.Path(path_type=Path, exists=True, file_okay=False), default="results")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
               help="Folder for the report files. Default: RESULTS/report.")
+@common.roster_option
+@common.benchmark_option
 @common.models_option
+@click.option("--include-stale", is_flag=True,
+              help="Count stale checkpoints too (the summary then says so, file by file).")
+@common.unpinned_option
 @common.json_option
-def report(results: Path, output: Path | None, models: tuple[str, ...], as_json: bool) -> None:
+def report(results: Path, output: Path | None, roster: Path, benchmark: Path | None, models: tuple[str, ...],
+           include_stale: bool, allow_unpinned: bool, as_json: bool) -> None:
     """Write the report of a results folder: for lrb checkpoints leaderboard.csv, aggregates.csv,
     by_language.csv, summary.md and heatmap_f1.png; for a LightEval suite lighteval_scores.csv
     and summary.md.
 
-    Only complete checkpoints count; invalid ones are listed in the summary. Refuses to
-    mix runs whose prompt, benchmark digest or decoding differ: report those separately
-    (--model).
+    Only complete checkpoints count. Refuses to mix runs whose prompt, benchmark digest or
+    decoding differ: report those separately (--model).
 
     \b
-    Example:
+    With a roster (roster.toml here, or --roster), each checkpoint of a planned pair is
+    held to the run and benchmark as they are now: one recorded for another revision,
+    setting, prompt or data file is stale and is left out unless --include-stale.
+    Files that fail validation are listed in the summary and named here, and the exit
+    code is then 1: a report never drops a row silently.
+
+    \b
+    Examples:
       kit report results -o release/
+      kit report results --include-stale --json
     """
+    from kit.config.project import load_project
+    from kit.results.identity import PlanExpectations
     from kit.results.report import write_report
 
+    ctx = click.get_current_context()
+    explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
+    expect = None
+    if explicit or roster.exists():
+        project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
+        expect = PlanExpectations(project.benchmark, list(project.roster.run))
     out = output or results / "report"
-    written = write_report(results, out, runs=list(models) or None)
-    files = {role: str(path) for role, path in written.files.items()}
+    outcome = write_report(results, out, runs=list(models) or None, expect=expect, include_stale=include_stale)
+    files = {role: str(path) for role, path in outcome.files.items()}
+    failed = bool(outcome.invalid)
+    stale_note = ("counted, marked stale in the summary" if outcome.stale_included
+                  else "not counted (--include-stale counts them)")
     if as_json:
-        common.print_json("report", common.OK, {"files": files, "pairs": written.pairs, "invalid": written.invalid})
-        return
-    for role, path in files.items():
-        click.echo(f"{role:<14} {path}")
-    click.echo(f"{written.pairs} pairs counted, {written.invalid} invalid files listed in the summary")
+        common.print_json("report", common.FAILED if failed else common.OK, {
+            "files": files, "pairs": outcome.pairs, "roster_checked": expect is not None,
+            "invalid": [{"path": str(r.path), "reasons": list(r.reasons)} for r in outcome.invalid],
+            "stale": [{"path": str(r.path), "reasons": list(r.reasons)} for r in outcome.stale],
+            "stale_included": outcome.stale_included})
+    else:
+        for role, path in files.items():
+            click.echo(f"{role:<14} {path}")
+        click.echo(f"{outcome.pairs} pairs counted; {len(outcome.stale)} stale ({stale_note}); "
+                   f"{len(outcome.invalid)} invalid, listed in the summary")
+        if expect is None:
+            click.echo("no roster: checkpoints were not held to today's runs (pass --roster to find stale ones)")
+        for r in outcome.invalid:
+            click.echo(f"INVALID {r.path}: {'; '.join(r.reasons)}", err=True)
+    if failed:
+        sys.exit(1)

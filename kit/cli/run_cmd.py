@@ -10,6 +10,7 @@ import click
 from kit.cli import common
 from kit.config.project import load_project
 from kit.config.sites import load_sites
+from kit.errors import ConfigError
 
 
 @click.command()
@@ -22,9 +23,12 @@ from kit.config.sites import load_sites
 @common.languages_option
 @click.option("--array", type=click.IntRange(1, 100000), default=None,
               help="Split the pending pairs into N shards, one array task each (one site).")
-@click.option("--walltime", default=None, metavar="H:MM", help="Walltime per job (default: the site's).")
+@click.option("--walltime", default=None, metavar="TIME",
+              help="Walltime per job (default: the site's), as the site's scheduler reads it (Slurm: M, M:S, "
+                   "H:M:S, D-H[:M[:S]]; OAR: H, H:M, H:M:S) or in units: 90m, 1h30m, 2d.")
 @click.option("--job-type", "job_types", multiple=True, metavar="TYPE",
-              help="OAR job type (-t), repeatable; replaces the sites' job_types for this run.")
+              help="OAR job type (-t), repeatable ('night exotic' counts as two); replaces the sites' job_types "
+                   "for this run. night is refused at a site with night_jobs = false.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, the job script and the exact command; submit nothing.")
 @click.option("--now", default=None, hidden=True, envvar="KIT_NOW",
               help="Pretend the submission happens at this ISO time (Europe/Paris unless an offset is given).")
@@ -53,19 +57,21 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     """
     from kit.launch.submit import prepare_run, submit_run
 
-    names = list(site_names) + (common.split_languages(sites_csv) or [])
+    names = list(site_names) + (common.split_names(sites_csv) or [])
     sites_cfg = load_sites(sites_file)
     sites = [sites_cfg.get(n) for n in names]
     if job_types:
-        sites = [s.model_copy(update={"job_types": tuple(job_types)}) for s in sites]
+        sites = [s.model_copy(update={"job_types": _job_types(job_types, s)}) for s in sites]
     if walltime:
         from kit.config.loading import invalid_line
-        from kit.config.sites import walltime_seconds
+        from kit.config.walltime import walltime_seconds
 
-        try:
-            walltime_seconds(walltime)
-        except ValueError as exc:
-            raise click.BadParameter(invalid_line(exc), param_hint="--walltime") from None
+        for site in sites:   # each in the grammar of its own scheduler
+            try:
+                walltime_seconds(walltime, site.scheduler)
+            except ValueError as exc:
+                raise click.BadParameter(f"{invalid_line(exc)} (site {site.name}, {site.scheduler})",
+                                         param_hint="--walltime") from None
     from kit.launch.policy import describe, parse_now
 
     clock = parse_now(now)
@@ -80,7 +86,8 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     plan = prepare_run(project, sites, sites_file.resolve().parent, runs, common.split_languages(languages),
                        array=array, walltime=walltime, allow_unpinned=allow_unpinned, dry_run=dry_run)
     if not as_json:
-        click.echo(f"plan: {len(plan.planned)} pairs, {plan.complete} complete, {len(plan.pending)} pending, "
+        click.echo(f"plan: {len(plan.planned)} pairs, {plan.complete} complete, {len(plan.pending)} pending "
+                   f"({len(plan.stale)} of them stale: rerun, the old checkpoints kept aside), "
                    f"{len(plan.invalid)} invalid (kept; rerun those with `kit shard --force`)")
     if not plan.pending:
         if as_json:
@@ -126,3 +133,19 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
                     click.echo(f"  job {job} exited {code}; see its log, then `kit status` (kit does not resubmit by itself)")
     if failed:
         sys.exit(1)
+
+
+def _job_types(values: tuple[str, ...], site) -> tuple[str, ...]:
+    """--job-type values for one site, one type each; night where the site takes none is refused."""
+    from kit.config.loading import invalid_line
+    from kit.config.sites import split_job_types
+
+    try:
+        types = split_job_types(values)
+    except ValueError as exc:
+        raise click.BadParameter(invalid_line(exc), param_hint="--job-type") from None
+    if "night" in types and not site.night_jobs:
+        raise ConfigError(f"site {site.name} takes no job type night (night_jobs = false in its sites.toml entry)",
+                          fix=f"drop --job-type night for {site.name}: its day jobs must end before 09:00 or 19:00 "
+                              "Europe/Paris (--walltime), or start after 19:00")
+    return types

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import click
 from kit.cli import common
 from kit.config.project import load_project
 from kit.plan import job_pairs, parse_shard
+from kit.worker.signals import Terminated, stop_on_signals
 
 
 @click.command()
@@ -35,7 +37,12 @@ def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str
     Groups the shard's pairs by run so each model loads once, skips pairs whose
     checkpoint is complete, reports invalid checkpoints and leaves them alone unless
     --force. Weights are read offline from the hub cache at the pinned revision.
-    Exits 0 when every pair of the shard is complete afterwards, 1 otherwise.
+    A pair runs while this process holds its claim file (RESULTS/<language>/.<run>.claim):
+    a pair another kit process is running is skipped and said so. The results folder is
+    probed before any model loads (read-only or full: one error line, exit 2).
+    Exits 0 when no pair failed or was kept invalid, 1 otherwise. On SIGTERM (Slurm's
+    walltime or scancel, OAR's checkpoint signal, `kit cancel`) or SIGINT it stops the
+    pair in progress (its log says aborted), lists the pairs left and exits 143 (130).
 
     \b
     Example (what a job runs):
@@ -43,23 +50,50 @@ def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str
     """
     from kit.worker.shard import run_shard
 
-    index_count = parse_shard(shard_text)
-    project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
-    runs, pairs = job_pairs(project.roster, project.benchmark, models, common.split_languages(languages), pairs_file)
-    report = run_shard(runs=runs, pairs=pairs, benchmark=project.benchmark, results=results, shard=index_count,
-                       force=force, cache_dir=cache_dir, progress=common.say)
+    with stop_on_signals():
+        try:
+            index_count = parse_shard(shard_text)
+            project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
+            runs, pairs = job_pairs(project.roster, project.benchmark, models, common.split_languages(languages),
+                                    pairs_file)
+            report = run_shard(runs=runs, pairs=pairs, benchmark=project.benchmark, results=results,
+                               shard=index_count, force=force, cache_dir=cache_dir, progress=common.say)
+            _print_report(report, shard_text, as_json)
+        except Terminated as exc:   # before the pairs were planned, or while the summary printed
+            common.say(f"kit: shard {shard_text} terminated by {exc.name}")
+            sys.exit(exc.exit_code)
+        if report.terminated:
+            sys.exit(128 + signal.Signals[report.terminated])
+    if not report.ok:
+        sys.exit(1)
+
+
+def _print_report(report, shard_text: str, as_json: bool) -> None:
+    def pairs(items) -> list[dict]:
+        return [{"run": p.run, "language": p.language} for p in items]
+
     data = {
         "shard": shard_text, "assigned": len(report.assigned), "written": len(report.written),
         "skipped": len(report.skipped),
         "invalid": [{"run": p.run, "language": p.language, "reasons": r} for p, r in report.invalid],
         "failed": [{"run": p.run, "language": p.language, "error": e} for p, e in report.failed],
+        "elsewhere": [{"run": p.run, "language": p.language, "reason": why} for p, why in report.elsewhere],
+        "terminated": report.terminated, "left": pairs(report.left) if report.terminated else [],
     }
     if as_json:
         common.print_json("shard", common.OK if report.ok else common.FAILED, data)
-    else:
-        click.echo(f"shard {shard_text}: {len(report.written)} written, {len(report.skipped)} already complete, "
-                   f"{len(report.invalid)} invalid kept, {len(report.failed)} failed")
-        for p, err in report.failed:
-            click.echo(f"  failed  {p}: {err}")
-    if not report.ok:
-        sys.exit(1)
+        return
+    line = (f"shard {shard_text}: {len(report.written)} written, {len(report.skipped)} already complete, "
+            f"{len(report.invalid)} invalid kept, {len(report.failed)} failed")
+    if report.elsewhere:
+        line += f", {len(report.elsewhere)} left to another kit process"
+    if report.terminated:
+        line += f", {len(report.left)} not run (terminated by {report.terminated})"
+    click.echo(line)
+    for p, err in report.failed:
+        click.echo(f"  failed  {p}: {err}")
+    for p, why in report.elsewhere:
+        click.echo(f"  skipped {p}: {why}")
+    if report.terminated:
+        for p in report.left:
+            click.echo(f"  left    {p}")

@@ -9,6 +9,7 @@ import click
 from kit.cli import common
 from kit.config.project import load_project
 from kit.plan import select_pairs
+from kit.results.identity import PlanExpectations
 from kit.results.status import count_states, pair_states, scan_results
 
 
@@ -27,12 +28,15 @@ from kit.results.status import count_states, pair_states, scan_results
 def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
            site_names: tuple[str, ...], all_sites: bool, sites_file: Path, allow_unpinned: bool,
            as_json: bool) -> None:
-    """Say where every pair stands in a results tree: complete, pending or invalid.
+    """Say where every pair stands in a results tree: complete, stale, pending or invalid.
 
     With a roster (roster.toml here, or --roster), every planned pair is listed, so
     missing ones show as pending. Without one, every checkpoint found is validated on
     its own. A checkpoint counts as complete only if it parses, matches its path, has
-    the benchmark's item ids and its metrics recompute exactly.
+    the benchmark's item ids and expected labels, agrees with its own provenance record
+    and its metrics recompute exactly. A sound checkpoint recorded for another revision,
+    setting, prompt or data file than the roster and benchmark have now is stale:
+    `kit run` and `kit shard` rerun it (the old file is kept aside) and reports leave it out.
 
     \b
     With --site, each pair without a complete checkpoint is explained by the job that
@@ -61,7 +65,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         runs = project.roster.select(models)
         pairs = select_pairs(runs, project.benchmark, common.split_languages(languages))
-        statuses = pair_states(results, pairs, project.benchmark.item_ids)
+        statuses = pair_states(results, pairs, PlanExpectations(project.benchmark, runs))
     else:
         statuses = scan_results(results)
     counts = count_states(statuses)
@@ -77,7 +81,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     table = Table(title=title, show_lines=False)
     for col in ("run", "language", "state", "job", "detail"):
         table.add_column(col)
-    style = {"complete": "green", "pending": "yellow", "invalid": "red", "running": "cyan", "queued": "blue",
+    style = {"complete": "green", "pending": "yellow", "stale": "magenta", "invalid": "red", "running": "cyan", "queued": "blue",
              "failed": "red", "timeout": "magenta", "cancelled": "red", "unclaimed": "yellow", "unknown": "white"}
     for s in statuses:
         table.add_row(escape(s.pair.run), escape(s.pair.language), f"[{style.get(s.state, '')}]{s.state}[/]",

@@ -13,6 +13,16 @@ BACKENDS: dict[str, str] = {
 }
 
 
+# backends whose engine spreads one model over the GPUs of a node (vLLM's tensor parallelism); the
+# others run a model on one GPU
+SHARDING_BACKENDS = frozenset({"vllm"})
+
+
+def shards(backend: str) -> bool:
+    """True when the backend's engine shards a model over several GPUs."""
+    return backend in SHARDING_BACKENDS
+
+
 def engine_for(backend: str) -> str:
     """The worker engine that runs a backend family."""
     return BACKENDS[backend]

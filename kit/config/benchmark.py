@@ -3,7 +3,9 @@
 The layout is the land-use relevance benchmark (lrb) one: `translations/manifest.json`
 beside one folder per language (`<lang>/v3-final-<lang>.csv`), and prompt files holding
 exactly one `{}` where the target sentence goes. A `benchmark.toml` may name the files;
-without one they are found by their lrb names.
+without one they are found by their lrb names (kit.config.prompts). As lrb does, a manifest
+whose whole-set digest is not its files' is refused, and a run whose prompt file is missing
+is an error: no built-in prompt stands in.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kit import safejson
 from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
 from kit.config.loading import config_error_from, invalid, load_model
+from kit.config.prompts import DESCRIPTIONS, PROMPT_FILES, PROMPT_KINDS, prompt_kind
 from kit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kit.config.roster import Run
 
 PLACEHOLDER = "{}"
 TASKS = ("generate", "score")
@@ -33,8 +39,8 @@ CSV_COLUMNS = (
 # The columns kit reads; the others are carried along by the format but unused.
 REQUIRED_COLUMNS = ("sentence", "label", "source_item_id", "language")
 KIT_DATASET_PREFIX = "kit/"
+# kit's own generative prompt: the demo benchmark ships it; no benchmark gets it unasked
 DEFAULT_GENERATE_PROMPT = Path(__file__).resolve().parent.parent / "defaults" / "prompt_generate.txt"
-AUTO_PROMPTS = {"generate": "prompt_generate.txt", "score": "prompt_reranker.txt"}
 AUTO_MANIFESTS = ("manifest.json", "translations/manifest.json")
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -301,20 +307,38 @@ class Benchmark:
         return "checked", f"all {len(m.languages)} files match; whole_set_sha256 {inventory}"
 
     def prompt(self, task: str) -> Prompt:
-        """The prompt template of `task`; a task without one is a ConfigError naming the benchmark.toml key."""
+        """The prompt template of `task` (generate, or the reranker prompt for score); a task without
+        one is a ConfigError naming the file or benchmark.toml key to add."""
         if task not in TASKS:
             raise ConfigError(f"unknown task {task!r}", fix=f"use one of {', '.join(TASKS)}")
-        if task not in self.prompts:
-            where = self.config_path or self.root / "benchmark.toml"
-            fix = f'set [prompts] {task} = "<file>" in {where}'
-            if self.config_path is None:
-                fix += f" or add {AUTO_PROMPTS[task]} to {self.root}"
-            raise ConfigError(f"{self.root}: benchmark {self.name!r} has no prompt for task {task!r}", fix=fix)
-        return self.prompts[task]
+        return self._kind_prompt(task, f"task {task!r}")
 
-    def format_prompt(self, task: str, sentence: str) -> str:
-        """The prompt of `task` with its `{}` replaced by `sentence`; other braces stay as written."""
-        before, after = self.prompt(task).text.split(PLACEHOLDER)
+    def expected_answers(self, language: str) -> dict[str, str]:
+        """item id -> its yes/no label in the language file."""
+        return {item.item_id: item.label for item in self.load_language(language).items}
+
+    def prompt_for(self, run: "Run") -> Prompt:
+        """The prompt template a run's pairs are built from: the file the run names, else the benchmark's
+        prompt for the run's kind (lrb's defaults, kit.config.prompts); a missing one is a ConfigError."""
+        if run.prompt is not None:
+            return read_prompt(self.root / run.prompt, run.task, named_by=f"run {run.name!r}: prompt")
+        kind = prompt_kind(run.task, run.backend, run.options)
+        prompt = self._kind_prompt(kind, f"run {run.name!r} ({DESCRIPTIONS[kind]})",
+                                   also=f", or name one with prompt = \"<file>\" in run {run.name!r}")
+        return Prompt(task=run.task, text=prompt.text, sha256=prompt.sha256, path=prompt.path)
+
+    def _kind_prompt(self, kind: str, what: str, also: str = "") -> Prompt:
+        if kind in self.prompts:
+            return self.prompts[kind]
+        if self.config_path is not None:
+            fix = f'set [prompts] {kind} = "<file>" in {self.config_path}'
+        else:
+            fix = f"add {PROMPT_FILES[kind][0]} (lrb's {DESCRIPTIONS[kind]} prompt) to {self.root}"
+        raise ConfigError(f"{self.root}: benchmark {self.name!r} has no prompt for {what}", fix=fix + also)
+
+    def format_prompt(self, prompt: Prompt, sentence: str) -> str:
+        """`prompt` with its `{}` replaced by `sentence`; other braces stay as written."""
+        before, after = prompt.text.split(PLACEHOLDER)
         return before + sentence + after
 
     def _known(self, language: str) -> None:
@@ -361,12 +385,15 @@ def _read_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
 
 
 class PromptFiles(BaseModel):
-    """[prompts] of benchmark.toml: one template file per task, relative to benchmark.toml."""
+    """[prompts] of benchmark.toml: one template file per prompt kind (kit.config.prompts), relative to
+    benchmark.toml: generate, score (the reranker prompt), zeroshot, masked_lm."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     generate: str | None = None
     score: str | None = None
+    zeroshot: str | None = None
+    masked_lm: str | None = None
 
 
 class BenchmarkFile(BaseModel):
@@ -395,11 +422,15 @@ def _from_config(root: Path, config: Path) -> Benchmark:
             fix="point manifest at the dataset's manifest.json, relative to benchmark.toml",
         )
     prompts = {}
-    for task in TASKS:
-        name = getattr(spec.prompts, task)
+    for kind in PROMPT_KINDS:
+        name = getattr(spec.prompts, kind)
         if name is not None:
-            prompts[task] = read_prompt(root / name, task, named_by=f"{config}: prompts.{task}")
+            prompts[kind] = read_prompt(root / name, _task_of(kind), named_by=f"{config}: prompts.{kind}")
     return _build(spec.name, root, manifest_path, prompts, config)
+
+
+def _task_of(kind: str) -> str:
+    return "generate" if kind == "generate" else "score"
 
 
 def _auto_detect(root: Path) -> Benchmark:
@@ -411,14 +442,10 @@ def _auto_detect(root: Path) -> Benchmark:
             fix="pass the benchmark folder (the one holding translations/), or add a benchmark.toml naming the manifest",
         )
     prompts = {}
-    generate = root / AUTO_PROMPTS["generate"]
-    if generate.is_file():
-        prompts["generate"] = read_prompt(generate, "generate", named_by="found by name")
-    else:
-        prompts["generate"] = read_prompt(DEFAULT_GENERATE_PROMPT, "generate", named_by="kit's default")
-    score = root / AUTO_PROMPTS["score"]
-    if score.is_file():
-        prompts["score"] = read_prompt(score, "score", named_by="found by name")
+    for kind in PROMPT_KINDS:
+        found = next((root / name for name in PROMPT_FILES[kind] if (root / name).is_file()), None)
+        if found is not None:
+            prompts[kind] = read_prompt(found, _task_of(kind), named_by="found by name")
     return _build(None, root, manifest_path, prompts, None)
 
 
@@ -427,20 +454,22 @@ def _build(
 ) -> Benchmark:
     """Read the manifest and assemble the Benchmark; `name` None means the manifest's dataset name."""
     manifest, digest = _read_manifest(manifest_path)
-    bench = Benchmark(
+    # lrb refuses such a manifest at load, kit's datasets and foreign ones alike. Only the inventory
+    # part of the check: it needs no file read; a changed file is refused by load_language.
+    expected = whole_set_sha256({lang: manifest.files[lang].sha256 for lang in manifest.languages})
+    if expected != manifest.whole_set_sha256:
+        fix = ("regenerate the dataset (kit demo rewrites its own) or restore the manifest"
+               if manifest.dataset.startswith(KIT_DATASET_PREFIX) else
+               f"restore manifest.json from dataset revision {manifest.revision}: its files.*.sha256 or "
+               "whole_set_sha256 was changed")
+        raise ConfigError(
+            f"{manifest_path}: whole_set_sha256 is {manifest.whole_set_sha256} but the files' digests give {expected}",
+            fix=fix,
+        )
+    return Benchmark(
         name=name or manifest.dataset, root=root, manifest=manifest, manifest_path=manifest_path,
         manifest_sha256=digest, prompts=prompts, config_path=config,
     )
-    if bench.is_kit_dataset:
-        # Only the inventory part of the check: it needs no file read. A changed file is
-        # still refused by load_language through its own digest.
-        expected = whole_set_sha256({lang: manifest.files[lang].sha256 for lang in manifest.languages})
-        if expected != manifest.whole_set_sha256:
-            raise ConfigError(
-                f"{manifest_path}: whole_set_sha256 is {manifest.whole_set_sha256} but the files' digests give {expected}",
-                fix="regenerate the dataset (kit demo rewrites its own) or restore the manifest",
-            )
-    return bench
 
 
 def _read_manifest(path: Path) -> tuple[Manifest, str]:

@@ -10,7 +10,10 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kit.config.roster import Run
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,13 @@ class Dataset(Protocol):
 
     def prompt(self, task: str) -> Prompt:
         """What builds the inputs of `task`; a task the benchmark cannot run is a ConfigError."""
+
+    def prompt_for(self, run: "Run") -> Prompt:
+        """What builds the inputs of a run's pairs; a run the benchmark cannot serve is a ConfigError."""
+
+    def expected_answers(self, language: str) -> Mapping[str, Any] | None:
+        """item id -> the answer a checkpoint must record as expected; None when the kind's answers
+        are not kit's to know (LightEval builds them in the suite's own prompt functions)."""
 
     def whole_set_status(self) -> tuple[str, str]:
         """("checked" | "not checked" | "mismatch", detail): whether every file matches its pin."""

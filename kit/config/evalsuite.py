@@ -31,7 +31,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -39,6 +39,9 @@ from kit import safejson
 from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
 from kit.config.loading import invalid, load_model
 from kit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kit.config.roster import Run
 
 KIND = "lighteval"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -159,6 +162,14 @@ class EvalSuite:
             raise ConfigError(f"{self.config_path}: LightEval suite {self.name!r} has no {task!r} task",
                               fix="set task = \"generate\" (the default) on the suite's runs")
         return self.custom_tasks
+
+    def expected_answers(self, name: str) -> None:
+        """None: a task's gold answers are built by the suite's own prompt functions, inside LightEval."""
+        return None
+
+    def prompt_for(self, run: "Run") -> Prompt:
+        """The custom-tasks module (every run of a suite generates through it)."""
+        return self.prompt(run.task)
 
     def describe(self) -> str:
         """One line naming the suite and its pinned custom tasks."""

@@ -1,9 +1,9 @@
-"""roster.toml: the runs of a sweep (one [[run]] per model or model@variant)."""
+"""roster.toml: the runs of a sweep (one [[run]] per model, model@variant or lrb's model+variant)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo, field_validator,
@@ -16,6 +16,8 @@ from kit.errors import ConfigError
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 _VARIANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# What ends the Hub id in a run name: kit's '@variant' or lrb's '+Variant' ('+DSpark'); a Hub id holds neither.
+_VARIANT_START = re.compile(r"[@+]")
 _LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT]?)\s*$", re.IGNORECASE)
 _SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
@@ -40,7 +42,7 @@ class Run(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = Field(description="Hub id, optionally with @variant: 'org/name@variant'")
+    model: str = Field(description="Hub id, optionally with a variant: 'org/name@variant' or lrb's 'org/name+DSpark'")
     # before `revision`, so the revision check can see it
     trust_remote_code: StrictBool = False
     revision: str | None = Field(None, description="the model's 40-hex commit", validate_default=True)
@@ -53,19 +55,33 @@ class Run(BaseModel):
     seed: StrictInt = Field(0, ge=0, lt=2**32, description="numpy's seed range, which every engine accepts")
     languages: tuple[str, ...] | None = Field(None, min_length=1, description="omit the key for every language")
     options: dict[str, Any] = Field(default_factory=dict, description="backend kwargs, recorded in results")
+    prompt: str | None = Field(None, description="prompt file, relative to the benchmark folder; default: lrb's "
+                                                 "file for the run's kind (kit.config.prompts)")
 
     @field_validator("model")
     @classmethod
     def _model_id(cls, v: str) -> str:
-        base, _, variant = v.partition("@")
+        base, variant = split_variant(v)
         if not _MODEL_ID.match(base) or ".." in base:
-            raise invalid("not a model id", fix="write 'org/name' or 'org/name@variant' (letters, digits, . _ -)")
-        if "@" in v and not _VARIANT.match(variant):
-            raise invalid("bad @variant", fix="use letters, digits, . _ + - after '@'")
+            raise invalid("not a model id", fix="write 'org/name', 'org/name@variant' or 'org/name+Variant' "
+                                                "(letters, digits, . _ -)")
+        if variant is not None and not _VARIANT.match(variant):
+            raise invalid(f"bad variant {variant!r}", fix="use letters, digits, . _ + - after '@' or '+'")
         size = len(run_file_stem(v).encode("utf-8"))
         if size > MAX_STEM_BYTES:
             raise invalid(f"makes a checkpoint file name of {size} bytes; with kit's temporary and log files "
                           f"at most {MAX_STEM_BYTES} fit a file system's 255", fix="use a shorter @variant")
+        return v
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        path = PurePosixPath(v)
+        if not v or "\\" in v or path.is_absolute() or ".." in path.parts:
+            raise invalid(f"prompt {v!r} is not a file inside the benchmark folder",
+                          fix="write a path relative to the benchmark folder, e.g. 'prompt_zeroshot.txt'")
         return v
 
     @field_validator("backend")
@@ -78,10 +94,11 @@ class Run(BaseModel):
     @field_validator("options")
     @classmethod
     def _options(cls, v: dict[str, Any]) -> dict[str, Any]:
-        heads = v.get("attention_heads")
-        if "attention_heads" in v and (not isinstance(heads, int) or isinstance(heads, bool) or heads < 1):
-            raise invalid(f"options.attention_heads = {heads!r} is not a head count",
-                          fix="write the model's num_attention_heads as a positive integer, or leave it out")
+        for key, config_key in (("attention_heads", "num_attention_heads"), ("kv_heads", "num_key_value_heads")):
+            heads = v.get(key)
+            if key in v and (not isinstance(heads, int) or isinstance(heads, bool) or heads < 1):
+                raise invalid(f"options.{key} = {heads!r} is not a head count",
+                              fix=f"write the model's {config_key} as a positive integer, or leave it out")
         return v
 
     @field_validator("params", mode="before")
@@ -118,8 +135,8 @@ class Run(BaseModel):
 
     @property
     def model_id(self) -> str:
-        """The Hub id without the @variant."""
-        return self.model.partition("@")[0]
+        """The Hub id without the @variant or +variant."""
+        return split_variant(self.model)[0]
 
     @property
     def file_stem(self) -> str:
@@ -160,6 +177,12 @@ class Roster(BaseModel):
                 raise ConfigError(f"model {m!r} is not in the roster", fix=f"add a [[run]] for it or use one of: {names}")
             out.extend(h for h in hits if h not in out)
         return out
+
+
+def split_variant(run: str) -> tuple[str, str | None]:
+    """'org/name@v' or 'org/name+v' -> ('org/name', 'v'); a plain Hub id -> (id, None)."""
+    m = _VARIANT_START.search(run)
+    return (run, None) if m is None else (run[:m.start()], run[m.end():])
 
 
 def run_file_stem(run: str) -> str:

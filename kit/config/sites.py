@@ -3,37 +3,40 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from kit.config.loading import invalid, load_model
+from kit.config.walltime import walltime_seconds
 from kit.errors import ConfigError
 
 G5K_JOB_TYPES = ("night",)
 G5K_GPU_FILTER = "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
 G5K_POLICY_CHECKS = ("usagepolicycheck -t",)
-_WALLTIME = re.compile(r"^(?:(\d+)-)?(\d+):([0-5]?\d)(?::([0-5]?\d))?$")
+_JOB_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_.=-]*$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # forward_env names that look like secrets (they would travel in the job's environment)
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
-# the longest walltime kit accepts: beyond any cluster's limit, and far from datetime's
-MAX_WALLTIME_S = 366 * 24 * 3600
 
 
-def walltime_seconds(text: str) -> int:
-    """'1:30' (H:MM), '1:30:00' (H:MM:SS) or '2-00:00' (D-H:MM) -> seconds."""
-    m = _WALLTIME.match(text.strip())
-    if not m:
-        raise invalid(f"walltime {text!r} is not H:MM, H:MM:SS or D-H:MM", fix="write e.g. '1:30' for ninety minutes")
-    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
-    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-    if not 0 < total <= MAX_WALLTIME_S:
-        raise invalid(f"walltime {text!r} is {'no time at all' if total == 0 else 'more than a year'}",
-                      fix="write the job's real limit, e.g. '1:30' for ninety minutes")
-    return total
+def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
+    """OAR job types, one per entry: 'night exotic' or 'night,exotic' give two; a type that OAR's -t
+    would not read as one is a ConfigError-ready invalid()."""
+    out: list[str] = []
+    for value in values:
+        for name in re.split(r"[\s,]+", str(value).strip()):
+            if not name:
+                continue
+            if not _JOB_TYPE.match(name):
+                raise invalid(f"job type {name!r} is not an OAR job type",
+                              fix="write types like night, exotic, besteffort or deploy (letters, digits, _ = . -)")
+            if name not in out:
+                out.append(name)
+    return tuple(out)
 
 
 class Site(BaseModel):
@@ -51,6 +54,7 @@ class Site(BaseModel):
     scratch: str = Field("/tmp", description="node-local scratch for caches")
     weights: str | None = Field(None, description="staged Hugging Face cache (HF_HOME/hub layout)")
     job_types: tuple[str, ...] = ()
+    night_jobs: bool = Field(True, description="OAR: whether the site accepts job type night (Lyon's sirius does not)")
     queue: str | None = None
     partition: str | None = None
     account: str | None = None
@@ -58,9 +62,11 @@ class Site(BaseModel):
     gpu_filter: str | None = None
     gres: str | None = None
     gpus_per_node: int = Field(1, ge=0, le=64)
+    gpu_memory_gib: float | None = Field(None, gt=0, le=4096, description="memory of one GPU (GiB); for a filtered "
+                                         "OAR site, the largest GPU its filter can give; kit refuses what cannot fit")
     cpus_per_task: int | None = Field(None, ge=1)
     mem_gb: int | None = Field(None, ge=1)
-    walltime: str = "1:00"
+    walltime: str = Field("1h", description="per job, in the scheduler's own grammar or units (kit.config.walltime)")
     weight: int = Field(1, ge=1)
     policy_checks: tuple[str, ...] = ()
     forward_env: tuple[str, ...] = ()
@@ -73,7 +79,7 @@ class Site(BaseModel):
     def _grid5000_defaults(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("scheduler") == "oar":
             data = dict(data)
-            data.setdefault("job_types", list(G5K_JOB_TYPES))
+            data.setdefault("job_types", list(G5K_JOB_TYPES) if data.get("night_jobs", True) else [])
             data.setdefault("gpu_filter", G5K_GPU_FILTER)
             data.setdefault("runtime", "apptainer")
             data.setdefault("policy_checks", list(G5K_POLICY_CHECKS))
@@ -81,9 +87,22 @@ class Site(BaseModel):
 
     @field_validator("walltime")
     @classmethod
-    def _walltime(cls, v: str) -> str:
-        walltime_seconds(v)
+    def _walltime(cls, v: str, info: ValidationInfo) -> str:
+        # in the grammar of the site's own scheduler (declared above, so validated first)
+        walltime_seconds(v, info.data.get("scheduler", "local"))
         return v
+
+    @field_validator("job_types")
+    @classmethod
+    def _job_types(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return split_job_types(v)
+
+    @model_validator(mode="after")
+    def _night(self) -> "Site":
+        if "night" in self.job_types and not self.night_jobs:
+            raise invalid("job type night, but night_jobs = false",
+                          fix="drop night from job_types, or set night_jobs = true if the site accepts night jobs")
+        return self
 
     @field_validator("forward_env")
     @classmethod
@@ -106,7 +125,7 @@ class Site(BaseModel):
     @property
     def walltime_s(self) -> int:
         """The default walltime in seconds."""
-        return walltime_seconds(self.walltime)
+        return walltime_seconds(self.walltime, self.scheduler)
 
     @property
     def is_remote(self) -> bool:

@@ -1,8 +1,9 @@
 """Inputs for one-pair runs of any backend: the demo benchmark with a score prompt that suits the
 engine, and a roster of the runs (used by the backends' integration tests and for trying an engine).
 
-Score prompts (kit's own wording, in the shapes the lrb prompts use):
-- `reranker`: the demo's Instruct/Query/Document prompt (classifier, reranker, causal kinds);
+Score prompts (kit's own wording, in the shapes the lrb prompts use), each under its prompt kind
+(kit.config.prompts), so a run gets the one lrb gives its kind:
+- `reranker`: the demo's Instruct/Query/Document prompt (classifier and reranker kinds);
 - `zeroshot`: TARGET SENTENCE plus a HYPOTHESIS line (nli kind, gliner2, gliclass);
 - `masked_lm`: ends in `ANSWER: [MASK]` (masked_lm kind).
 """
@@ -32,7 +33,7 @@ SCORE_PROMPTS = {
 
 
 def write_backend_benchmark(dest: Path, score_prompt: str = "reranker") -> Path:
-    """The demo benchmark in `dest` with `score_prompt` (reranker, zeroshot, masked_lm) as its score prompt."""
+    """The demo benchmark in `dest` with the `score_prompt` one (reranker, zeroshot, masked_lm) among its prompts."""
     if score_prompt != "reranker" and score_prompt not in SCORE_PROMPTS:
         raise ValueError(f"unknown score prompt {score_prompt!r}; use reranker, {', '.join(SCORE_PROMPTS)}")
     dest = write_demo_benchmark(Path(dest))
@@ -41,9 +42,9 @@ def write_backend_benchmark(dest: Path, score_prompt: str = "reranker") -> Path:
     name = f"prompt_{score_prompt}.txt"
     write_text_atomic(dest / name, SCORE_PROMPTS[score_prompt])
     toml = dest / "benchmark.toml"
-    lines = [f'score = "{name}"' if line.startswith("score = ") else line
-             for line in toml.read_text(encoding="utf-8").splitlines()]
-    write_text_atomic(toml, "\n".join(lines) + "\n")
+    lines = [line for line in toml.read_text(encoding="utf-8").splitlines()
+             if not line.startswith(f"{score_prompt} = ")]
+    write_text_atomic(toml, "\n".join([*lines, f'{score_prompt} = "{name}"']) + "\n")
     return dest
 
 

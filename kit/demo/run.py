@@ -76,7 +76,7 @@ root = "."
 results = "results"
 weights = "{hub}"
 gpus_per_node = 0
-walltime = "0:30"
+walltime = "30m"
 '''
 
 

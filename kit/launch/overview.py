@@ -8,6 +8,8 @@ from pathlib import Path
 from kit.config.project import Project
 from kit.config.roster import Run
 from kit.plan import Pair, select_pairs, shard_pairs
+from kit.results import keys
+from kit.results.identity import PlanExpectations
 from kit.results.status import PairStatus, count_states, pair_states
 
 
@@ -29,7 +31,7 @@ class PlanOverview:
     @property
     def counts(self) -> dict[str, int]:
         """complete / pending / invalid counts over the assigned pairs."""
-        return {"complete": 0, "pending": 0, "invalid": 0, **count_states(self.states)}
+        return {"complete": 0, "pending": 0, "stale": 0, "invalid": 0, **count_states(self.states)}
 
     @property
     def total_prompts(self) -> int:
@@ -44,7 +46,8 @@ class PlanOverview:
             "prompt_sha256": self.prompt_digests, "pairs": self.pairs, "shard": f"{self.shard[0]}/{self.shard[1]}",
             "assigned": [[p.run, p.language] for p in self.assigned], "assigned_prompts": self.total_prompts,
             "checkpoints": self.counts,
-            "invalid": [s.as_dict() for s in self.states if s.state == "invalid"],
+            "invalid": [s.as_dict() for s in self.states if s.state == keys.INVALID],
+            "stale": [s.as_dict() for s in self.states if s.state == keys.STALE],
         }
 
 
@@ -61,8 +64,10 @@ def plan_overview(
         langs = bench.resolve_languages(languages)
     loaded = {lang: bench.load_language(lang) for lang in langs}
     assigned = shard_pairs(pairs, *shard) if pairs else []
-    states = pair_states(results, assigned, bench.item_ids) if assigned else []
-    tasks = sorted({r.task for r in runs}) or sorted(bench.prompts)
+    states = pair_states(results, assigned, PlanExpectations(bench, runs)) if assigned else []
+    # each run's own prompt (lrb gives each kind of model its own); with no run, every prompt the benchmark has
+    prompt_digests = ({r.name: bench.prompt_for(r).sha256 for r in runs} if runs
+                      else {kind: p.sha256 for kind, p in sorted(bench.prompts.items())})
     return PlanOverview(
         runs=[r.name for r in runs],
         languages=langs,
@@ -73,5 +78,5 @@ def plan_overview(
         shard=shard,
         assigned=assigned,
         states=states,
-        prompt_digests={t: bench.prompt(t).sha256 for t in tasks if t in bench.prompts},
+        prompt_digests=prompt_digests,
     )

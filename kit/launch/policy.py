@@ -89,8 +89,8 @@ def check_day_window(site: Site, walltime_s: int, now: datetime) -> None:
     fits = int((crossing - now).total_seconds() // 60)
     hm = f"{walltime_s // 3600}:{walltime_s % 3600 // 60:02d}"
     shorter = f"--walltime {fits // 60}:{fits % 60:02d} or less (ends by {crossing:%H:%M})" if fits >= 1 else None
-    fixes = [f for f in (shorter, "--job-type night (where the site has night jobs)",
-                         f"or wait until {crossing:%H:%M} Europe/Paris") if f]
+    night = "--job-type night" if site.night_jobs else None   # only what the site accepts
+    fixes = [f for f in (shorter, night, f"or wait until {crossing:%H:%M} Europe/Paris") if f]
     raise SubmitError(
         f"site {site.name}: a {hm} job submitted {start:%a %Y-%m-%d %H:%M} Europe/Paris (types: "
         f"{', '.join(site.job_types) or 'none'}) would cross {crossing:%H:%M} on {crossing:%a %Y-%m-%d}; "

@@ -12,6 +12,7 @@ from kit.launch.schedulers.base import (CANCELLED, COMPLETED, FAILED, PENDING, R
                                         Scheduler)
 from kit.launch.tracking import SubmissionRecord, latest_jobs
 from kit.results import keys
+from kit.results.identity import PlanExpectations
 from kit.results.status import PairStatus, pair_states
 
 # normalized job state -> pair state, for a pair whose checkpoint is not there
@@ -28,8 +29,9 @@ PAIR_STATE = {
 
 def explain_missing(statuses: list[PairStatus], records: list[SubmissionRecord],
                     scheduler: Scheduler | None) -> list[PairStatus]:
-    """Fill in the job and its state for every pending pair; pairs no submission planned become unclaimed."""
-    missing = [s for s in statuses if s.state == keys.PENDING]
+    """Fill in the job and its state for every pending pair (pairs no submission planned become
+    unclaimed) and for every stale pair a job is rerunning now (the others stay stale)."""
+    missing = [s for s in statuses if s.state in (keys.PENDING, keys.STALE)]
     jobs = latest_jobs(records, [s.pair for s in missing])
     known: dict[str, JobStatus] = {}
     for job, rec in jobs.values():
@@ -47,6 +49,12 @@ def explain_missing(statuses: list[PairStatus], records: list[SubmissionRecord],
             except Exception as exc:  # noqa: BLE001 - a broken scheduler answer must not crash status
                 known.update({j: JobStatus(j, UNKNOWN, reason=f"{type(exc).__name__}: {exc}") for j in to_poll})
     for s in missing:
+        if s.state == keys.STALE:
+            active = jobs.get(s.pair) and known.get(jobs[s.pair][0])
+            if active and active.state in (RUNNING, PENDING):
+                s.job, s.state = active.job_id, PAIR_STATE[active.state]
+                s.reasons = [f"job {active.job_id} {active.state}: rerunning a stale checkpoint"]
+            continue
         if s.pair not in jobs:
             s.state = keys.UNCLAIMED
             s.reasons = ["no submission planned this pair"]
@@ -86,7 +94,7 @@ def site_pair_status(project, site, sites_file: Path, runs, languages) -> list[P
         except KitError as exc:
             return [PairStatus(p, keys.UNKNOWN, Path(site.results), [f"checkpoints not read: {exc.one_line()}"])
                     for p in sorted(pairs)]
-    statuses = pair_states(results_dir(site, sites_dir), pairs, project.benchmark.item_ids)
+    statuses = pair_states(results_dir(site, sites_dir), pairs, PlanExpectations(project.benchmark, runs))
     scheduler = get_scheduler(site.scheduler)(site)
     records = load_records(state_dir_for(sites_file), site.name)
     jobs = latest_jobs(records, [s.pair for s in statuses if s.state == keys.COMPLETE])
@@ -105,7 +113,7 @@ def results_dir(site, sites_dir: Path) -> Path:
 
 
 # when sites disagree about a pair, the first state in this list is the one shown
-MERGE_ORDER = (keys.COMPLETE, keys.RUNNING, keys.QUEUED, keys.FAILED, keys.TIMEOUT, keys.CANCELLED, keys.INVALID, keys.UNKNOWN,
+MERGE_ORDER = (keys.COMPLETE, keys.RUNNING, keys.QUEUED, keys.FAILED, keys.TIMEOUT, keys.CANCELLED, keys.INVALID, keys.STALE, keys.UNKNOWN,
                keys.PENDING, keys.UNCLAIMED)
 
 
@@ -136,7 +144,8 @@ def checkpoint_states(project, sites, sites_dir: Path, pairs) -> list[PairStatus
     """Checkpoint state of each pair over the sites' results trees, as of now (no ssh): complete
     anywhere wins, then invalid; a remote site never synced counts as having nothing yet."""
     per_site = {}
+    expect = PlanExpectations(project.benchmark, list(project.roster.run))
     for site in sites:
         folder = results_dir(site, sites_dir)
-        per_site[site.name] = pair_states(folder, pairs, project.benchmark.item_ids)
+        per_site[site.name] = pair_states(folder, pairs, expect)
     return merge_sites(per_site)

@@ -7,22 +7,23 @@ site and submits it. `dry_run` renders everything and submits nothing."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.config.project import Project
 from kit.config.roster import Run
-from kit.config.sites import Site, walltime_seconds
+from kit.config.sites import Site
+from kit.config.walltime import walltime_seconds
 from kit.errors import ConfigError
 from kit.launch.jobscript import JobScript, allow_listed_env, render_job_script
+from kit.launch.jobsize import grown_filter, job_size
 from kit.launch.paths import site_path
 from kit.launch.request import JobRequest
 from kit.launch.runtimes.base import RuntimeContext, get_runtime
 from kit.launch.schedulers.base import Scheduler, Submission, get_scheduler
 from kit.launch.tracking import SubmissionRecord, append_record
-from kit.plan import Pair, gpu_count, plan_text, select_pairs, site_slots
+from kit.plan import Pair, plan_text, select_pairs, site_slots
 from kit.results import keys
 
 
@@ -56,6 +57,7 @@ class RunPlan:
     pending: list[Pair]
     complete: int
     invalid: list[Pair]
+    stale: list[Pair] = field(default_factory=list)   # among `pending`: rerun, their old checkpoints kept aside
     sites: list[SitePlan] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -64,6 +66,7 @@ class RunPlan:
         return {
             "planned": len(self.planned), "pending": len(self.pending), "complete": self.complete,
             "invalid": [[p.run, p.language] for p in self.invalid],
+            "stale": [[p.run, p.language] for p in self.stale],
             "jobs": [{"site": s.site.name, "backend": s.backend, "gpus": s.gpus, "pairs": len(s.pairs),
                       "slots": s.slots, "shard_count": s.shard_count, "array_size": s.request.array_size,
                       "walltime_s": s.request.walltime_s, "script": str(s.script_path), "plan": str(s.plan_path),
@@ -79,21 +82,6 @@ CONTAINER_ENV = (
     "TORCHINDUCTOR_CACHE_DIR", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY", "TOKENIZERS_PARALLELISM",
     "HF_TOKEN_PATH",
 )
-
-
-def attention_heads(run: Run, site: Site, sites_dir: Path) -> int | None:
-    """num_attention_heads from the staged snapshot's config.json (or options.attention_heads)."""
-    if "attention_heads" in run.options:
-        return int(run.options["attention_heads"])
-    if not site.weights or site.is_remote or not run.revision:
-        return None
-    cfg = (site_path(site, site.weights, sites_dir) / f"models--{run.model_id.replace('/', '--')}" / "snapshots"
-           / run.revision / "config.json")
-    try:
-        data = json.loads(cfg.read_text())
-    except (OSError, ValueError):
-        return None
-    return data.get("num_attention_heads") or (data.get("text_config") or {}).get("num_attention_heads")
 
 
 def prepare_run(
@@ -121,35 +109,44 @@ def prepare_run(
     from kit.launch.sitestatus import checkpoint_states
 
     states = checkpoint_states(project, sites, sites_dir, planned)
-    pending = [s.pair for s in states if s.state == keys.PENDING]
+    pending = [s.pair for s in states if s.state in (keys.PENDING, keys.STALE)]   # a stale pair is rerun
     invalid = [s.pair for s in states if s.state == keys.INVALID]
     complete = sum(1 for s in states if s.state == keys.COMPLETE)
-    plan = RunPlan(planned, pending, complete, invalid)
+    plan = RunPlan(planned, pending, complete, invalid, [s.pair for s in states if s.state == keys.STALE])
     if not pending:
         return plan
     by_name = {r.name: r for r in runs}
     if len(sites) > 1 and array:
         raise ConfigError("--array applies to one site", fix="give the sites weights in sites.toml instead")
     slots, count = site_slots([(s.name, s.weight) for s in sites])
-    groups: dict[tuple[str, int], list[Pair]] = {}
+    sizes = {(run, site.name): job_size(by_name[run], site, sites_dir) for run in sorted({p.run for p in pending})
+             for site in sites}
+    for (run, site_name), size in sizes.items():
+        if not size.checked:
+            plan.warnings.append(f"{run} at {site_name}: {size.note}")
+    # pairs share a job when their backend and their GPU count at every site agree
+    groups: dict[tuple[str, tuple[int, ...]], list[Pair]] = {}
     for pair in pending:
-        run = by_name[pair.run]
-        gpus = gpu_count(run.params, attention_heads(run, first, sites_dir), first.gpus_per_node)
-        groups.setdefault((run.backend, gpus), []).append(pair)
+        gpus = tuple(sizes[pair.run, site.name].gpus for site in sites)
+        groups.setdefault((by_name[pair.run].backend, gpus), []).append(pair)
     for (backend, gpus), pairs in sorted(groups.items()):
+        # never more shards than pairs: an empty shard would only burn a job
         if len(sites) == 1:
-            # never more array tasks than pairs: an empty shard would only burn a job
             n = min(array or first.weight, len(pairs))
             group_slots, group_count = {first.name: list(range(n))}, n
         else:
-            group_slots, group_count = slots, count
+            group_count = min(count, len(pairs))
+            group_slots = {name: [s for s in mine if s < group_count] for name, mine in slots.items()}
         text = plan_text(pairs)
         digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-        for site in sites:
+        for site, site_gpus in zip(sites, gpus):
             if group_slots[site.name]:
-                plan.sites.append(_site_plan(project, site, sites_dir, backend, gpus, pairs, group_slots[site.name],
-                                             group_count, text, digest, walltime, allow_unpinned, images_lock,
-                                             dry_run, plan.warnings))
+                floors = [sizes[run, site.name].min_gpu_mib for run in {p.run for p in pairs}]
+                grown = grown_filter(site, max((f for f in floors if f), default=None))
+                sized = site if grown == site.gpu_filter else site.model_copy(update={"gpu_filter": grown})
+                plan.sites.append(_site_plan(project, sized, sites_dir, backend, site_gpus, pairs,
+                                             group_slots[site.name], group_count, text, digest, walltime,
+                                             allow_unpinned, images_lock, dry_run, plan.warnings))
     return plan
 
 
@@ -250,7 +247,7 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
     ctx = RuntimeContext(tuple(kit_args), tuple(dict.fromkeys(binds)),
                          tuple(dict.fromkeys([*CONTAINER_ENV, *site.forward_env])), image, str(root))
     scheduler = get_scheduler(site.scheduler)(site)
-    request = JobRequest(name=name, gpus=gpus, walltime_s=walltime_seconds(walltime or site.walltime),
+    request = JobRequest(name=name, gpus=gpus, walltime_s=walltime_seconds(walltime or site.walltime, site.scheduler),
                          array_size=len(slots), mem_gb=site.mem_gb, cpus=site.cpus_per_task)
     base = JobScript(job_name=name, worker_argv=tuple(runtime.worker_argv(ctx)), shard_slots=tuple(slots),
                      shard_count=count, env=env, setup=tuple(runtime.setup_lines(ctx)), cache_root=str(scratch))

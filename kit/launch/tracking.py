@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kit import safejson
+from kit.errors import SubmitError
 from kit.plan import Pair
 from kit.results.store import write_text_atomic
 
@@ -48,11 +49,27 @@ def records_file(state_dir: Path, site: str) -> Path:
     return Path(state_dir) / "jobs" / f"{site}.jsonl"
 
 
+# How long a `kit run` waits for another one to finish adding its record to the same file.
+LOCK_TIMEOUT_S = 120
+
+
 def append_record(state_dir: Path, record: SubmissionRecord) -> None:
-    """Add a record (rewrites the file atomically so a crash never leaves half a line)."""
+    """Add a record. Concurrent `kit run`s take turns on a lock file beside the records (each keeps
+    its record), and the file is rewritten atomically so a crash never leaves half a line."""
+    from filelock import FileLock, Timeout
+
     path = records_file(state_dir, record.site)
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    write_text_atomic(path, old + json.dumps(asdict(record), sort_keys=True) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    try:
+        with FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
+            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            write_text_atomic(path, old + json.dumps(asdict(record), sort_keys=True) + "\n")
+    except Timeout:
+        raise SubmitError(f"jobs {', '.join(record.job_ids)} were submitted to {record.site}, but their record "
+                          f"was not written: {lock} stayed locked for {LOCK_TIMEOUT_S}s",
+                          fix=f"find the kit process holding {lock} (fuser {lock}); until the record is "
+                              "written, `kit status` shows these pairs as unclaimed") from None
 
 
 def load_records(state_dir: Path, site: str) -> list[SubmissionRecord]:

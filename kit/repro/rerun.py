@@ -11,25 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError, ImageError
-from kit.repro.resolve import ResolvedImage
+from kit.repro.resolve import ResolvedImage, recorded_run
 from kit.results import keys
 from kit.results.store import checkpoint_path, write_text_atomic
 
 
 def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int | None = None) -> str:
     """A roster TOML holding one run with the result's recorded settings."""
-    meta = result[keys.METADATA]
-    run = {
-        "model": meta.get(keys.RUN) or meta[keys.MODEL_ID], "backend": meta[keys.BACKEND],
-        "task": meta.get(keys.TASK, keys.TASK_GENERATE), "dtype": meta.get(keys.DTYPE, "auto"),
-        "batch_size": batch_size or meta[keys.BATCH_SIZE], "max_new_tokens": meta[keys.MAX_NEW_TOKENS],
-        "seed": meta.get(keys.SEED, 0), "trust_remote_code": bool(meta.get("trust_remote_code", False)),
-    }
-    if meta.get(keys.MODEL_REVISION):
-        run["revision"] = meta[keys.MODEL_REVISION]
+    run = recorded_run(result)
+    options = run.pop("options")
+    if batch_size:
+        run["batch_size"] = batch_size
     lines = [f"benchmark = {json.dumps(str(benchmark_root))}", "", "[[run]]"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in run.items()]
-    options = meta.get(keys.OPTIONS) or {}
     if options:
         lines += ["", "[run.options]"] + [f"{k} = {json.dumps(v)}" for k, v in sorted(options.items())]
     return "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@ from typing import Any
 from kit import safejson
 from kit.config.dataset import Dataset
 from kit.config.kinds import load_benchmark
+from kit.config.roster import Run
 from kit.errors import ConfigError, ImageError
 from kit.images.built import ImagesLock
 from kit.results import keys
@@ -145,11 +146,29 @@ def resolve_benchmark(result: dict[str, Any], path: Path | None) -> Dataset:
     if data.file_sha256 != meta.get(keys.BENCHMARK_SHA256):
         raise ConfigError(f"{data.path}: sha256 {data.file_sha256[:16]} is not the recorded "
                           f"{str(meta.get(keys.BENCHMARK_SHA256))[:16]}", fix="pass the benchmark the result was run on")
-    task = meta.get(keys.TASK, keys.TASK_GENERATE)
-    if bench.prompt(task).sha256 != meta.get(keys.PROMPT_SHA256):
-        raise ConfigError(f"the {task} prompt of {bench.root} is not the recorded one "
+    run = Run.model_validate(recorded_run(result), context={"allow_unpinned": True})
+    prompt = bench.prompt_for(run)
+    if prompt.sha256 != meta.get(keys.PROMPT_SHA256):
+        raise ConfigError(f"{prompt.path}: the prompt of run {run.name} is not the recorded one "
                           f"({str(meta.get(keys.PROMPT_SHA256))[:16]})", fix="pass the benchmark the result was run on")
     return bench
+
+
+def recorded_run(result: dict[str, Any]) -> dict[str, Any]:
+    """The roster run (as TOML keys) that a result's metadata records."""
+    meta = result[keys.METADATA]
+    run = {
+        "model": meta.get(keys.RUN) or meta[keys.MODEL_ID], "backend": meta[keys.BACKEND],
+        "task": meta.get(keys.TASK, keys.TASK_GENERATE), "dtype": meta.get(keys.DTYPE, "auto"),
+        "batch_size": meta[keys.BATCH_SIZE], "max_new_tokens": meta[keys.MAX_NEW_TOKENS],
+        "seed": meta.get(keys.SEED, 0), "trust_remote_code": bool(meta.get(keys.TRUST_REMOTE_CODE, False)),
+        "options": dict(meta.get(keys.OPTIONS) or {}),
+    }
+    if meta.get(keys.MODEL_REVISION):
+        run["revision"] = meta[keys.MODEL_REVISION]
+    if meta.get(keys.PROMPT_FILE):
+        run["prompt"] = meta[keys.PROMPT_FILE]
+    return run
 
 
 def load_result(path: Path) -> dict[str, Any]:

@@ -10,13 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.config.dataset import Dataset
+from kit.config.roster import Run
 from kit.errors import ConfigError
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import CheckpointState, validate_checkpoint
-from kit.results.compliance import check_mllog
+from kit.results.compliance import check_mllog, run_stop_checkpoint_sha256
+from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_of
-from kit.results.store import checkpoint_path, iter_checkpoint_files, mllog_path
+from kit.results.store import checkpoint_path, file_sha256, iter_checkpoint_files, mllog_path
 
 
 @dataclass
@@ -41,6 +43,7 @@ class CheckInput:
     benchmark: Dataset
     expected: list[Pair]
     image_ids: frozenset[str]   # the image ids of the lock of built images
+    runs: dict[str, Run] = field(default_factory=dict)
     checkpoints: dict[Path, CheckpointState] = field(default_factory=dict)
 
     def complete(self) -> list[tuple[Path, dict]]:
@@ -68,24 +71,55 @@ def pairs_complete(inp: CheckInput) -> list[Finding]:
 
 
 def checkpoints_valid(inp: CheckInput) -> list[Finding]:
-    """Every checkpoint parses, matches its path and the benchmark's ids, and its metrics recompute exactly."""
+    """Every checkpoint parses, matches its path, the benchmark's ids and labels and its own
+    provenance record, and its metrics recompute exactly."""
     return [Finding("checkpoints_valid", str(p), "-", "; ".join(st.reasons))
-            for p, st in sorted(inp.checkpoints.items()) if st.state != keys.COMPLETE]
+            for p, st in sorted(inp.checkpoints.items()) if st.state not in (keys.COMPLETE, keys.STALE)]
+
+
+def checkpoints_current(inp: CheckInput) -> list[Finding]:
+    """Every checkpoint was recorded for its run and data as the roster and benchmark have them now."""
+    return [Finding("checkpoints_current", str(p), "metadata", "stale: " + "; ".join(st.reasons))
+            for p, st in sorted(inp.checkpoints.items()) if st.state == keys.STALE]
+
+
+def log_matches_checkpoint(inp: CheckInput) -> list[Finding]:
+    """The sha256 the job wrote in its log's run_stop line is the checkpoint's: no edit since."""
+    out = []
+    for path, _ in inp.complete():
+        log = mllog_path(path)
+        if not log.is_file():
+            continue   # mllog_compliant reports the missing log
+        recorded = run_stop_checkpoint_sha256(log)
+        actual = file_sha256(path)
+        if recorded is None:
+            out.append(Finding("log_matches_checkpoint", str(log), "run_stop.metadata.checkpoint_sha256",
+                               "the log's run_stop line records no checkpoint digest"))
+        elif recorded != actual:
+            out.append(Finding("log_matches_checkpoint", str(path), "-",
+                               f"sha256 {actual[:16]} is not the {recorded[:16]} its job logged: "
+                               "the file was changed after the job wrote it"))
+    return out
 
 
 def one_prompt_digest(inp: CheckInput) -> list[Finding]:
-    """All pairs of one task used the same prompt, the benchmark's."""
+    """Every pair of a run used the prompt the benchmark gives that run now (lrb's file for its kind,
+    or the run's own)."""
     out = []
+    planned = {checkpoint_path(inp.results, p.run, p.language): p for p in inp.expected}
     for path, data in inp.complete():
-        task = _meta(data).get(keys.TASK, keys.TASK_GENERATE)
+        run = inp.runs.get(planned[path].run) if path in planned else None
+        if run is None:
+            continue   # outside the plan: pairs_complete reports it
         try:
-            want: str | None = inp.benchmark.prompt(task).sha256
-        except ConfigError:   # a task the benchmark has no prompt for
+            want: str | None = inp.benchmark.prompt_for(run).sha256
+        except ConfigError:   # a run the benchmark has no prompt for
             want = None
         got = _meta(data).get(keys.PROMPT_SHA256)
         if got != want:
             out.append(Finding("one_prompt_digest", str(path), "metadata.prompt_sha256",
-                               f"{str(got)[:16]} differs from the benchmark's {task} prompt {str(want)[:16]}"))
+                               f"{str(got)[:16]} differs from the prompt the benchmark gives {run.name} "
+                               f"({str(want)[:16]})"))
     return out
 
 
@@ -155,8 +189,13 @@ class Rule:
 
 RULES = (
     Rule("pairs_complete", "every planned pair has a checkpoint, none outside the plan", pairs_complete),
-    Rule("checkpoints_valid", "checkpoints parse, match their path and ids, metrics recompute exactly", checkpoints_valid),
-    Rule("one_prompt_digest", "one prompt digest per task, the benchmark's", one_prompt_digest),
+    Rule("checkpoints_valid", "checkpoints parse, match their path, ids, labels and provenance, metrics recompute",
+         checkpoints_valid),
+    Rule("checkpoints_current", "checkpoints were recorded for the roster's runs and data as they are now",
+         checkpoints_current),
+    Rule("log_matches_checkpoint", "each checkpoint is the file its job logged (sha256 in run_stop)",
+         log_matches_checkpoint),
+    Rule("one_prompt_digest", "each run's prompt digest is the one the benchmark gives it", one_prompt_digest),
     Rule("dataset_digests", "dataset file and manifest digests match the manifest", dataset_digests),
     Rule("images_locked", "every image digest appears in the image lock", images_locked),
     Rule("revisions_pinned", "no pair ran with an unpinned revision", revisions_pinned),
@@ -164,14 +203,18 @@ RULES = (
 )
 
 
-def run_checks(results: Path, benchmark: Dataset, expected: list[Pair],
+def run_checks(results: Path, benchmark: Dataset, runs: list[Run], expected: list[Pair],
                image_ids: frozenset[str]) -> tuple[CheckInput, dict[str, list[Finding]]]:
-    """Validate every checkpoint of the tree, then apply every rule; rule name -> findings."""
-    inp = CheckInput(Path(results), benchmark, expected, image_ids)
+    """Validate every checkpoint of the tree against the plan of `runs`, then apply every rule;
+    rule name -> findings."""
+    inp = CheckInput(Path(results), benchmark, expected, image_ids, {r.name: r for r in runs})
+    expect = PlanExpectations(benchmark, runs)
+    planned = {checkpoint_path(results, p.run, p.language): p for p in expected}
     for path in iter_checkpoint_files(results):
-        pair = next((p for p in expected if checkpoint_path(results, p.run, p.language) == path), None)
-        ids = benchmark.item_ids(path.parent.name) if path.parent.name in benchmark.languages else None
-        inp.checkpoints[path] = validate_checkpoint(path, run=pair.run if pair else None,
-                                                    language=path.parent.name, item_ids=ids)
+        pair = planned.get(path)
+        if pair is not None:
+            inp.checkpoints[path] = validate_checkpoint(path, run=pair.run, language=pair.language, expect=expect(pair))
+        else:
+            inp.checkpoints[path] = validate_checkpoint(path, language=path.parent.name)
     return inp, {rule.name: rule.check(inp) for rule in RULES}
 

@@ -2,8 +2,9 @@
 
 A checkpoint is complete only if it parses, its run and language match its path, its
 item ids are unique (and equal the benchmark's, in order, when those are given), its
-labels are valid and its metrics recompute exactly from its predictions
-(docs/checkpoint-format.md). Nothing here raises on a bad file: the reasons are
+labels are valid (and the benchmark's), its metrics recompute exactly from its predictions,
+its metadata agrees with its provenance record, and (when the plan's runs are given) it was
+recorded for the run and data as they are now; otherwise stale (docs/checkpoint-format.md). Nothing here raises on a bad file: the reasons are
 returned, one short line each, naming the key, for the caller to report.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from kit import safejson
 from kit.config.roster import run_file_stem
 from kit.results import keys
+from kit.results.identity import Expected, answer_reasons, edit_reasons, stale_reasons
 from kit.results.kinds import ResultKind, kind_of, unknown_kind
 
 # keys.py has no checkpoint-side name for "no file yet"; kept here until it does.
@@ -30,7 +32,7 @@ _REQUIRED_SECTIONS = {keys.METADATA: dict, keys.METRICS: dict, keys.PREDICTIONS:
 
 @dataclass
 class CheckpointState:
-    """What a checkpoint file is: `state` is keys.COMPLETE, keys.INVALID or MISSING."""
+    """What a checkpoint file is: `state` is keys.COMPLETE, keys.STALE, keys.INVALID or MISSING."""
 
     state: str
     reasons: list[str] = field(default_factory=list)
@@ -80,22 +82,26 @@ def validate_checkpoint(
     *,
     run: str | None = None,
     language: str | None = None,
-    item_ids: Sequence[str] | None = None,
+    expect: Expected | None = None,
 ) -> CheckpointState:
-    """Read a checkpoint and decide whether it is complete, listing every reason it is not.
+    """Read a checkpoint and decide whether it is complete, stale or invalid, listing every reason.
 
-    `run`, `language` and `item_ids` (the benchmark's, in order) are checked when given;
-    the file name and folder are always checked against metadata.run and metadata.language.
+    The file name and folder are always checked against metadata.run and metadata.language, and
+    the metadata against the job's provenance record; `run`, `language` and what `expect` holds
+    (the benchmark's item ids and answers, the run's identity now) are checked when given. A file
+    sound in itself but recorded for another identity than today's is stale; its ids and answers
+    are then not compared, since they belong to the data it was run on.
     """
     path = Path(path)
     read = read_checkpoint(path)
     if read.state != keys.COMPLETE:
         return read
     data = read.data
+    metadata = data[keys.METADATA]
     reasons: list[str] = []
     notices: list[str] = []
-    reasons += _run_reasons(data[keys.METADATA], path, run)
-    reasons += _language_reasons(data[keys.METADATA], path, language, notices)
+    reasons += _run_reasons(metadata, path, run)
+    reasons += _language_reasons(metadata, path, language, notices)
     predictions = data[keys.PREDICTIONS]
     kind = kind_of(data)
     if kind is None:
@@ -104,23 +110,40 @@ def validate_checkpoint(
     shape = _prediction_reasons(kind, predictions)
     reasons += shape
     if not shape:
-        reasons += _item_id_reasons([p[keys.ITEM_ID] for p in predictions], item_ids)
+        reasons += _duplicate_reasons([p[keys.ITEM_ID] for p in predictions])
         differing = kind.metrics_differ(data[keys.METRICS], kind.metrics(predictions))
         if differing:
             reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
+    reasons += edit_reasons(data)
+    if expect is not None:
+        if not reasons and expect.identity is not None:
+            stale = stale_reasons(metadata, expect.identity, legacy=keys.PROVENANCE not in data)
+            if stale:
+                return CheckpointState(keys.STALE, stale, notices, data)
+        if not shape and expect.item_ids is not None:
+            reasons += _item_id_reasons([p[keys.ITEM_ID] for p in predictions], expect.item_ids)
+        if not shape and expect.answers is not None:
+            reasons += answer_reasons(predictions, expect.answers)
     return CheckpointState(keys.INVALID if reasons else keys.COMPLETE, reasons, notices, data)
 
 
-def verify_files(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, CheckpointState]]:
-    """Validate each file on its own (structure, path and metric recomputation), in order."""
-    return [(Path(p), validate_checkpoint(p)) for p in paths]
+def verify_files(paths: Iterable[str | os.PathLike[str]],
+                 expect_for: Callable[[Path], Expected | None] = lambda path: None,
+                 ) -> list[tuple[Path, CheckpointState]]:
+    """Validate each file (structure, path, provenance, metric recomputation, and what
+    `expect_for(path)` holds), in order."""
+    return [(Path(p), validate_checkpoint(p, expect=expect_for(Path(p)))) for p in paths]
 
 
 def _run_reasons(metadata: Mapping[str, Any], path: Path, run: str | None) -> list[str]:
-    key = keys.RUN if keys.RUN in metadata else keys.MODEL_ID
+    # kept here so that the edits of this helper stay inside it
+    from kit.results.records import run_key
+
+    key = run_key(metadata)   # kit's `run`, lrb's `run_id` for a variant run, else `model_id`
     recorded = metadata.get(key)
     if not isinstance(recorded, str) or not recorded:
-        return [f"metadata.{keys.RUN} (or metadata.{keys.MODEL_ID}) is missing or not a string"]
+        return [f"metadata.{keys.RUN} (or lrb's metadata.{keys.RUN_ID} or metadata.{keys.MODEL_ID}) "
+                "is missing or not a string"]
     reasons = []
     # Compare encoded names: decoding "__" back to "/" is ambiguous for ids containing "__".
     expected_name = f"{run_file_stem(recorded)}.json"
@@ -158,14 +181,16 @@ def _prediction_reasons(kind: ResultKind, predictions: list[Any]) -> list[str]:
             for fault, at in kind.prediction_faults(predictions).items()]
 
 
-def _item_id_reasons(found: list[str], expected: Sequence[str] | None) -> list[str]:
-    reasons = []
+def _duplicate_reasons(found: list[str]) -> list[str]:
     duplicated = [item for item, count in Counter(found).items() if count > 1]
-    if duplicated:
-        reasons.append(
-            f"{keys.PREDICTIONS}: {keys.ITEM_ID} {duplicated[0]!r} is duplicated{_more(len(duplicated) - 1, 'id')}"
-        )
-    if expected is None or found == list(expected):
+    if not duplicated:
+        return []
+    return [f"{keys.PREDICTIONS}: {keys.ITEM_ID} {duplicated[0]!r} is duplicated{_more(len(duplicated) - 1, 'id')}"]
+
+
+def _item_id_reasons(found: list[str], expected: Sequence[str]) -> list[str]:
+    reasons: list[str] = []
+    if found == list(expected):
         return reasons
     found_set, expected_set = set(found), set(expected)
     missing = [i for i in expected if i not in found_set]

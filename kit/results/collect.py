@@ -10,15 +10,17 @@ from __future__ import annotations
 import os
 import shutil
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.config.roster import run_from_stem
-from kit.config.dataset import Dataset
 from kit.errors import CheckpointError, ConfigError
 from kit.plan import Pair
 from kit.results import keys
-from kit.results.checkpoint import validate_checkpoint
+from kit.results.checkpoint import read_checkpoint, validate_checkpoint
+from kit.results.identity import Expected
+from kit.results.records import recorded_run
 from kit.results.store import SYSTEMS_DIR, checkpoint_path, iter_checkpoint_files, mllog_path
 
 
@@ -33,11 +35,13 @@ class CollectPlan:
 
 def _pair_of(path: Path, data: dict | None) -> Pair:
     meta = (data or {}).get(keys.METADATA, {})
-    return Pair(meta.get(keys.RUN) or meta.get(keys.MODEL_ID) or run_from_stem(path.stem), path.parent.name)
+    return Pair(recorded_run(meta) or run_from_stem(path.stem), path.parent.name)
 
 
-def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmark: Dataset) -> CollectPlan:
-    """Examine every site tree against the plan; nothing is written."""
+def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
+                 expect: Callable[[Pair], Expected]) -> CollectPlan:
+    """Examine every site tree against the plan (`expect`: what a planned pair's checkpoint must hold
+    now, kit.results.identity.PlanExpectations); nothing is written."""
     plan = CollectPlan()
     wanted = set(expected)
     seen: dict[Pair, tuple[str, Path]] = {}
@@ -54,12 +58,10 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair], benchmar
         for path in iter_checkpoint_files(root):
             if path.is_symlink():
                 continue
-            lang = path.parent.name
-            ids = benchmark.item_ids(lang) if lang in benchmark.languages else None
-            st = validate_checkpoint(path, language=lang, item_ids=ids)
-            pair = _pair_of(path, st.data)
+            pair = _pair_of(path, read_checkpoint(path).data)
+            st = validate_checkpoint(path, language=pair.language, expect=expect(pair) if pair in wanted else None)
             if st.state != keys.COMPLETE:
-                plan.problems.append(f"invalid: {site}: {path}: {'; '.join(st.reasons)}")
+                plan.problems.append(f"{st.state}: {site}: {path}: {'; '.join(st.reasons)}")
                 continue
             if pair not in wanted:
                 plan.problems.append(f"outside the plan: {pair} from {site} ({path})")

@@ -6,6 +6,7 @@ import logging
 from importlib import resources
 from pathlib import Path
 
+from kit import safejson
 from kit.errors import MissingExtraError
 
 USAGE = "training"      # the checker only accepts training|hpc; the ruleset version only picks the line parser
@@ -15,6 +16,31 @@ RULESET = "6.1.0"
 def ruleset_path(ruleset: str) -> Path:
     """One of kit's shipped compliance YAMLs (each benchmark kind names its own: ResultKind.ruleset)."""
     return Path(str(resources.files("kit") / "defaults" / ruleset))
+
+
+MLLOG_PREFIX = ":::MLLOG "
+
+
+def run_stop_checkpoint_sha256(log: Path) -> str | None:
+    """The checkpoint digest the job wrote in the log's last run_stop line; None when it wrote none
+    (or the log cannot be read)."""
+    found = None
+    try:
+        lines = Path(log).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in lines:
+        if not line.startswith(MLLOG_PREFIX):
+            continue
+        try:
+            entry = safejson.loads(line[len(MLLOG_PREFIX):])
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("key") == "run_stop":
+            meta = entry.get("metadata")
+            value = meta.get("checkpoint_sha256") if isinstance(meta, dict) else None
+            found = value if isinstance(value, str) else None
+    return found
 
 
 def check_mllog(log: Path, ruleset: str) -> list[str]:

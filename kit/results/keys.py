@@ -15,11 +15,13 @@ MODEL_ID = "model_id"
 MODEL_REVISION = "model_revision"
 LANGUAGE = "language"
 RUN = "run"
+RUN_ID = "run_id"  # lrb's name for a variant run ("org/name+DSpark"); "" when the run is the model
 BACKEND = "backend"
 TASK = "task"
 BATCH_SIZE = "batch_size"
 BENCHMARK_SHA256 = "benchmark_sha256"
 PROMPT_SHA256 = "prompt_sha256"
+PROMPT_FILE = "prompt"  # the prompt file a run named (roster key `prompt`); null: the benchmark's for its kind
 DECODING = "decoding"
 DTYPE = "dtype"
 MAX_NEW_TOKENS = "max_new_tokens"
@@ -30,6 +32,8 @@ PACKAGE_VERSION = "package_version"
 SOURCE_COMMIT = "source_commit"
 OPTIONS = "options"
 MANIFEST_SHA256 = "manifest_sha256"
+TRUST_REMOTE_CODE = "trust_remote_code"
+LRB_INFERENCE = "inference"  # lrb's own files: "scoring" for its score runs
 BENCHMARK_KIND = "benchmark_kind"  # absent: lrb; "lighteval": a LightEval suite task
 
 # --- prediction keys
@@ -54,7 +58,7 @@ LIGHTEVAL = "lighteval"
 # --- labels and parse modes
 YES = "yes"
 NO = "no"
-UNPARSED = "unparsed"
+UNPARSED = "unparsed"  # kit's label for no verdict; lrb writes predicted null for the same
 LABELS = (YES, NO)
 PARSE_EXACT = "exact"
 PARSE_LEADING = "leading"
@@ -84,6 +88,7 @@ METRIC_NAMES = (ACCURACY, BALANCED_ACCURACY, F1, PRECISION, RECALL, MCC, UNPARSE
 COMPLETE = "complete"
 PENDING = "pending"
 INVALID = "invalid"
+STALE = "stale"  # valid, but recorded for another revision, setting, prompt or data file than the run has now
 # --- pair states explained by the scheduler (job states themselves: kit.launch.schedulers.base)
 RUNNING = "running"
 QUEUED = "queued"

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from kit.errors import MissingExtraError
 from kit.results import keys
-from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups
+from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
 from kit.results.store import write_bytes_atomic, write_text_atomic
 from kit.results.tables import csv_text, digest_lines, markdown_table, rate, seconds, text
 
@@ -136,8 +136,9 @@ def summary_markdown(
         "# kit report",
         "",
         f"{len(leaderboard)} runs, {len(languages)} languages, {len(valid)} pairs counted; "
-        f"{len(invalid)} invalid files not counted.",
+        f"{len(invalid)} files not counted (invalid or stale).",
         "",
+        *stale_banner(valid),
         "## Leaderboard",
         "",
         "Macro means over each run's languages; sorted by f1, then run.",
@@ -153,7 +154,7 @@ def summary_markdown(
         "",
         *digest_lines(valid),
         "",
-        f"## Invalid files ({len(invalid)}, not counted)",
+        f"## Files not counted ({len(invalid)}: invalid or stale)",
         "",
     ]
     lines += [f"- `{r.name}` ({r.state}): {'; '.join(r.reasons) or 'no reason given'}" for r in invalid] or ["None."]

@@ -2,8 +2,8 @@
 
 The formulas are the lrb ones (docs/checkpoint-format.md), evaluated in the same order,
 so they reproduce the archived lrb metrics bit for bit: `yes` is the positive class, an
-`unparsed` prediction counts in `confusion.unparsed` (and in `n_items`) and in no other
-cell, and a zero denominator gives 0.0.
+`unparsed` prediction (lrb's own files write null) counts in `confusion.unparsed` (and in
+`n_items`) and in no other cell, and a zero denominator gives 0.0.
 """
 
 from __future__ import annotations
@@ -16,20 +16,25 @@ from kit.errors import CheckpointError
 from kit.results import keys
 
 _CELLS = (keys.TRUE_POSITIVE, keys.FALSE_POSITIVE, keys.TRUE_NEGATIVE, keys.FALSE_NEGATIVE, keys.UNPARSED)
-# what `predicted` may hold; `expected` is one of keys.LABELS
-PREDICTED_LABELS = (*keys.LABELS, keys.UNPARSED)
+# what `predicted` may hold; `expected` is one of keys.LABELS. None is lrb's unparsed (its Label | None).
+PREDICTED_LABELS = (*keys.LABELS, keys.UNPARSED, None)
+
+
+def has_verdict(item: Mapping[str, Any]) -> bool:
+    """True when the item has a `predicted` key holding yes, no, unparsed or null (a missing key is not null)."""
+    return keys.PREDICTED in item and item[keys.PREDICTED] in PREDICTED_LABELS
 
 
 def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """Count predictions into the five confusion cells (yes is the positive class)."""
     counts = dict.fromkeys(_CELLS, 0)
     for index, item in enumerate(predictions):
-        expected, predicted = item.get(keys.EXPECTED), item.get(keys.PREDICTED)
-        if expected not in keys.LABELS or predicted not in PREDICTED_LABELS:
+        expected, predicted = item.get(keys.EXPECTED), item.get(keys.PREDICTED, "(missing)")
+        if expected not in keys.LABELS or not has_verdict(item):
             raise CheckpointError(
                 f"predictions[{index}] (item_id {item.get(keys.ITEM_ID)!r}) has "
                 f"{keys.EXPECTED}={expected!r}, {keys.PREDICTED}={predicted!r}",
-                fix="expected must be yes/no and predicted yes/no/unparsed",
+                fix="expected must be yes/no and predicted yes/no/unparsed (or null, as lrb writes it)",
             )
         counts[_cell(expected, predicted)] += 1
     return counts
@@ -89,8 +94,13 @@ def _same_value(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _cell(expected: str, predicted: str) -> str:
-    if predicted == keys.UNPARSED:
+def verdict(predicted: str | None) -> str:
+    """A prediction's label as kit names it: lrb's null is `unparsed`."""
+    return keys.UNPARSED if predicted is None else predicted
+
+
+def _cell(expected: str, predicted: str | None) -> str:
+    if verdict(predicted) == keys.UNPARSED:
         return keys.UNPARSED
     if predicted == keys.YES:
         return keys.TRUE_POSITIVE if expected == keys.YES else keys.FALSE_POSITIVE

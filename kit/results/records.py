@@ -8,11 +8,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit.config.prompts import prompt_kind
 from kit.config.roster import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
 
 SEPARATE = "report them separately (e.g. --model {a}, then --model {b})"
+# the notice a stale checkpoint carries when a report counts it on request
+STALE_INCLUDED = "STALE, counted because of --include-stale"
+
+
+def stale_banner(valid: Sequence["CheckpointRecord"]) -> list[str]:
+    """The summary lines that say, at the top, how many counted checkpoints are stale."""
+    stale = [r.name for r in valid if any(n.startswith(STALE_INCLUDED) for n in r.notices)]
+    if not stale:
+        return []
+    return [f"**{len(stale)} stale checkpoints are counted (--include-stale): they were recorded for another "
+            f"revision, setting, prompt or data file than the roster has now** (see Notices).", ""]
 
 
 @dataclass(frozen=True)
@@ -48,14 +60,22 @@ class CheckpointRecord:
 
     @property
     def run(self) -> str:
-        """The roster run name: metadata `run`, else `model_id` (lrb files), else the file name."""
+        """The roster run name: as the metadata names it (recorded_run), else the file name."""
+        return recorded_run(self.metadata) or run_from_stem(self.path.stem)
+
+    @property
+    def prompt_kind(self) -> str:
+        """The kind of prompt lrb gives this run (kit.config.prompts); lrb files record only the task."""
         meta = self.metadata
-        return meta.get(keys.RUN) or meta.get(keys.MODEL_ID) or run_from_stem(self.path.stem)
+        options = meta.get(keys.OPTIONS)
+        return prompt_kind(self.task, meta.get(keys.BACKEND), options if isinstance(options, Mapping) else None)
 
     @property
     def task(self) -> str:
-        """The task; lrb files record none and were generated, so they count as `generate`."""
-        return self.metadata.get(keys.TASK) or keys.TASK_GENERATE
+        """The task; lrb files record none: their scoring runs say inference "scoring", the others generated."""
+        if self.metadata.get(keys.TASK):
+            return self.metadata[keys.TASK]
+        return keys.TASK_SCORE if self.metadata.get(keys.LRB_INFERENCE) == "scoring" else keys.TASK_GENERATE
 
     @property
     def truncated(self) -> int:
@@ -79,6 +99,21 @@ class ReportFiles:
     files: dict[str, Path]
     pairs: int = 0
     invalid: int = 0
+
+
+def run_key(metadata: Mapping[str, Any]) -> str:
+    """The metadata key that names the run: `run` (kit), else lrb's `run_id` when it is set (a variant
+    run such as 'org/name+DSpark'; lrb writes "" otherwise), else `model_id`."""
+    if keys.RUN in metadata:
+        return keys.RUN
+    run_id = metadata.get(keys.RUN_ID)
+    return keys.RUN_ID if isinstance(run_id, str) and run_id else keys.MODEL_ID
+
+
+def recorded_run(metadata: Mapping[str, Any]) -> str | None:
+    """The run name the metadata records (see run_key); None when that value is not a non-empty string."""
+    value = metadata.get(run_key(metadata))
+    return value if isinstance(value, str) and value else None
 
 
 def item_faults(predictions: Sequence[Any], faults_of: Callable[[dict[str, Any]], list[str]]) -> dict[str, list[int]]:
@@ -124,15 +159,16 @@ def check_comparable(records: Iterable[CheckpointRecord]) -> None:
 
     Complete checkpoints only are compared: one manifest_sha256 where recorded (lrb files
     have none; they are held to the benchmark_sha256 rule), one benchmark_sha256 per
-    language, one prompt_sha256 per task, one (decoding, max_new_tokens) among generate runs.
+    language, one prompt_sha256 per prompt kind (lrb asks zero-shot classifiers and masked LMs
+    with prompts of their own), one (decoding, max_new_tokens) among generate runs.
     """
     valid = sorted((r for r in records if r.valid), key=lambda r: (r.run, r.language, r.name))
     with_manifest = [r for r in valid if r.metadata.get(keys.MANIFEST_SHA256) is not None]
     _same(with_manifest, keys.MANIFEST_SHA256, lambda r: r.metadata[keys.MANIFEST_SHA256], "")
     for language, group in groups(valid, lambda r: r.language):
         _same(group, keys.BENCHMARK_SHA256, lambda r: r.metadata.get(keys.BENCHMARK_SHA256), f" for language {language!r}")
-    for task, group in groups(valid, lambda r: r.task):
-        _same(group, keys.PROMPT_SHA256, lambda r: r.metadata.get(keys.PROMPT_SHA256), f" for task {task!r}")
+    for kind, group in groups(valid, lambda r: r.prompt_kind):
+        _same(group, keys.PROMPT_SHA256, lambda r: r.metadata.get(keys.PROMPT_SHA256), f" for {kind!r} prompts")
     generate = [r for r in valid if r.task == keys.TASK_GENERATE]
     _same(generate, "decoding/max_new_tokens", decoding, " among generate runs")
 

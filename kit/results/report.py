@@ -2,52 +2,79 @@
 leaderboard: kit.results.lrb_report; LightEval scores: kit.results.suite_report).
 
 Only complete checkpoints are counted; invalid files are listed with their reasons in the
-summary. Checkpoints of different kinds, or measured on different terms (manifest, prompt within
+summary. With the roster at hand, a checkpoint recorded for another revision, setting, prompt
+or data file than the run has now is stale: listed, not counted, unless asked for
+(--include-stale), and then marked stale in the summary. Checkpoints of different kinds, or measured on different terms (manifest, prompt within
 a task, benchmark file within a language, decoding among generate runs), are refused rather than
 reported together. Every file is written atomically (temporary file in OUT, fsync, rename).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kit.config.kinds import get_kind
+from kit.config.roster import run_from_stem
 from kit.errors import CheckpointError, ConfigError
 from kit.results import keys
+from kit.plan import Pair
 from kit.results.checkpoint import validate_checkpoint
+from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_name
-from kit.results.records import SEPARATE, CheckpointRecord, ReportFiles, groups, select_runs
+from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, groups, select_runs
 from kit.results.store import iter_checkpoint_files
 
 
-def collect_checkpoints(results_dir: Path) -> list[CheckpointRecord]:
-    """Every `RESULTS/<language>/<run>.json`, validated, sorted by path; invalid ones carry reasons."""
+@dataclass(frozen=True)
+class ReportOutcome:
+    """What `kit report` wrote, and the files it did not count (invalid) or counted only on request (stale)."""
+
+    files: dict[str, Path]    # each written file by its role, e.g. "leaderboard"
+    pairs: int                # pairs counted
+    invalid: list[CheckpointRecord]
+    stale: list[CheckpointRecord]
+    stale_included: bool
+
+
+def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = None) -> list[CheckpointRecord]:
+    """Every `RESULTS/<language>/<run>.json`, validated (against `expect` for the pairs it plans),
+    sorted by path; invalid and stale ones carry reasons."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise ConfigError(
             f"results folder {str(results_dir)!r} does not exist",
             fix="point at the folder holding <language>/<run>.json checkpoints (e.g. results/)",
         )
-    return [_validate(path) for path in iter_checkpoint_files(results_dir)]
+    return [_validate(path, expect) for path in iter_checkpoint_files(results_dir)]
 
 
-def _validate(path: Path) -> CheckpointRecord:
-    # validate_checkpoint always checks metadata.run against the file name and
-    # metadata.language against the folder; the benchmark's item ids are not known here.
-    st = validate_checkpoint(path)
-    data = st.data if st.state == keys.COMPLETE else None
+def _validate(path: Path, expect: PlanExpectations | None) -> CheckpointRecord:
+    # validate_checkpoint always checks metadata.run against the file name and metadata.language
+    # against the folder; ids, labels and identity only for a pair the roster plans.
+    pair = Pair(run_from_stem(path.stem), path.parent.name)
+    st = validate_checkpoint(path, expect=expect(pair) if expect is not None and expect.covers(pair) else None)
+    data = st.data if st.state in (keys.COMPLETE, keys.STALE) else None
     return CheckpointRecord(path, path.parent.name, st.state, tuple(st.reasons), tuple(st.notices), data)
 
 
-def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None) -> ReportFiles:
+def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,
+                 expect: PlanExpectations | None = None, include_stale: bool = False) -> ReportOutcome:
     """Write the report of the checkpoints under RESULTS (of these runs; all when None) to OUT, by
-    their benchmark kind. Nothing is written when the input is refused (no complete checkpoint, an
-    unknown run, kinds mixed, checkpoints that are not comparable, matplotlib missing)."""
-    records = select_runs(collect_checkpoints(results_dir), runs)
+    their benchmark kind; stale checkpoints (against `expect`) are counted only with `include_stale`,
+    and then named as stale in the summary. Nothing is written when the input is refused (no
+    complete checkpoint, an unknown run, kinds mixed, checkpoints that are not comparable,
+    matplotlib missing)."""
+    found = collect_checkpoints(results_dir, expect)
+    stale = [r for r in found if r.state == keys.STALE]
+    if include_stale:
+        found = [replace(r, state=keys.COMPLETE, notices=(f"{STALE_INCLUDED}: {'; '.join(r.reasons)}", *r.notices))
+                 if r.state == keys.STALE else r for r in found]
+    records = select_runs(found, runs)
     valid = [r for r in records if r.valid]
     if not valid:
         raise CheckpointError(
-            f"no complete checkpoint under {str(results_dir)!r} ({len(records)} invalid)",
+            f"no complete checkpoint under {str(results_dir)!r} ({len(records)} invalid or stale)",
             fix="run `kit status` to see why, or point at the folder holding <language>/<run>.json",
         )
     by_kind = groups(valid, lambda r: kind_name(r.data))
@@ -56,4 +83,6 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
         raise ConfigError(f"cannot report {a_kind} checkpoints ({a[0].name}) with {b_kind} ones ({b[0].name})",
                           fix=SEPARATE.format(a=a[0].run, b=b[0].run) + ", or keep each benchmark in its own results folder")
     kind = get_kind(by_kind[0][0], str(valid[0].path)).results_part()
-    return kind.write_report(records, Path(out_dir))
+    written = kind.write_report(records, Path(out_dir))
+    return ReportOutcome(written.files, written.pairs, [r for r in records if r.state == keys.INVALID],
+                         [r for r in stale if r.run in {x.run for x in records}], include_stale)

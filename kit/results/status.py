@@ -1,4 +1,4 @@
-"""Checkpoint-side status: each planned pair is complete, pending or invalid.
+"""Checkpoint-side status: each planned pair is complete, stale, pending or invalid.
 
 Completion is decided by checkpoints alone; schedulers only explain what is missing
 (that merge happens in kit.launch)."""
@@ -14,6 +14,7 @@ from kit.config.roster import run_from_stem
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
+from kit.results.identity import Expected
 from kit.results.store import checkpoint_path, iter_checkpoint_files
 
 
@@ -43,19 +44,15 @@ class PairStatus:
 def pair_states(
     results: Path,
     pairs: Iterable[Pair],
-    item_ids_for: Callable[[str], list[str]] | None = None,
+    expect: Callable[[Pair], Expected] | None = None,
 ) -> list[PairStatus]:
-    """State of every planned pair from its checkpoint: complete, pending (no file) or invalid."""
+    """State of every planned pair from its checkpoint: complete, stale, pending (no file) or invalid,
+    judged against `expect` (kit.results.identity.PlanExpectations) when given."""
     out = []
-    cache: dict[str, list[str]] = {}
     for pair in sorted(pairs):
         path = checkpoint_path(results, pair.run, pair.language)
-        ids = None
-        if item_ids_for is not None:
-            if pair.language not in cache:
-                cache[pair.language] = item_ids_for(pair.language)
-            ids = cache[pair.language]
-        st = validate_checkpoint(path, run=pair.run, language=pair.language, item_ids=ids)
+        st = validate_checkpoint(path, run=pair.run, language=pair.language,
+                                 expect=expect(pair) if expect is not None else None)
         state = keys.PENDING if st.state == "missing" else st.state
         out.append(PairStatus(pair, state, path, list(st.reasons), list(st.notices)))
     return out

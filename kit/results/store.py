@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,28 @@ def write_checkpoint(path: Path, data: dict[str, Any]) -> None:
 def mllog_path(checkpoint: Path) -> Path:
     """The :::MLLOG file that sits beside a checkpoint."""
     return Path(checkpoint).with_suffix(".mllog")
+
+
+# The hidden folder of a language folder that keeps checkpoints replaced by a rerun (stale, or invalid
+# with --force) with their logs: RESULTS/<language>/.superseded/<stem>.<UTC time>.json
+SUPERSEDED_DIR = ".superseded"
+
+
+def set_aside(checkpoint: Path) -> Path | None:
+    """Move a checkpoint and its log into the language folder's .superseded/ (time-stamped), so
+    that a rerun never destroys a result; the new place, or None when there is no checkpoint."""
+    checkpoint = Path(checkpoint)
+    if not checkpoint.is_file() or checkpoint.is_symlink():
+        return None
+    keep = checkpoint.parent / SUPERSEDED_DIR
+    keep.mkdir(exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = keep / f"{checkpoint.stem}.{stamp}.json"
+    log = mllog_path(checkpoint)
+    if log.is_file() and not log.is_symlink():
+        os.replace(log, target.with_suffix(".mllog"))
+    os.replace(checkpoint, target)
+    return target
 
 
 # The folder of a results tree that holds the system descriptions jobs write (RESULTS/systems/).

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kit.results import keys
-from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups
+from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
 from kit.results.store import write_text_atomic
 from kit.results.tables import csv_text, digest_lines, markdown_table, rate
 
@@ -43,7 +43,7 @@ def suite_summary(records: Sequence[CheckpointRecord]) -> str:
     invalid = [r for r in records if not r.valid]
     lines = ["# kit report (LightEval suite)", "",
              f"{len({r.run for r in valid})} runs, {len({r.language for r in valid})} tasks, {len(valid)} pairs counted; "
-             f"{len(invalid)} invalid files not counted.", ""]
+             f"{len(invalid)} files not counted (invalid or stale).", "", *stale_banner(valid)]
     for task, group in groups(valid, lambda r: r.language):
         metrics = sorted({k for r in group for k in r.metrics if k != keys.N_ITEMS})
         columns = ("run", keys.N_ITEMS, *metrics)
@@ -53,8 +53,11 @@ def suite_summary(records: Sequence[CheckpointRecord]) -> str:
     lines += ["## Digests and sampling", "", *digest_lines(valid)]
     sampling = sorted({(r.metadata.get("temperature"), r.metadata.get("top_p"), r.metadata.get(keys.SEED)) for r in valid})
     lines += [f"- temperature={t}, top_p={p}, seed={s}" for t, p, s in sampling]
-    lines += ["", f"## Invalid files ({len(invalid)}, not counted)", ""]
+    lines += ["", f"## Files not counted ({len(invalid)}: invalid or stale)", ""]
     lines += [f"- `{r.name}` ({r.state}): {'; '.join(r.reasons) or 'no reason given'}" for r in invalid] or ["None."]
+    notices = [(r.name, n) for r in valid for n in r.notices]
+    if notices:
+        lines += ["", "## Notices", ""] + [f"- `{name}`: {n}" for name, n in notices]
     lines += ["", "## Files", "", f"`{SCORES}`; LightEval's own results and details: RESULTS/logs/lighteval/"]
     return "\n".join(lines) + "\n"
 

@@ -1,16 +1,29 @@
 """`:::MLLOG` lines for one pair run, written with mlperf-logging's mllog to a log file
-beside the checkpoint (RESULTS/<language>/<run>.mllog)."""
+beside the checkpoint (RESULTS/<language>/<run>.mllog).
+
+The lines go to a hidden temporary file that `commit` renames into place, so the log beside a
+checkpoint is always a whole one: the worker commits it (its run_stop naming the checkpoint's
+sha256) just before it writes the checkpoint. A write that fails (a full disk) raises, and so
+fails the pair, instead of logging's "--- Logging error ---" report."""
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from kit.errors import MissingExtraError
 
 _counter = itertools.count()
+
+
+class _RaisingFileHandler(logging.FileHandler):
+    """A file handler whose write errors propagate to the caller."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        raise  # logging calls this inside the except clause of the failed emit
 
 
 class PairLog:
@@ -29,8 +42,9 @@ class PairLog:
         self._logger = logging.getLogger(f"kit.mllog.{next(_counter)}")
         self._logger.setLevel(logging.INFO)
         self._logger.propagate = False
-        # mode "w": a rerun of the pair replaces its log together with its checkpoint.
-        self._handler = logging.FileHandler(self.path, mode="w", encoding="utf-8")
+        self._tmp = self.path.with_name(f".{self.path.name}.tmp")
+        self._committed = False
+        self._handler = _RaisingFileHandler(self._tmp, mode="w", encoding="utf-8")
         self._logger.addHandler(self._handler)
         self.ml = MLLogger(logger=self._logger, default_namespace="", default_stack_offset=1,
                                  root_dir=str(Path(__file__).resolve().parents[2]))
@@ -48,14 +62,30 @@ class PairLog:
         """An INTERVAL_END line."""
         self.ml.end(key=key, metadata=metadata, stack_offset=1)
 
-    def close(self) -> None:
-        """Flush and detach the file handler."""
+    def commit(self) -> None:
+        """Close the log and rename it into place (replacing the pair's previous log); once only."""
+        if self._committed:
+            return
+        self._committed = True
         self._handler.flush()
+        with open(self._tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        self._detach()
+        os.replace(self._tmp, self.path)
+
+    def _detach(self) -> None:
         self._handler.close()
         self._logger.removeHandler(self._handler)
 
     def __enter__(self) -> "PairLog":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.commit()
+            return
+        try:   # keep the aborted run's log, unless the failure was that it cannot be written
+            self.commit()
+        except OSError:
+            self._detach()
+            self._tmp.unlink(missing_ok=True)

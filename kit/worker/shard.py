@@ -7,9 +7,11 @@ overwrites them without `force`; one broken pair does not lose the others."""
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,15 +22,19 @@ from kit.config.roster import Run
 from kit.errors import KitError
 from kit.plan import Pair, group_by_run, shard_pairs
 from kit.results import keys
+from kit.results.identity import PlanExpectations
 from kit.results.status import PairStatus, pair_states
-from kit.results.store import checkpoint_path, mllog_path, write_checkpoint
+from kit.results.store import SUPERSEDED_DIR, checkpoint_path, dumps_checkpoint, mllog_path, set_aside, write_bytes_atomic
 from kit.weights.snapshot import resolve_snapshot, weight_files_sha256
 from kit.worker import provenance
+from kit.worker.claims import RUNNING_ELSEWHERE, Signature, claim, held_elsewhere, signature
 from kit.worker.jobinfo import job_info
 from kit.worker.kinds.base import Engine, PairInput, PairRunner
 from kit.worker.mllog import PairLog
 from kit.worker.record import pair_metadata
+from kit.worker.signals import Terminated
 from kit.worker.system import system_description, write_system_description
+from kit.worker.writable import check_writable
 
 
 @dataclass
@@ -40,14 +46,26 @@ class ShardReport:
     skipped: list[Pair] = field(default_factory=list)
     invalid: list[tuple[Pair, list[str]]] = field(default_factory=list)
     failed: list[tuple[Pair, str]] = field(default_factory=list)
+    elsewhere: list[tuple[Pair, str]] = field(default_factory=list)   # another kit process had it, and why
+    todo: list[Pair] = field(default_factory=list)                   # the pairs this invocation set out to run
+    terminated: str | None = None                                    # the signal that stopped it (SIGTERM)
 
     @property
     def ok(self) -> bool:
-        """True when every assigned pair now has a complete checkpoint."""
-        return not self.invalid and not self.failed
+        """True when no pair failed or was kept invalid and no signal stopped the shard (a pair
+        another kit process had is that process's to finish)."""
+        return not self.invalid and not self.failed and not self.terminated
+
+    @property
+    def left(self) -> list[Pair]:
+        """The pairs to run that were neither written, failed nor left to another process."""
+        done = {*self.written, *(p for p, _ in self.failed), *(p for p, _ in self.elsewhere)}
+        return [p for p in self.todo if p not in done]
 
 
 Progress = Callable[[str], None]
+# language -> a context manager yielding None while this process holds the pair, else why another has it
+Claim = Callable[[str], AbstractContextManager[str | None]]
 
 
 @dataclass(frozen=True)
@@ -74,16 +92,36 @@ def run_shard(
     """Run this shard's pairs that lack a complete checkpoint; returns what happened."""
     runner: PairRunner = get_kind(benchmark.kind, str(benchmark.root)).worker_part()
     report = ShardReport(assigned=shard_pairs(pairs, *shard))
-    todo = pairs_to_run(report, pair_states(results, report.assigned, benchmark.item_ids), force, progress)
+    todo = pairs_to_run(report, pair_states(results, report.assigned, PlanExpectations(benchmark, runs)), force, progress)
+    report.todo = list(todo)
     progress(
         f"shard {shard[0]}/{shard[1]}: {len(report.assigned)} pairs assigned, {len(report.skipped)} complete, "
         f"{len(report.invalid)} invalid, {len(todo)} to run ({benchmark.describe()})"
     )
+    if todo:
+        check_writable(results)   # a read-only or full folder: one line now, not after the model loads
+    planned = {p: signature(checkpoint_path(results, p.run, p.language)) for p in todo}
+    try:
+        _run_todo(report, runner, runs, benchmark, results, shard, cache_dir, planned, progress)
+    except Terminated as exc:
+        report.terminated = exc.name
+        left = report.left
+        progress(f"terminated by {exc.name}: {len(left)} pair(s) left"
+                 + (f": {', '.join(str(p) for p in left)}" if left else ""))
+    return report
+
+
+def _run_todo(report: ShardReport, runner: PairRunner, runs: list[Run], benchmark: Dataset, results: Path,
+              shard: tuple[int, int], cache_dir: Path | None, planned: dict[Pair, Signature],
+              progress: Progress) -> None:
     by_name = {r.name: r for r in runs}
-    hardware = provenance.hardware_snapshot() if todo else {}
+    hardware = provenance.hardware_snapshot() if planned else {}
     described = False
-    for run_name, languages in group_by_run(todo).items():
+    for run_name, languages in group_by_run(list(planned)).items():
         run = by_name[run_name]
+        languages = _not_held(report, run_name, languages, results, progress)
+        if not languages:
+            continue
         with tempfile.TemporaryDirectory(prefix="kit-engine-") as scratch:
             try:
                 loaded = _load(runner, run, benchmark, cache_dir, Path(scratch), progress)
@@ -96,21 +134,51 @@ def run_shard(
                 if not described:
                     desc = system_description(job_info(), hardware, loaded.engine.versions(),
                                               provenance.image(provenance.Facts(), run.backend))
-                    progress(f"system description: {write_system_description(results, desc)}")
+                    try:
+                        progress(f"system description: {write_system_description(results, desc)}")
+                    except OSError as exc:   # a full disk: the run's pairs fail, in one line each
+                        for lang in languages:
+                            report.failed.append((Pair(run_name, lang), f"cannot write the system description: {exc}"))
+                        progress(f"cannot write the system description: {exc}")
+                        continue
                     described = True
-                run_each(report, run_name, languages, progress, lambda lang: _run_pair(
-                    runner, run, lang, benchmark, results, loaded, shard, hardware, progress))
+
+                def attempt(lang: str) -> None:
+                    check_writable(checkpoint_path(results, run_name, lang).parent)
+                    _run_pair(runner, run, lang, benchmark, results, loaded, shard, hardware, progress)
+
+                run_each(report, run_name, languages, progress, attempt,
+                         claim=lambda lang: claim(checkpoint_path(results, run_name, lang),
+                                                  planned[Pair(run_name, lang)]))
             finally:
                 loaded.engine.close()
-    return report
+
+
+def _not_held(report: ShardReport, run_name: str, languages: list[str], results: Path,
+              progress: Progress) -> list[str]:
+    """The languages whose claim no other process holds now (no model loads only to skip them all)."""
+    free = []
+    for lang in languages:
+        pair = Pair(run_name, lang)
+        if held_elsewhere(checkpoint_path(results, run_name, lang)):
+            report.elsewhere.append((pair, RUNNING_ELSEWHERE))
+            progress(f"{pair}: skipped: {RUNNING_ELSEWHERE}")
+        else:
+            free.append(lang)
+    return free
 
 
 def pairs_to_run(report: ShardReport, states: list[PairStatus], force: bool, progress: Progress) -> list[Pair]:
-    """Sort pair states into the report (complete: skipped; invalid: kept unless `force`); the pairs to run."""
+    """Sort pair states into the report (complete: skipped; invalid: kept unless `force`); the pairs to
+    run (pending and stale ones, and invalid ones with `force`)."""
     todo: list[Pair] = []
     for st in states:
         if st.state == keys.COMPLETE:
             report.skipped.append(st.pair)
+        elif st.state == keys.STALE:
+            progress(f"stale checkpoint, rerun (the old one is kept in {SUPERSEDED_DIR}/): {st.path}: "
+                     f"{'; '.join(st.reasons)}")
+            todo.append(st.pair)
         elif st.state == keys.INVALID and not force:
             report.invalid.append((st.pair, st.reasons))
             progress(f"invalid checkpoint kept (use --force to replace): {st.path}: {'; '.join(st.reasons)}")
@@ -120,13 +188,19 @@ def pairs_to_run(report: ShardReport, states: list[PairStatus], force: bool, pro
 
 
 def run_each(report: ShardReport, run_name: str, languages: list[str], progress: Progress,
-             run_pair: Callable[[str], None]) -> None:
+             run_pair: Callable[[str], None], claim: Claim | None = None) -> None:
     """run_pair(language) for each language of one loaded run, recording it as written or failed;
-    one broken pair does not lose the others."""
+    one broken pair does not lose the others. With `claim`, a pair runs only while this process
+    holds its claim; a pair another process has is recorded as elsewhere and skipped."""
     for lang in languages:
         pair = Pair(run_name, lang)
         try:
-            run_pair(lang)
+            with (claim or _no_claim)(lang) as other:
+                if other:
+                    report.elsewhere.append((pair, other))
+                    progress(f"{pair}: skipped: {other}")
+                    continue
+                run_pair(lang)
             report.written.append(pair)
         except KitError as exc:
             report.failed.append((pair, exc.one_line()))
@@ -134,6 +208,11 @@ def run_each(report: ShardReport, run_name: str, languages: list[str], progress:
         except Exception as exc:  # noqa: BLE001 - one broken pair must not lose the others
             report.failed.append((pair, f"{type(exc).__name__}: {exc}"))
             progress(f"{pair}: failed: {type(exc).__name__}: {exc}")
+
+
+@contextmanager
+def _no_claim(lang: str) -> Iterator[None]:
+    yield None
 
 
 def _load(runner: PairRunner, run: Run, benchmark: Dataset, cache_dir: Path | None, scratch: Path,
@@ -155,7 +234,7 @@ def _now() -> str:
 def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, results: Path, loaded: _Loaded,
               shard: tuple[int, int], hardware: dict, progress: Progress) -> None:
     data = benchmark.load_language(language)
-    prompt = benchmark.prompt(run.task)
+    prompt = benchmark.prompt_for(run)
     path = checkpoint_path(results, run.name, language)
     started = _now()
     prov = provenance.build_provenance(
@@ -164,6 +243,7 @@ def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, r
         file_sha256=data.file_sha256, prompt_sha256=prompt.sha256, shard=f"{shard[0]}/{shard[1]}",
         packages=loaded.engine.versions(), job=job_info(), hardware_facts=hardware,
     )
+    set_aside(path)
     with PairLog(mllog_path(path)) as log:
         c = log.constants
         log.event(c.SUBMISSION_BENCHMARK, runner.results.mllog_benchmark)
@@ -188,6 +268,11 @@ def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, r
                 keys.PROVENANCE: prov, **out.sections}
         value, facts = out.headline
         log.event(c.EVAL_ACCURACY, value, metadata=facts)
-        write_checkpoint(path, ckpt)
-        log.end(c.RUN_STOP, metadata={"status": "success", "checkpoint": path.name})
+        text = dumps_checkpoint(ckpt).encode("utf-8")
+        log.end(c.RUN_STOP, metadata={"status": "success", "checkpoint": path.name,
+                                      "checkpoint_sha256": hashlib.sha256(text).hexdigest()})
+        # the log first: a kill between the two leaves a whole log and no checkpoint (the pair is
+        # pending and reruns), never a checkpoint whose log lacks its run_stop
+        log.commit()
+        write_bytes_atomic(path, text)
     progress(f"{run.name} [{language}]: {out.summary} in {out.speed['duration_seconds']:.1f}s -> {path}")

@@ -67,7 +67,8 @@ def test_unknown_image_digest_fails(tree):
     r = check(d, env, "--images-lock", "images.lock.json")
     assert r.returncode == 1
     assert "FAIL [images_locked]" in r.stdout and "sha256:abababab" in r.stdout
-    assert r.stdout.count("FAIL [") == 1
+    # and the edit itself: the file is not the one its job logged
+    assert "FAIL [log_matches_checkpoint]" in r.stdout and r.stdout.count("FAIL [") == 2
 
 
 def test_unpinned_revision_fails(tree):
@@ -75,9 +76,24 @@ def test_unpinned_revision_fails(tree):
     p = d / "results/de/kit-demo__tiny-reranker.json"
     data = json.loads(p.read_text())
     data["metadata"]["model_revision"] = None
-    p.write_text(json.dumps(data))
+    r = write_and_check(d, env, p, data)
+    assert r.returncode == 1 and "FAIL [checkpoints_valid]" in r.stdout and "edited" in r.stdout
+    data["provenance"]["model"]["revision"] = None   # as a job run with --allow-unpinned records it
+    r = write_and_check(d, env, p, data)
+    assert "FAIL [checkpoints_current]" in r.stdout   # the roster still pins the revision
+    roster = d / "roster.toml"
+    roster.write_text(roster.read_text().replace(f'revision = "{_revision(d, "tiny-reranker")}"', "", 1))
     r = check(d, env)
     assert r.returncode == 1 and "FAIL [revisions_pinned]" in r.stdout
+
+
+def write_and_check(d, env, path, data):
+    path.write_text(json.dumps(data))
+    return check(d, env)
+
+
+def _revision(d, name: str) -> str:
+    return json.loads((d / f"results/en/kit-demo__{name}.json").read_text())["metadata"]["model_revision"]
 
 
 def test_broken_mllog_fails_the_compliance_rule(tree):

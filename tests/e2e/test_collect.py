@@ -61,7 +61,7 @@ def test_every_problem_is_listed_and_nothing_written(sites):
     shutil.copy(f, dup)                                   # duplicate pair
     other = d / "site2" / "en" / "org__other-model.json"  # a pair of another plan
     data = json.loads(iter_checkpoint_files(d / "site2")[0].read_text())
-    data["metadata"]["run"] = data["metadata"]["model_id"] = "org/other-model"
+    data["metadata"]["run"] = data["metadata"]["model_id"] = data["provenance"]["model"]["id"] = "org/other-model"
     data["metadata"]["language"] = "en"
     other.parent.mkdir(parents=True, exist_ok=True)
     other.write_text(json.dumps(data))

@@ -24,25 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from services import start_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
-SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
 LLM, RERANKER = "kit-demo/tiny-llama", "kit-demo/tiny-reranker"
 TUESDAY_1830 = "2026-12-01T18:30"
 
 if os.geteuid() != 0 or not Path("/etc/debian_version").is_file() or shutil.which("apt-get") is None:
     pytest.skip("needs root on Debian: scripts/dev/oar.sh and sshd.sh install packages and start daemons",
                 allow_module_level=True)
-
-
-def start_service(name: str) -> None:
-    env = {**os.environ, "PATH": os.environ.get("PATH", "/usr/bin:/bin") + ":" + SBIN}
-    p = subprocess.run(["bash", str(REPO / "scripts" / "dev" / f"{name}.sh"), "start"], capture_output=True,
-                       text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        pytest.fail(f"scripts/dev/{name}.sh start exited {p.returncode}\n{p.stdout}\n{p.stderr}", pytrace=False)
 
 
 KIT_ENV = {"HOME": "/home/kit", "USER": "kit", "LOGNAME": "kit", "PATH": "/usr/local/bin:/usr/bin:/bin",

@@ -65,8 +65,8 @@ def workspace(slurm_cluster, tmp_path_factory) -> Path:
             'walltime = "{walltime}"\npython = "{python}"\n')
     (root / "sites.toml").write_text("\n".join(
         site.format(name=name, hub=hub, root=root, walltime=wt, python=py) for name, wt, py in (
-            ("ci-slurm", "0:10", sys.executable), ("ci-slurm-kill", "0:10", sys.executable),
-            ("ci-slurm-slow", "0:01", slow))))
+            ("ci-slurm", "10m", sys.executable), ("ci-slurm-kill", "10m", sys.executable),
+            ("ci-slurm-slow", "1m", slow))))
     return root
 
 
@@ -236,7 +236,7 @@ def test_docker_runtime_sweep(workspace, cpu_image_env):
             f'\n[site.ci-slurm-docker]\nscheduler = "slurm"\nruntime = "docker"\npartition = "debug"\n'
             f'root = "ci-slurm-docker"\nresults = "ci-slurm-docker/results"\n'
             f'weights = "{workspace}/cache/demo-v1/hub"\nscratch = "{workspace}/scratch"\ngpus_per_node = 0\n'
-            f'walltime = "0:10"\n'))
+            f'walltime = "10m"\n'))
     r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "ci-slurm-docker", "--model", MODEL, "--array", "2",
                         "--sites-file", str(sites), "--roster", str(workspace / "roster.toml")],
                        cwd=REPO, capture_output=True, text=True, env={**_env(), **cpu_image_env}, timeout=300)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from services import start_service
 
 from kit.config.sites import Site
 from kit.errors import SubmitError
@@ -25,20 +25,10 @@ from kit.launch.schedulers.base import COMPLETED, FAILED, PENDING, TIMEOUT
 from kit.launch.schedulers.oar import OarScheduler, parse_oarstat
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-REPO = Path(__file__).resolve().parents[2]
-SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
 
 if os.geteuid() != 0 or not Path("/etc/debian_version").is_file() or shutil.which("apt-get") is None:
     pytest.skip("needs root on Debian: scripts/dev/oar.sh and sshd.sh install packages and start daemons",
                 allow_module_level=True)
-
-
-def start_service(name: str) -> None:
-    env = {**os.environ, "PATH": os.environ.get("PATH", "/usr/bin:/bin") + ":" + SBIN}
-    p = subprocess.run(["bash", str(REPO / "scripts" / "dev" / f"{name}.sh"), "start"], capture_output=True,
-                       text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        pytest.fail(f"scripts/dev/{name}.sh start exited {p.returncode}\n{p.stdout}\n{p.stderr}", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +95,8 @@ def scenarios(frontend, folder):
     end = time.monotonic() + 60
     while sched.poll(ids["deleted"])[ids["deleted"][0]].state == PENDING and time.monotonic() < end:
         time.sleep(0.5)
-    sched.cancel(ids["deleted"] + held)
+    # a plain oardel (OAR's SIGKILL); kit's cancel, which sends SIGTERM first, is tests/faults/test_signals_and_races.py
+    frontend.run(["oardel", *ids["deleted"], *held], check=True)
     every = [j for group in ids.values() for j in group]
     records = wait_finished(frontend, every + held)
     statuses = sched.poll(every)

@@ -33,6 +33,13 @@ if tool == "oarsub":
         print(f"OAR_ARRAY_ID={first}")
     state["next_id"] = first + n
     json.dump(state, open(state_file, "w"))
+elif tool == "oardel":   # --signal SIGTERM: the worker exits 143; plain: OAR's kill
+    signalled = sys.argv[1:3] == ["--signal", "SIGTERM"]
+    for j in sys.argv[3:] if signalled else sys.argv[1:]:
+        if j in state.get("jobs", {}):
+            state["jobs"][j].update({"state": "Terminated", "exit_code": 143 << 8, "events": [{"type": "SIGNAL_SIGTERM"}]}
+                                    if signalled else {"state": "Error", "events": [{"type": "FRAG_JOB_REQUEST"}]})
+    json.dump(state, open(state_file, "w"))
 elif tool == "oarstat":
     ids = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "-j"]
     jobs = {j: state.get("jobs", {})[j] for j in ids if j in state.get("jobs", {})}

@@ -58,3 +58,28 @@ def rewrite(path: Path, change: Callable[[dict[str, Any]], object]) -> Path:
     change(data)
     path.write_text(dump(data), encoding="utf-8")
     return path
+
+
+def current_checkpoint(results: Path, run: Any, language: str, dataset: Any,
+                       predicted: Callable[[str], str] = lambda expected: expected) -> Path:
+    """Write the checkpoint a kit job would write for (run, language) today: the benchmark's ids and
+    labels, metadata and provenance that agree with the run and each other; `predicted(expected)`
+    gives each prediction. Returns its path."""
+    from kit.results.store import checkpoint_path, write_checkpoint
+    from kit.worker.record import pair_metadata
+
+    data = dataset.load_language(language)
+    prompt = dataset.prompt_for(run)
+    preds = predictions_of([(item.label, predicted(item.label)) for item in data.items])
+    for pred, item in zip(preds, data.items):
+        pred[keys.ITEM_ID] = item.item_id
+    metadata = pair_metadata(run=run, language=language, benchmark_sha256=data.file_sha256,
+                             manifest_sha256=dataset.manifest_sha256, prompt_sha256=prompt.sha256,
+                             started_at="2026-12-01T00:00:00Z", source_commit=None, duration_seconds=1.0)
+    provenance = {"image": {"backend": run.backend}, "model": {"id": run.model_id, "revision": run.revision},
+                  "data": {"manifest_sha256": dataset.manifest_sha256, "file_sha256": data.file_sha256,
+                           "prompt_sha256": prompt.sha256}}
+    path = checkpoint_path(results, run.name, language)
+    write_checkpoint(path, {keys.METADATA: metadata, keys.METRICS: compute_metrics(preds), keys.PREDICTIONS: preds,
+                            keys.PROVENANCE: provenance})
+    return path

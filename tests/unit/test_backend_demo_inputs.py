@@ -7,10 +7,15 @@ import tomllib
 import pytest
 
 from kit.config.kinds import load_benchmark
-from kit.config.roster import load_roster
+from kit.config.roster import Run, load_roster
 from kit.demo.backends import SCORE_PROMPTS, roster_text, toml_value, write_backend_benchmark
 
 HEX = "0123456789abcdef0123456789abcdef01234567"
+
+
+# a score run of each prompt kind: (backend, options)
+KIND_RUNS = {"reranker": ("transformers-5.17", {}), "zeroshot": ("gliner2", {}),
+             "masked_lm": ("transformers-5.17", {"score_kind": "masked_lm"})}
 
 
 @pytest.mark.parametrize("kind", ["reranker", *SCORE_PROMPTS])
@@ -18,10 +23,13 @@ def test_benchmark_carries_the_chosen_score_prompt(tmp_path, kind):
     dest = write_backend_benchmark(tmp_path / "bench", kind)
     assert write_backend_benchmark(tmp_path / "bench", kind) == dest  # idempotent
     bench = load_benchmark(dest)
-    text = bench.format_prompt("score", "Wheat fields.")
+    backend, options = KIND_RUNS[kind]
+    run = Run(model="org/m", revision=HEX, backend=backend, task="score", options=options)
+    text = bench.format_prompt(bench.prompt_for(run), "Wheat fields.")
     assert "Wheat fields." in text
     assert ("HYPOTHESIS:" in text) == (kind == "zeroshot") and ("[MASK]" in text) == (kind == "masked_lm")
-    assert bench.format_prompt("generate", "x")  # the generate prompt stays
+    assert "HYPOTHESIS:" not in bench.prompt("score").text   # the reranker prompt stays
+    assert bench.format_prompt(bench.prompt("generate"), "x")  # the generate prompt stays
     with pytest.raises(ValueError, match="unknown score prompt"):
         write_backend_benchmark(tmp_path / "other", "cosine")
 

@@ -113,10 +113,12 @@ def test_lrb_sentences_kept_exactly():
 @needs_lrb
 def test_lrb_prompts_auto_detected():
     bench = load_benchmark(LRB)
-    # lrb ships no prompt_generate.txt: kit's default stands in.
-    assert bench.prompt("generate").path == DEFAULT_GENERATE_PROMPT
-    assert bench.prompt("generate").text.rstrip().endswith("TARGET SENTENCE: {}\nANSWER:")
+    # the shared copy has no prompt.txt (lrb's generative prompt): no built-in prompt stands in
+    with pytest.raises(ConfigError, match=r"no prompt for task 'generate'; fix: add prompt\.txt"):
+        bench.prompt("generate")
     assert bench.prompt("score").sha256 == LRB_RERANKER_SHA256
+    assert sorted(bench.prompts) == ["masked_lm", "score", "zeroshot"]
+    assert bench.prompts["zeroshot"].path.name == "prompt_zeroshot.txt"
 
 
 @needs_lrb
@@ -188,17 +190,24 @@ def test_prompt_without_placeholder_refused(lrb_copy: Path):
         load_benchmark(lrb_copy)
 
 
-def test_own_generate_prompt_wins_over_default(lrb_copy: Path):
-    (lrb_copy / "prompt_generate.txt").write_text("Is it land use? {}\n", encoding="utf-8")
+@pytest.mark.parametrize("name", ["prompt.txt", "prompt_generate.txt"])
+def test_generate_prompt_found_by_lrb_or_kit_name(lrb_copy: Path, name: str):
+    (lrb_copy / name).write_text("Is it land use? {}\n", encoding="utf-8")
     bench = load_benchmark(lrb_copy)
-    assert bench.format_prompt("generate", "A farm.") == "Is it land use? A farm.\n"
+    assert bench.format_prompt(bench.prompt("generate"), "A farm.") == "Is it land use? A farm.\n"
+    assert bench.prompt("generate").path.name == name
 
 
-def test_foreign_whole_set_mismatch_is_reported_not_refused(lrb_copy: Path):
+def test_lrb_prompt_txt_wins_over_kit_name(lrb_copy: Path):
+    (lrb_copy / "prompt.txt").write_text("lrb {}\n", encoding="utf-8")
+    (lrb_copy / "prompt_generate.txt").write_text("kit {}\n", encoding="utf-8")
+    assert load_benchmark(lrb_copy).prompt("generate").text == "lrb {}\n"
+
+
+def test_foreign_whole_set_mismatch_is_refused(lrb_copy: Path):
     rewrite_manifest(lrb_copy / "translations/manifest.json", whole_set_sha256="0" * 64)
-    bench = load_benchmark(lrb_copy)
-    status, detail = bench.whole_set_status()
-    assert status == "mismatch" and "0" * 64 in detail
+    with pytest.raises(ConfigError, match=r"manifest\.json: whole_set_sha256 is 0{64} but the files' digests give"):
+        load_benchmark(lrb_copy)
 
 
 # --- folders, benchmark.toml, manifest checks ---------------------------------------
@@ -346,5 +355,5 @@ def test_demo_changed_file_makes_whole_set_mismatch(demo: Path):
 def test_format_prompt_keeps_other_braces(demo: Path):
     (demo / "prompt_generate.txt").write_text('Reply as JSON {"answer": "yes|no"}.\nText: {}\n', encoding="utf-8")
     bench = load_benchmark(demo)
-    out = bench.format_prompt("generate", "A sentence with {braces} and {}.")
+    out = bench.format_prompt(bench.prompt("generate"), "A sentence with {braces} and {}.")
     assert out == 'Reply as JSON {"answer": "yes|no"}.\nText: A sentence with {braces} and {}.\n'

@@ -11,6 +11,7 @@ from conftest_checkpoints import LRB_FILES, make_checkpoint, predictions_of, rew
 from kit.results import keys
 from kit.results.checkpoint import (LEGACY_LANGUAGE_NOTICE, MISSING, CheckpointState, read_checkpoint,
                                     validate_checkpoint, verify_files)
+from kit.results.identity import Expected
 from kit.results.metrics import compute_metrics
 
 Y, N, U = keys.YES, keys.NO, keys.UNPARSED
@@ -50,7 +51,7 @@ def test_archived_lrb_files_are_complete_with_the_legacy_notice(path):
 @pytest.mark.parametrize("path", LRB_FILES, ids=lambda p: p.name)
 def test_archived_lrb_files_match_their_run_and_own_item_ids(path):
     model_id = json.loads(path.read_text(encoding="utf-8"))[keys.METADATA][keys.MODEL_ID]
-    state = validate_checkpoint(path, run=model_id, language="fr", item_ids=ids_of(path))
+    state = validate_checkpoint(path, run=model_id, language="fr", expect=Expected(item_ids=ids_of(path)))
     assert state.complete, state.reasons
     assert validate_checkpoint(path, run="someone/else").state == keys.INVALID
 
@@ -67,7 +68,7 @@ def test_legacy_file_with_a_flipped_prediction_is_invalid(tmp_path):
 
 
 def test_a_correct_checkpoint_is_complete_without_notices(good):
-    state = validate_checkpoint(good, run=RUN, language="fr", item_ids=ids_of(good))
+    state = validate_checkpoint(good, run=RUN, language="fr", expect=Expected(item_ids=ids_of(good)))
     assert state == CheckpointState(keys.COMPLETE, [], [], state.data)
     assert state.data[keys.METADATA][keys.RUN] == RUN
 
@@ -190,24 +191,24 @@ def test_duplicate_item_id(good):
 
 def test_item_ids_missing_one_of_the_benchmarks(good):
     benchmark = ids_of(good) + ["item-999"]
-    assert_invalid(validate_checkpoint(good, item_ids=benchmark), "1 missing, 0 not in the benchmark", "'item-999'")
+    assert_invalid(validate_checkpoint(good, expect=Expected(item_ids=benchmark)), "1 missing, 0 not in the benchmark", "'item-999'")
 
 
 def test_item_ids_not_in_the_benchmark(good):
     benchmark = ids_of(good)[1:]
-    assert_invalid(validate_checkpoint(good, item_ids=benchmark), "0 missing, 1 not in the benchmark", "'item-000'")
+    assert_invalid(validate_checkpoint(good, expect=Expected(item_ids=benchmark)), "0 missing, 1 not in the benchmark", "'item-000'")
 
 
 def test_item_ids_in_another_order(good):
     benchmark = ids_of(good)
     benchmark[2], benchmark[3] = benchmark[3], benchmark[2]
-    assert_invalid(validate_checkpoint(good, item_ids=benchmark), "different order (first at position 2)")
+    assert_invalid(validate_checkpoint(good, expect=Expected(item_ids=benchmark)), "different order (first at position 2)")
 
 
 def test_item_ids_same_set_but_a_duplicate(good):
     rewrite(good, lambda d: d[keys.PREDICTIONS].append(dict(d[keys.PREDICTIONS][0])))
     rewrite(good, lambda d: d.update({keys.METRICS: compute_metrics(d[keys.PREDICTIONS])}))
-    state = validate_checkpoint(good, item_ids=ids_of(good)[:-1])
+    state = validate_checkpoint(good, expect=Expected(item_ids=ids_of(good)[:-1]))
     assert_invalid(state, "'item-000' is duplicated", f"{len(PAIRS) + 1} items, the benchmark has {len(PAIRS)}")
 
 
@@ -255,7 +256,7 @@ def test_run_other_than_expected(good):
 
 def test_no_run_and_no_model_id(good):
     rewrite(good, lambda d: [d[keys.METADATA].pop(k) for k in (keys.RUN, keys.MODEL_ID)])
-    assert_invalid(validate_checkpoint(good), "metadata.run (or metadata.model_id) is missing")
+    assert_invalid(validate_checkpoint(good), "metadata.run (or lrb's metadata.run_id or metadata.model_id) is missing")
 
 
 def test_every_reason_is_reported_at_once(good):

@@ -77,6 +77,7 @@ BAD = {
     "reproduce": ["missing.json"],
     "check": ["results", "--roster", "missing.toml"],
     "cancel": ["--site", "nancy", "--sites-file", "missing.toml"],
+    "export": ["lrb", "missing-results", "-o", "out"],
     "images build": ["no-such-image"],
     "images convert": ["no-such-image"],
     "images save": ["no-such-image"],

@@ -85,7 +85,9 @@ def test_variant_runs_are_distinct(tmp_path):
 
 @pytest.mark.parametrize("body,pieces", [
     ('[site.x]\nscheduler = "pbs"\n', ["site.x.scheduler", "'pbs'"]),
-    ('[site.x]\nscheduler = "slurm"\nwalltime = "90 minutes"\n', ["walltime", "H:MM", ":3:"]),
+    ('[site.x]\nscheduler = "slurm"\nwalltime = "90 minutes"\n', ["walltime", "Slurm's M, M:S", "'90m'", ":3:"]),
+    ('[site.x]\nscheduler = "local"\nwalltime = "0:30"\n', ["walltime", "H:M:S or D-H:M:S", ":3:"]),
+    ('[site.x]\nscheduler = "oar"\nwalltime = "1-00:00"\n', ["walltime", "OAR's H, H:M or H:M:S", ":3:"]),
     ('[site.x]\nscheduler = "slurm"\nfoo = 1\n', ["site.x.foo", "remove it"]),
     ('[site.X]\nscheduler = "slurm"\n', ["'X'", "lower-case"]),
     ('[site.x]\nscheduler = "oar"\nforward_env = ["hf token"]\n', ["forward_env", "environment variable"]),

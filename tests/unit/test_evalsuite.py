@@ -22,6 +22,7 @@ from kit.errors import ConfigError
 from kit.plan import select_pairs
 from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
+from kit.results.identity import Expected
 from kit.results.report import write_report
 from kit.results.store import checkpoint_path, write_checkpoint
 from kit.results.suite_metrics import suite_metrics
@@ -179,7 +180,7 @@ def answers(right: int) -> list[str]:
 def test_suite_checkpoint_is_complete_and_metrics_are_means(tmp_path, suite_dir):
     suite = load_benchmark(suite_dir)
     path = suite_checkpoint(tmp_path / "results", "org/a", suite, answers(3))
-    st = validate_checkpoint(path, run="org/a", language=TASK, item_ids=suite.item_ids(TASK))
+    st = validate_checkpoint(path, run="org/a", language=TASK, expect=Expected(item_ids=suite.item_ids(TASK)))
     assert st.complete, st.reasons
     assert st.data[keys.METRICS]["em"] == 3 / 12 and st.data[keys.METRICS][keys.N_ITEMS] == 12
 
@@ -202,7 +203,7 @@ def test_tampered_suite_checkpoint_is_invalid(tmp_path, suite_dir, change, reaso
     suite = load_benchmark(suite_dir)
     path = suite_checkpoint(tmp_path / "results", "org/a", suite, answers(5))
     tamper(path, change)
-    st = validate_checkpoint(path, language=TASK, item_ids=suite.item_ids(TASK))
+    st = validate_checkpoint(path, language=TASK, expect=Expected(item_ids=suite.item_ids(TASK)))
     assert not st.complete and any(reason in r for r in st.reasons), st.reasons
 
 

@@ -96,15 +96,25 @@ def test_no_predictions_gives_zeros():
 
 
 @pytest.mark.parametrize(
-    ("expected", "predicted"), [("maybe", Y), (Y, "Yes"), (N, None), (None, N)]
+    ("expected", "predicted"), [("maybe", Y), (Y, "Yes"), (N, "null"), (None, N), (N, "(missing)")]
 )
 def test_bad_label_is_a_one_line_checkpoint_error(expected, predicted):
     preds = predictions_of([(Y, Y)])
     preds[0].update({keys.EXPECTED: expected, keys.PREDICTED: predicted})
+    if predicted == "(missing)":
+        del preds[0][keys.PREDICTED]   # no key at all is not lrb's null
     with pytest.raises(CheckpointError) as err:
         compute_metrics(preds)
     assert "predictions[0]" in str(err.value) and "item-000" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_lrb_null_prediction_counts_as_unparsed():
+    as_null = predictions_of([(Y, Y), (N, U), (Y, U)])
+    for item in as_null[1:]:
+        item[keys.PREDICTED] = None
+    assert compute_metrics(as_null) == compute_metrics(predictions_of([(Y, Y), (N, U), (Y, U)]))
+    assert compute_metrics(as_null)[keys.CONFUSION][keys.UNPARSED] == 2
 
 
 def test_metrics_equal_names_a_nested_confusion_difference():

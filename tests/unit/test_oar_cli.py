@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest_checkpoints import current_checkpoint, rewrite
+
 from kit.config.kinds import load_benchmark
-from kit.results import keys
-from kit.results.metrics import compute_metrics
+from kit.config.roster import load_roster
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "sites.toml"
@@ -59,6 +60,16 @@ results = "results"
 job_types = ["exotic"]
 policy_checks = ["{check} -t"]
 
+[site.ci-sirius]
+scheduler = "oar"
+runtime = "host"
+root = "oar-sirius"
+results = "results"
+job_types = ["exotic"]
+night_jobs = false
+queue = "default"
+policy_checks = ["{check} -t"]
+
 [site.ci-over]
 scheduler = "oar"
 runtime = "host"
@@ -89,15 +100,10 @@ results = "/home/jdoe/kit/results"
     return tmp_path, env, fake, ssh_log, load_benchmark(bench)
 
 
-def write_checkpoint(results: Path, run: str, language: str, ids: list[str]) -> Path:
-    preds = [{keys.ITEM_ID: i, keys.EXPECTED: "yes", keys.PREDICTED: "yes", keys.RAW_OUTPUT: "yes",
-              keys.TRUNCATED: False, keys.PARSE_MODE: keys.PARSE_EXACT} for i in ids]
-    data = {keys.METADATA: {keys.MODEL_ID: run, keys.RUN: run, keys.LANGUAGE: language},
-            keys.METRICS: compute_metrics(preds), keys.PREDICTIONS: preds}
-    path = results / language / f"{run.replace('/', '__')}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, sort_keys=True, indent=2) + "\n")
-    return path
+def write_checkpoint(results: Path, run: str, language: str, bench) -> Path:
+    """The checkpoint a job would write today for this roster run (results/ sits beside roster.toml)."""
+    roster, _ = load_roster(results.parent / "roster.toml")
+    return current_checkpoint(results, next(r for r in roster.run if r.name == run), language, bench)
 
 
 # ---------------------------------------------------------------- dry runs, multi-site
@@ -141,7 +147,7 @@ def test_lyon_dry_run_prints_the_oarsub_line_a_grid5000_user_would_write(proj, l
     line = next(x for x in r.stdout.splitlines() if x.startswith("oarsub "))
     assert line.startswith("oarsub -n kit-lyon-transformers-5.17-")
     assert (" -t exotic -q default -p \"cluster='sirius' AND gpu_compute_capability_major>=7 AND gpu_mem>=23040\" "
-            "-l host=1/gpu=1,walltime=2:00 --array 3 -d /home/jdoe/kit/jobs "
+            "-l host=1/gpu=1,walltime=2:00 --checkpoint 60 --signal 15 --array 3 -d /home/jdoe/kit/jobs "
             "-O /home/jdoe/kit/logs/OAR.%jobid%.stdout -E /home/jdoe/kit/logs/OAR.%jobid%.stderr 'bash /home/jdoe/kit/jobs/kit-lyon-") in line
     assert "WOULD BE REFUSED" in r.stdout and "19:00" in r.stdout   # exotic, not night: the day window applies
     assert not ssh_log.exists()
@@ -184,6 +190,25 @@ def test_the_same_job_fits_with_a_shorter_walltime_or_as_a_night_job(proj):
     assert subs[1]["argv"][subs[1]["argv"].index("-t") + 1] == "night"
 
 
+def test_a_site_without_night_jobs_is_never_offered_or_given_one(proj):
+    root, env, fake, *_ = proj
+    r = kit("run", "--site", "ci-sirius", "--model", "org/model-a", "--walltime", "1:00", cwd=root,
+            env={**env, "KIT_NOW": TUESDAY_1830})
+    assert r.returncode == 1 and "--walltime 0:30" in r.stderr and "--job-type night" not in r.stderr, r.stderr
+    r = kit("run", "--site", "ci-sirius", "--model", "org/model-a", "--job-type", "night", cwd=root, env=env)
+    assert r.returncode == 2 and "takes no job type night" in r.stderr and not fake.calls()
+
+
+def test_job_types_given_together_become_one_t_each(proj):
+    root, env, fake, *_ = proj
+    r = kit("run", "--site", "ci", "--model", "org/model-a", "--job-type", "night besteffort", cwd=root, env=env)
+    assert r.returncode == 0, r.stderr
+    argv = fake.calls("oarsub")[0]["argv"]
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "-t"] == ["night", "besteffort"]
+    r = kit("run", "--site", "ci", "--model", "org/model-a", "--job-type", "night;rm", cwd=root, env=env)
+    assert r.returncode == 2 and "not an OAR job type" in r.stderr
+
+
 def test_a_failing_policy_check_blocks_the_submission_and_its_output_is_shown(proj):
     root, env, fake, *_ = proj
     r = kit("run", "--site", "ci-over", "--model", "org/model-a", cwd=root, env=env)
@@ -204,7 +229,7 @@ def test_run_submits_an_array_and_status_explains_every_pair_by_its_array_job(pr
     script = next((root / "oar" / "jobs").glob("*.sh")).read_text()
     assert "KIT_ARRAY_POS=$(( ${OAR_ARRAY_INDEX:-1} - 1 ))" in script
     # de -> shard 0 -> job 100 (done), en -> 101, fr -> 102; model-b was never submitted
-    write_checkpoint(root / "results", "org/model-a", "de", bench.item_ids("de"))
+    write_checkpoint(root / "results", "org/model-a", "de", bench)
     cases = {"101": ({"state": "Running"}, "running"),
              "102": ({"state": "Error", "events": [{"type": "WALLTIME", "description": "sarko"}]}, "timeout")}
     for job, (info, want) in [*cases.items(), ("101", ({"state": "Hold"}, "queued")),
@@ -236,7 +261,7 @@ def test_a_refused_submission_is_not_retried(proj):
 def test_a_rerun_plans_only_the_pairs_without_a_complete_checkpoint(proj):
     root, env, fake, _, bench = proj
     for lang in ("de", "fr"):
-        write_checkpoint(root / "results", "org/model-a", lang, bench.item_ids(lang))
+        write_checkpoint(root / "results", "org/model-a", lang, bench)
     r = kit("run", "--site", "ci", "--model", "org/model-a", "--array", "3", cwd=root, env=env)
     assert r.returncode == 0, r.stderr
     assert "3 pairs, 2 complete, 1 pending" in r.stdout
@@ -250,9 +275,9 @@ def test_a_rerun_plans_only_the_pairs_without_a_complete_checkpoint(proj):
 def test_pull_copies_only_new_files_and_reports_invalid_checkpoints(proj):
     root, env, _, _, bench = proj
     results = root / "results"
-    write_checkpoint(results, "org/model-a", "de", bench.item_ids("de"))
-    bad = write_checkpoint(results, "org/model-a", "en", bench.item_ids("en"))
-    bad.write_text(bad.read_text().replace('"predicted": "yes"', '"predicted": "no"', 1))
+    write_checkpoint(results, "org/model-a", "de", bench)
+    bad = write_checkpoint(results, "org/model-a", "en", bench)
+    rewrite(bad, lambda d: d["predictions"][0].update(predicted="unparsed"))   # metrics no longer recompute
     r = kit("pull", "--site", "ci", "--to", "here", "--json", cwd=root, env=env)
     assert r.returncode == 1, r.stderr
     data = json.loads(r.stdout)["data"]
@@ -293,4 +318,5 @@ def test_kit_cancel_oardels_only_the_live_array_jobs_that_own_pending_pairs(proj
     assert "oardel 100 101" in r.stdout and not fake.calls("oardel")
     r = kit("cancel", "--site", "ci", "--model", "org/model-a", cwd=root, env=env)
     assert r.returncode == 0, r.stderr
-    assert [c["argv"] for c in fake.calls("oardel")] == [["100", "101"]]
+    # the running job is asked to stop (SIGTERM: its worker ends the pair cleanly) before the rest is deleted
+    assert [c["argv"] for c in fake.calls("oardel")] == [["--signal", "SIGTERM", "100"], ["101"]]

@@ -41,7 +41,8 @@ def test_grid5000_defaults_give_the_command_a_user_would_type():
     argv = argv_for(site(), request())
     assert argv == ["oarsub", "-n", "kit-ci-x", "-t", "night",
                     "-p", "gpu_compute_capability_major>=7 AND gpu_mem>=23040",
-                    "-l", "host=1/gpu=1,walltime=1:00", "--array", "3", "-d", "/k/jobs",
+                    "-l", "host=1/gpu=1,walltime=1:00", "--checkpoint", "60", "--signal", "15", "--array", "3",
+                    "-d", "/k/jobs",
                     "-O", "/k/logs/OAR.%jobid%.stdout", "-E", "/k/logs/OAR.%jobid%.stderr", "bash /k/jobs/kit-ci.sh"]
 
 
@@ -65,6 +66,7 @@ def test_the_readable_command_line_means_the_same_argv_to_bash(argv, tmp_path):
 def test_one_job_has_no_array_option_and_no_gpu_means_a_core():
     argv = argv_for(site(job_types=[], gpu_filter=None), request(gpus=0, array_size=1, walltime_s=90))
     assert "--array" not in argv and "-t" not in argv and "-p" not in argv
+    assert "--checkpoint" not in argv   # under 10 minutes OAR's checkpoint check may not come round in time
     assert argv[argv.index("-l") + 1] == "host=1/core=1,walltime=0:01:30"
 
 
@@ -78,7 +80,7 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     folder.mkdir()
     script = folder / "job `x`.sh"
     script.write_text("#!/bin/bash\nprintf '%s\\n' \"$0\"\n")
-    s = site(gpu_filter=HOSTILE[2], queue=HOSTILE[5], job_types=[HOSTILE[0], HOSTILE[1]])
+    s = site(gpu_filter=HOSTILE[2], queue=HOSTILE[5])   # hostile job types never get this far (next test)
     req = request(name=HOSTILE[3], array_size=1)
     OarScheduler(s).submit(req, script, str(folder / "logs"), {"PATH": os.environ["PATH"]})
     got = fake_oar.calls("oarsub")[0]["argv"]
@@ -88,6 +90,16 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     assert out.stdout.strip() == str(script)
     assert not list(tmp_path.rglob("PWNED*"))
     assert (folder / "logs").is_dir()
+
+
+def test_job_types_are_oar_type_names_one_per_entry():
+    assert site(job_types=["night exotic", "besteffort,night"]).job_types == ("night", "exotic", "besteffort")
+    for hostile in HOSTILE[:2]:
+        with pytest.raises(ValueError, match="is not an OAR job type"):
+            site(job_types=[hostile])
+    with pytest.raises(ValueError, match="night_jobs = false"):
+        site(job_types=["night"], night_jobs=False)
+    assert site(night_jobs=False, job_types=["exotic"]).job_types == ("exotic",)
 
 
 def test_oarsub_runs_in_a_clean_allow_listed_environment(fake_oar, monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit.launch.schedulers.base import COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN
+from kit.launch.schedulers.base import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN
 from kit.launch.schedulers.oar import OAR_STATES, exit_status, is_finished, job_status, parse_job_ids, parse_oarstat
 
 # every name of the jobs.state ENUM of OAR 2.5 (mysql_structure.sql), with what kit makes of it
@@ -42,6 +42,22 @@ def test_terminated_with_a_non_zero_exit_is_failed_with_the_real_code():
     st = job_status("8", {"state": "Terminated", "exit_code": 768, "events": []})
     assert (st.state, st.exit_code) == (FAILED, 3)
     assert "exited 3" in st.reason
+
+
+def test_a_worker_stopped_by_the_checkpoint_signal_before_the_walltime_is_timeout():
+    # events of a real job submitted with --checkpoint 40 --signal 15 (OAR 2.5.9, scripts/dev/oar.sh)
+    events = [{"type": "CHECKPOINT", "description": "User oar (sarko) requested a checkpoint on the job 104"},
+              {"type": "CHECKPOINT_SUCCESSFULL", "description": "[sarko] The job 104 was notified to checkpoint itself"},
+              {"type": "SWITCH_INTO_TERMINATE_STATE", "description": "[bipbip 104] Ask to change the job state"}]
+    st = job_status("104", {"state": "Terminated", "exit_code": 143 << 8, "events": events})
+    assert (st.state, st.exit_code) == (TIMEOUT, 143) and "before the walltime" in st.reason
+
+
+def test_a_worker_stopped_by_oardel_signal_sigterm_is_cancelled():
+    events = [{"type": "SIGNAL_SIGTERM", "description": "User kit requested the signal SIGTERM on the job 105"},
+              {"type": "SIG_SUCCESS", "description": "The job 105 was notified to signal itself with SIGTERM"}]
+    st = job_status("105", {"state": "Terminated", "exit_code": 143 << 8, "events": events})
+    assert (st.state, st.exit_code) == (CANCELLED, 143) and "SIGTERM" in st.reason
 
 
 def test_error_after_the_walltime_is_timeout_even_though_sarko_also_frags_it():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kit.errors import CheckpointError, ConfigError, MissingExtraError
-from kit.results import lrb_report, report
+from kit.results import keys, lrb_report, report
 from kit.results.metrics import compute_metrics
 from kit.results.records import ReportFiles, check_comparable
 from kit.results.store import checkpoint_path, write_checkpoint
@@ -92,7 +92,7 @@ def _outputs(paths: ReportFiles) -> dict[str, bytes]:
 
 def test_report_two_runs_three_languages(results: Path, tmp_path: Path) -> None:
     paths = report.write_report(results, tmp_path / "out")
-    assert (paths.pairs, paths.invalid) == (6, 0)
+    assert (paths.pairs, len(paths.invalid)) == (6, 0)
 
     board = _rows(paths.files["leaderboard"])
     assert list(board[0]) == list(lrb_report.LEADERBOARD_COLUMNS)
@@ -127,7 +127,7 @@ def test_report_two_runs_three_languages(results: Path, tmp_path: Path) -> None:
 
     summary = paths.files["summary"].read_text(encoding="utf-8")
     assert RUN_A in summary and RUN_B in summary
-    assert "2 runs, 3 languages, 6 pairs counted; 0 invalid files" in summary
+    assert "2 runs, 3 languages, 6 pairs counted; 0 files not counted" in summary
     assert DIGEST["prompt"] in summary and DIGEST["manifest"] in summary
 
 
@@ -154,11 +154,11 @@ def test_invalid_file_is_listed_and_not_counted(results: Path, tmp_path: Path) -
     broken = make_checkpoint(results, "org/model-c", "fr", cells=(5, 0, 5, 0, 0))
     broken.write_bytes(broken.read_bytes()[:200])  # truncated JSON
     paths = report.write_report(results, tmp_path / "out")
-    assert (paths.pairs, paths.invalid) == (6, 1)
+    assert (paths.pairs, len(paths.invalid)) == (6, 1)
     assert [row["run"] for row in _rows(paths.files["leaderboard"])] == [RUN_A, RUN_B]
     assert len(_rows(paths.files["aggregates"])) == 6
     summary = paths.files["summary"].read_text(encoding="utf-8")
-    assert "## Invalid files (1, not counted)" in summary
+    assert "## Files not counted (1: invalid or stale)" in summary
     assert "`fr/org__model-c.json` (invalid): not valid JSON" in summary
 
 
@@ -255,3 +255,14 @@ def test_numbers_are_stable_text() -> None:
     assert rate(2 / 3) == "0.6667"
     assert rate(0.85) == "0.85"
     assert seconds(507.4949) == "507.49"
+
+
+def test_an_lrb_scoring_file_counts_as_a_score_run(tmp_path):
+    from kit.results.records import CheckpointRecord
+
+    def record(**metadata):
+        return CheckpointRecord(tmp_path / "en" / "x.json", "en", keys.COMPLETE, data={keys.METADATA: metadata})
+
+    assert record(inference="scoring").task == keys.TASK_SCORE
+    assert record(inference="generation").task == keys.TASK_GENERATE
+    assert record(task="score").task == keys.TASK_SCORE

@@ -9,11 +9,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_lyon_dry_run_without_built_images(tmp_path, lrb_dir):
+def test_lyon_dry_run_without_built_images(tmp_path, lrb_bench):
     r = subprocess.run(
         [sys.executable, "-m", "kit", "run", "--site", "lyon", "--model", "LiquidAI/LFM2.5-2.6B", "--dry-run",
          "--sites-file", str(REPO / "examples/sites.toml"), "--roster", str(REPO / "examples/roster.toml"),
-         "--benchmark", str(lrb_dir / "data"), "--languages", "en,fr,ja", "--array", "3"],
+         "--benchmark", str(lrb_bench), "--languages", "en,fr,ja", "--array", "3"],
         capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "KIT_NOW": "2026-12-05T10:00"})
     assert r.returncode == 0, r.stderr
     out = r.stdout

@@ -32,9 +32,9 @@ ROSTER = f'''benchmark = "data"
 [[run]]
 model = "org/big-model"
 revision = "{REV}"
-backend = "transformers-5.17"
+backend = "vllm"
 params = "70B"
-options = {{ attention_heads = 64 }}
+options = {{ attention_heads = 64, kv_heads = 8 }}
 '''
 CLUSTER = '''[site.cluster]
 scheduler = "slurm"
@@ -45,9 +45,10 @@ account = "proj123"
 qos = "normal"
 gres = "gpu:a100:{{gpus}}"
 gpus_per_node = 4
+gpu_memory_gib = 80
 cpus_per_task = 8
 mem_gb = 64
-walltime = "2:00"
+walltime = "2:00:00"
 root = "/lustre/me/kit"
 results = "/lustre/me/kit/results"
 images = "/lustre/me/kit-images"
@@ -55,14 +56,14 @@ weights = "/lustre/me/hf-hub"
 scratch = "/tmp"
 hf_token_file = "/home/me/.config/kit/hf_token"
 python = "/opt/kit/.venv/bin/python"
-docker_image = "kit/transformers-5.17:cpu"
+docker_image = "kit/vllm:cpu"
 '''
-LOCK = {"kit_images_lock_version": 1, "images": {"transformers-5.17": {
-    "backend": "transformers-5.17", "tag": "kit/transformers-5.17:abc", "image_id": "sha256:" + "a" * 64,
+LOCK = {"kit_images_lock_version": 1, "images": {"vllm": {
+    "backend": "vllm", "tag": "kit/vllm:abc", "image_id": "sha256:" + "a" * 64,
     "dockerfile_sha256": "b" * 64, "lock_sha256": "c" * 64, "base": "kit/base:bookworm", "kit_version": "0.1.0",
     "built_at": "2026-11-29T00:00:00Z",
-    "artifacts": {"sif": {"file": "kit-transformers-5.17-aaaaaaaaaaaa.sif", "sha256": "d" * 64},
-                  "sqsh": {"file": "kit-transformers-5.17-aaaaaaaaaaaa.sqsh", "sha256": "e" * 64}}}}}
+    "artifacts": {"sif": {"file": "kit-vllm-aaaaaaaaaaaa.sif", "sha256": "d" * 64},
+                  "sqsh": {"file": "kit-vllm-aaaaaaaaaaaa.sqsh", "sha256": "e" * 64}}}}}
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_pyxis_script_reads_the_squashfs_as_a_file(sweep):
     text = cluster_script(sweep, "pyxis")
     line = next(x for x in text.splitlines() if x.startswith("exec srun "))
     argv = shlex.split(line[len("exec "):].replace('"$KIT_SHARD_INDEX/2"', "0/2"))
-    assert "--container-image=/lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh" in argv
+    assert "--container-image=/lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh" in argv
     assert "--no-container-mount-home" in argv and "--container-workdir=/lustre/me/kit" in argv
     mounts = next(a for a in argv if a.startswith("--container-mounts=")).split("=", 1)[1].split(",")
     assert "/lustre/me/hf-hub:/lustre/me/hf-hub" in mounts and "/tmp:/tmp" in mounts
@@ -193,7 +194,7 @@ def test_hostile_model_ids_and_languages_are_refused_with_exit_2(sweep, tmp_path
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "model" in r.stderr, (bad, r.stderr)
     r = subprocess.run([sys.executable, "-m", "kit", "plan", "--roster", str(sweep / "roster.toml"),
                         "--languages", "en,$(touch PWNED)"], capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode == 2 and "$(touch PWNED)" in r.stderr
+    assert r.returncode == 2 and "$(touch pwned)" in r.stderr   # named as read: lower-cased, as lrb reads languages
     assert not list(tmp_path.rglob("PWNED*"))
 
 

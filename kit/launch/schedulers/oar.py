@@ -6,6 +6,10 @@ it (no `#OAR` directives hidden in the script, whose quoting OAR parses with its
 rules), and bash runs the script whatever the user's login shell or the file's mode.
 OAR does not pass the submitter's environment to the job: the script exports every
 value the job needs, including the site's forward_env values (secrets refused).
+OAR kills at the walltime and on a plain oardel with SIGKILL: a job of 10 minutes or more asks
+for SIGTERM a minute before its walltime (`--checkpoint 60 --signal 15`), and `kit cancel` sends
+running jobs SIGTERM (`oardel --signal SIGTERM`) before it deletes them, so the worker stops
+cleanly (kit.worker.signals).
 
 Settings (sites.toml); OAR sites get the Grid'5000 defaults runtime "apptainer",
 job_types ["night"] and gpu_filter "gpu_compute_capability_major>=7 AND gpu_mem>=23040"::
@@ -26,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,8 +38,8 @@ from kit.config.sites import Site
 from kit.errors import SubmitError
 from kit.launch.jobscript import JobScript, allow_listed_env
 from kit.launch.request import JobRequest
-from kit.launch.schedulers.base import (COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN, JobStatus, Scheduler,
-                                        Submission, register_scheduler)
+from kit.launch.schedulers.base import (CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN, JobStatus,
+                                        Scheduler, Submission, register_scheduler)
 
 # OAR job state -> kit's normalized state. The names are the `jobs.state` ENUM of OAR 2.5:
 # oar-team/oar sources/core/database/mysql_structure.sql and pg_structure.sql (installed by
@@ -57,6 +62,18 @@ OAR_STATES: dict[str, str] = {
 # FRAG_JOB_REQUEST by oardel (OAR::IO::frag_job, sources/core/common-libs/lib/OAR/IO.pm).
 WALLTIME_EVENT = "WALLTIME"
 DELETE_EVENT = "FRAG_JOB_REQUEST"
+# Events of a job that was sent a signal (seen on OAR 2.5.9 here): CHECKPOINT when sarko sends the
+# --checkpoint signal before the walltime, SIGNAL_SIGTERM after `oardel --signal SIGTERM`.
+CHECKPOINT_EVENT = "CHECKPOINT"
+SIGTERM_EVENT = "SIGNAL_SIGTERM"
+
+# OAR kills a job at its walltime and on a plain oardel with SIGKILL, no warning. Jobs of at least
+# CHECKPOINT_MIN_WALLTIME_S ask for SIGTERM STOP_BEFORE_WALLTIME_S before the walltime (--checkpoint
+# --signal 15) so the worker can stop cleanly; `kit cancel` sends SIGTERM to running jobs and waits
+# up to STOP_GRACE_S (Slurm's default KillWait) before it deletes them.
+STOP_BEFORE_WALLTIME_S = 60
+CHECKPOINT_MIN_WALLTIME_S = 600
+STOP_GRACE_S = 30
 _JOB_ID = re.compile(r"^OAR_JOB_ID=(\d+)\s*$", re.MULTILINE)
 
 
@@ -87,6 +104,10 @@ def job_status(job_id: str, info: dict) -> JobStatus:
     if state == "Terminated":
         if code in (None, 0):
             return JobStatus(job_id, COMPLETED, code)
+        if CHECKPOINT_EVENT in types:
+            return JobStatus(job_id, TIMEOUT, code, f"OAR Terminated: stopped by SIGTERM before the walltime, exited {code}")
+        if SIGTERM_EVENT in types:
+            return JobStatus(job_id, CANCELLED, code, f"OAR Terminated: stopped by oardel --signal SIGTERM, exited {code}")
         return JobStatus(job_id, FAILED, code, f"OAR Terminated, exited {code}")
     if state in ("Error", "toError"):
         if WALLTIME_EVENT in types:
@@ -142,7 +163,8 @@ class OarScheduler(Scheduler):
         return f"host=1/{unit},walltime={oar_walltime(request.walltime_s)}"
 
     def options(self, request: JobRequest, script: Path, log_dir: str) -> list[str]:
-        """oarsub's options: name, types, queue, project, property filter, resources, array, files."""
+        """oarsub's options: name, types, queue, project, property filter, resources, SIGTERM before the
+        walltime, array, files."""
         opts = ["-n", request.name]
         for job_type in self.site.job_types:
             opts += ["-t", job_type]
@@ -153,6 +175,8 @@ class OarScheduler(Scheduler):
         if self.site.gpu_filter:
             opts += ["-p", self.site.gpu_filter]
         opts += ["-l", self.resources(request)]
+        if request.walltime_s >= CHECKPOINT_MIN_WALLTIME_S:
+            opts += ["--checkpoint", str(STOP_BEFORE_WALLTIME_S), "--signal", "15"]
         if request.array_size > 1:
             opts += ["--array", str(request.array_size)]
         return opts + ["-d", str(Path(script).parent), "-O", f"{log_dir}/OAR.%jobid%.stdout",
@@ -198,25 +222,46 @@ class OarScheduler(Scheduler):
         out: dict[str, JobStatus] = {}
         for i in range(0, len(job_ids), 100):
             chunk = [str(j) for j in job_ids[i:i + 100]]
-            res = self.frontend.run(["oarstat", "-f", "-J", *[a for j in chunk for a in ("-j", j)]], env=self._env())
-            try:
-                records = parse_oarstat(res.stdout) if res.returncode == 0 else {}
-                why = "" if res.returncode == 0 else f"oarstat exited {res.returncode}: {res.stderr.strip()[-200:]}"
-            except ValueError as exc:
-                records, why = {}, f"oarstat printed something that is not JSON ({exc})"
+            records, why = self._records(chunk)
             for j in chunk:
                 out[j] = (job_status(j, records[j]) if j in records else
                           JobStatus(j, UNKNOWN, reason=why or "oarstat does not know this job (purged, or another OAR)"))
         return out
 
+    def _records(self, job_ids: list[str]) -> tuple[dict[str, dict], str]:
+        """oarstat's record of each job it knows, and why there are none when it failed."""
+        res = self.frontend.run(["oarstat", "-f", "-J", *[a for j in job_ids for a in ("-j", j)]], env=self._env())
+        if res.returncode != 0:
+            return {}, f"oarstat exited {res.returncode}: {res.stderr.strip()[-200:]}"
+        try:
+            return parse_oarstat(res.stdout), ""
+        except ValueError as exc:
+            return {}, f"oarstat printed something that is not JSON ({exc})"
+
     def _env(self) -> dict[str, str]:
         return allow_listed_env(os.environ, self.site.forward_env)
 
     def cancel_argv(self, job_ids: list[str]) -> list[str]:
-        """oardel ID ... (array jobs are deleted one by one, by their own ids)."""
+        """oardel ID ... (array jobs are deleted one by one, by their own ids); `cancel` sends the
+        running ones SIGTERM first."""
         return ["oardel", *map(str, job_ids)]
 
     def cancel(self, job_ids: list[str]) -> None:
-        """oardel the jobs."""
-        if job_ids:
-            self.frontend.run(self.cancel_argv(job_ids), env=self._env(), check=True)
+        """Send SIGTERM to the running jobs (oardel --signal: the worker stops its pair cleanly and exits
+        143), wait up to STOP_GRACE_S for them to end, then oardel every job not known to be finished."""
+        if not job_ids:
+            return
+        # only a Running job has a worker to signal (OAR refuses it for a Launching one)
+        records = {}
+        for i in range(0, len(job_ids), 100):
+            records.update(self._records([str(j) for j in job_ids[i:i + 100]])[0])
+        running = [str(j) for j in job_ids if records.get(str(j), {}).get("state") == "Running"]
+        if running:
+            # best effort: a job that ends meanwhile refuses the signal; the oardel below covers the rest
+            self.frontend.run(["oardel", "--signal", "SIGTERM", *running], env=self._env())
+            end = time.monotonic() + STOP_GRACE_S
+            while time.monotonic() < end and any(st.state == RUNNING for st in self.poll(running).values()):
+                time.sleep(1)
+        live = [j for j, st in self.poll(job_ids).items() if st.state in (PENDING, RUNNING, UNKNOWN)]
+        if live:
+            self.frontend.run(self.cancel_argv(live), env=self._env(), check=True)

@@ -8,10 +8,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.results import keys
 from kit.results.records import CheckpointRecord, ReportFiles
+
+if TYPE_CHECKING:
+    from kit.config.dataset import Dataset
+    from kit.config.roster import Run
 
 
 class ResultKind(ABC):
@@ -45,6 +49,11 @@ class ResultKind(ABC):
     @abstractmethod
     def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
         """Write the kind's report of these records (complete ones counted, invalid ones listed)."""
+
+    @abstractmethod
+    def pair_identity(self, run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:
+        """The data-side identity a current checkpoint of (run, language) records (metadata key ->
+        value now): the data file's and prompt's digests, the decoding, the kind's own settings."""
 
     def compared_metrics(self, recorded: Mapping[str, Any]) -> list[str]:
         """The metric names a reproduce verdict shows deltas for (all but the item count by default)."""

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.results import keys
 from kit.results.kinds.base import ResultKind
 from kit.results.records import CheckpointRecord, ReportFiles
 from kit.results.suite_metrics import prediction_faults, suite_metrics, suite_metrics_differ
 from kit.results.suite_report import write_suite_report
+
+if TYPE_CHECKING:
+    from kit.config.dataset import Dataset
+    from kit.config.roster import Run
 
 
 class LightevalKind(ResultKind):
@@ -39,6 +43,20 @@ class LightevalKind(ResultKind):
     def bounded_delta(self, deltas: Mapping[str, float]) -> float:
         """The delta of largest magnitude among the task metrics."""
         return max(deltas.values(), key=abs, default=0.0)
+
+    def pair_identity(self, run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:
+        """The task's pinned data digest, the custom tasks' digest, the suite's sampling settings and
+        LightEval task string."""
+        from kit.config.evalsuite import EvalSuite
+
+        if not isinstance(dataset, EvalSuite):
+            raise TypeError(f"a LightEval identity needs an EvalSuite, not a {type(dataset).__name__}")
+        gen = dataset.spec.generation
+        return {keys.BENCHMARK_SHA256: dataset.pinned_sha256(language),
+                keys.PROMPT_SHA256: dataset.prompt_for(run).sha256,
+                keys.DECODING: "greedy" if gen.temperature == 0 else "sampling",
+                "suite": dataset.name, "lighteval_task": dataset.task(language).lighteval,
+                "temperature": gen.temperature, "top_p": gen.top_p}
 
     def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
         """lighteval_scores.csv and summary.md."""

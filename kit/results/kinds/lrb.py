@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.results import keys
 from kit.results.kinds.base import ResultKind
 from kit.results.lrb_report import write_lrb_report
-from kit.results.metrics import PREDICTED_LABELS, compute_metrics, metrics_equal
+from kit.results.metrics import compute_metrics, has_verdict, metrics_equal
 from kit.results.records import CheckpointRecord, ReportFiles, item_faults
+
+if TYPE_CHECKING:
+    from kit.config.dataset import Dataset
+    from kit.config.roster import Run
 
 
 class LrbKind(ResultKind):
@@ -25,10 +29,10 @@ class LrbKind(ResultKind):
 
     def prediction_faults(self, predictions: Sequence[Any]) -> dict[str, list[int]]:
         """Items that are not objects, or lack a string item id, a yes/no expected label or a
-        yes/no/unparsed prediction."""
+        yes/no/unparsed prediction (null is lrb's unparsed)."""
         return item_faults(predictions, lambda item: [
             *([f"{keys.EXPECTED} is not yes/no"] if item.get(keys.EXPECTED) not in keys.LABELS else []),
-            *([f"{keys.PREDICTED} is not yes/no/unparsed"] if item.get(keys.PREDICTED) not in PREDICTED_LABELS else [])])
+            *([f"{keys.PREDICTED} is not yes/no/unparsed/null"] if not has_verdict(item) else [])])
 
     def metrics(self, predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """lrb's metrics and confusion cells (kit.results.metrics)."""
@@ -45,6 +49,12 @@ class LrbKind(ResultKind):
     def bounded_delta(self, deltas: Mapping[str, float]) -> float:
         """The F1 delta."""
         return deltas.get(keys.F1, 0.0)
+
+    def pair_identity(self, run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:
+        """The language file's pinned digest, the run's prompt digest, greedy or score decoding."""
+        return {keys.BENCHMARK_SHA256: dataset.pinned_sha256(language),
+                keys.PROMPT_SHA256: dataset.prompt_for(run).sha256,
+                keys.DECODING: "greedy" if run.task == keys.TASK_GENERATE else "score"}
 
     def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
         """leaderboard.csv, aggregates.csv, by_language.csv, summary.md, heatmap_f1.png."""

@@ -8,7 +8,7 @@ engines see the same tokens. Sampling is pinned to greedy: temperature 0, top_p 
 repetition_penalty 1. A batch with a prompt whose tokens plus max_new_tokens exceed
 max_model_len is refused before anything runs. An answer is truncated when vLLM's
 finish_reason is "length". The tensor-parallel size is the launcher's GPU count (env KIT_GPUS,
-from kit.plan.gpu_count; 1 when unset or 0).
+from kit.sizing; 1 when unset or 0).
 
 Settings:
 - `task` (default generate): generate only

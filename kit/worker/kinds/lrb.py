@@ -40,7 +40,8 @@ class LrbRunner(PairRunner):
         benchmark = pair.dataset
         if not isinstance(benchmark, Benchmark):
             raise TypeError(f"the lrb runner was given a {type(benchmark).__name__}, not an lrb Benchmark")
-        texts = [benchmark.format_prompt(run.task, item.sentence) for item in items]
+        prompt = benchmark.prompt_for(run)
+        texts = [benchmark.format_prompt(prompt, item.sentence) for item in items]
         item_ids = [item.item_id for item in items]
         expected = [item.label for item in items]
         batch_seconds: list[float] = []

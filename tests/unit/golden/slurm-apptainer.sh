@@ -1,5 +1,5 @@
 #!/bin/bash
-#SBATCH --job-name=kit-cluster-transformers-5.17-0fc93b87b7d4
+#SBATCH --job-name=kit-cluster-vllm-0fc93b87b7d4
 #SBATCH --partition=gpu
 #SBATCH --account=proj123
 #SBATCH --qos=normal
@@ -12,7 +12,7 @@
 #SBATCH --array=0-1
 #SBATCH --output=/lustre/me/kit/logs/%x-%A_%a.out
 #SBATCH --export=PATH,HOME,USER,LANG,TZ
-# kit job kit-cluster-transformers-5.17-0fc93b87b7d4
+# kit job kit-cluster-vllm-0fc93b87b7d4
 set -euo pipefail
 
 export HF_DATASETS_OFFLINE=1
@@ -77,10 +77,10 @@ export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
 [ -z "${TOKENIZERS_PARALLELISM+set}" ] || export APPTAINERENV_TOKENIZERS_PARALLELISM="${TOKENIZERS_PARALLELISM}"
 [ -z "${HF_TOKEN_PATH+set}" ] || export APPTAINERENV_HF_TOKEN_PATH="${HF_TOKEN_PATH}"
 [ -z "${CUDA_VISIBLE_DEVICES+set}" ] || export APPTAINERENV_CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES}"
-test -r /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif || { echo 'kit: image not readable: /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif' >&2; exit 2; }
+test -r /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif || { echo 'kit: image not readable: /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif' >&2; exit 2; }
 if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
-  KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif | cut -d' ' -f1)
+  KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif | cut -d' ' -f1)
   [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the recorded $KIT_IMAGE_SHA256; convert and ship the image again (kit images convert)" >&2; exit 2; }
 fi
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
-exec srun apptainer exec --nv --containall --cleanenv --no-home --bind /lustre/me/kit/results,/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c,/lustre/me/kit,/tmp,/lustre/me/kit/inputs,/lustre/me/hf-hub,/home/me/.config/kit/hf_token --pwd /lustre/me/kit /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sif kit shard --roster /lustre/me/kit/inputs/roster-094454a77bf886de.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"
+exec srun apptainer exec --nv --containall --cleanenv --no-home --bind /lustre/me/kit/results,/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c,/lustre/me/kit,/tmp,/lustre/me/kit/inputs,/lustre/me/hf-hub,/home/me/.config/kit/hf_token --pwd /lustre/me/kit /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"

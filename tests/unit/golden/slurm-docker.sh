@@ -1,5 +1,5 @@
 #!/bin/bash
-#SBATCH --job-name=kit-cluster-transformers-5.17-0fc93b87b7d4
+#SBATCH --job-name=kit-cluster-vllm-0fc93b87b7d4
 #SBATCH --partition=gpu
 #SBATCH --account=proj123
 #SBATCH --qos=normal
@@ -12,7 +12,7 @@
 #SBATCH --array=0-1
 #SBATCH --output=/lustre/me/kit/logs/%x-%A_%a.out
 #SBATCH --export=PATH,HOME,USER,LANG,TZ
-# kit job kit-cluster-transformers-5.17-0fc93b87b7d4
+# kit job kit-cluster-vllm-0fc93b87b7d4
 set -euo pipefail
 
 export HF_DATASETS_OFFLINE=1
@@ -55,8 +55,8 @@ export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
 KIT_UID=$(id -u)
 KIT_GID=$(id -g)
 if [ -n "${KIT_IMAGE_DIGEST:-}" ]; then
-  KIT_SEEN_ID=$(docker image inspect --format '{{.Id}}' kit/transformers-5.17:cpu)
+  KIT_SEEN_ID=$(docker image inspect --format '{{.Id}}' kit/vllm:cpu)
   [ "$KIT_SEEN_ID" = "$KIT_IMAGE_DIGEST" ] || { echo "kit: image id $KIT_SEEN_ID is not the recorded $KIT_IMAGE_DIGEST; load or build that image (make image-BACKEND)" >&2; exit 2; }
 fi
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
-exec docker run --rm --init --user "${KIT_UID}:${KIT_GID}" -e HOME=/tmp --gpus all -e KIT_SITE -e KIT_SCHEDULER -e KIT_RUNTIME -e KIT_JOB_ID -e KIT_ARRAY_INDEX -e KIT_SHARD_INDEX -e KIT_GPUS -e KIT_IMAGE_DIGEST -e KIT_IMAGE_ARTIFACT -e KIT_IMAGE_SHA256 -e KIT_LOCK_SHA256 -e HF_HUB_OFFLINE -e TRANSFORMERS_OFFLINE -e HF_DATASETS_OFFLINE -e HF_HUB_CACHE -e HF_HOME -e TRITON_CACHE_DIR -e VLLM_CACHE_ROOT -e TORCHINDUCTOR_CACHE_DIR -e HF_HUB_DISABLE_PROGRESS_BARS -e TRANSFORMERS_VERBOSITY -e TOKENIZERS_PARALLELISM -e HF_TOKEN_PATH -e CUDA_VISIBLE_DEVICES -v /lustre/me/kit/results:/lustre/me/kit/results -v /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c -v /lustre/me/kit:/lustre/me/kit -v /tmp:/tmp -v /lustre/me/kit/inputs:/lustre/me/kit/inputs -v /lustre/me/hf-hub:/lustre/me/hf-hub -v /home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token -w /lustre/me/kit kit/transformers-5.17:cpu kit shard --roster /lustre/me/kit/inputs/roster-094454a77bf886de.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"
+exec docker run --rm --init --user "${KIT_UID}:${KIT_GID}" -e HOME=/tmp --gpus all -e KIT_SITE -e KIT_SCHEDULER -e KIT_RUNTIME -e KIT_JOB_ID -e KIT_ARRAY_INDEX -e KIT_SHARD_INDEX -e KIT_GPUS -e KIT_IMAGE_DIGEST -e KIT_IMAGE_ARTIFACT -e KIT_IMAGE_SHA256 -e KIT_LOCK_SHA256 -e HF_HUB_OFFLINE -e TRANSFORMERS_OFFLINE -e HF_DATASETS_OFFLINE -e HF_HUB_CACHE -e HF_HOME -e TRITON_CACHE_DIR -e VLLM_CACHE_ROOT -e TORCHINDUCTOR_CACHE_DIR -e HF_HUB_DISABLE_PROGRESS_BARS -e TRANSFORMERS_VERBOSITY -e TOKENIZERS_PARALLELISM -e HF_TOKEN_PATH -e CUDA_VISIBLE_DEVICES -v /lustre/me/kit/results:/lustre/me/kit/results -v /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c -v /lustre/me/kit:/lustre/me/kit -v /tmp:/tmp -v /lustre/me/kit/inputs:/lustre/me/kit/inputs -v /lustre/me/hf-hub:/lustre/me/hf-hub -v /home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token -w /lustre/me/kit kit/vllm:cpu kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"

@@ -1,5 +1,5 @@
 #!/bin/bash
-#SBATCH --job-name=kit-cluster-transformers-5.17-0fc93b87b7d4
+#SBATCH --job-name=kit-cluster-vllm-0fc93b87b7d4
 #SBATCH --partition=gpu
 #SBATCH --account=proj123
 #SBATCH --qos=normal
@@ -12,7 +12,7 @@
 #SBATCH --array=0-1
 #SBATCH --output=/lustre/me/kit/logs/%x-%A_%a.out
 #SBATCH --export=PATH,HOME,USER,LANG,TZ
-# kit job kit-cluster-transformers-5.17-0fc93b87b7d4
+# kit job kit-cluster-vllm-0fc93b87b7d4
 set -euo pipefail
 
 export HF_DATASETS_OFFLINE=1
@@ -53,11 +53,11 @@ esac
 # srun steps get this script's environment, not the batch job's --export list
 export SLURM_EXPORT_ENV=ALL
 export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
-test -r /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh || { echo 'kit: image not readable: /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh' >&2; exit 2; }
+test -r /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh || { echo 'kit: image not readable: /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh' >&2; exit 2; }
 if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
-  KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh | cut -d' ' -f1)
+  KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh | cut -d' ' -f1)
   [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the recorded $KIT_IMAGE_SHA256; convert and ship the image again (kit images convert)" >&2; exit 2; }
 fi
-enroot create --force --name "kit-${KIT_JOB_ID:-$$}" /lustre/me/kit-images/kit-transformers-5.17-aaaaaaaaaaaa.sqsh
+enroot create --force --name "kit-${KIT_JOB_ID:-$$}" /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
-exec enroot start --mount /lustre/me/kit/results:/lustre/me/kit/results --mount /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --mount /lustre/me/kit:/lustre/me/kit --mount /tmp:/tmp --mount /lustre/me/kit/inputs:/lustre/me/kit/inputs --mount /lustre/me/hf-hub:/lustre/me/hf-hub --mount /home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token --env KIT_SITE --env KIT_SCHEDULER --env KIT_RUNTIME --env KIT_JOB_ID --env KIT_ARRAY_INDEX --env KIT_SHARD_INDEX --env KIT_GPUS --env KIT_IMAGE_DIGEST --env KIT_IMAGE_ARTIFACT --env KIT_IMAGE_SHA256 --env KIT_LOCK_SHA256 --env HF_HUB_OFFLINE --env TRANSFORMERS_OFFLINE --env HF_DATASETS_OFFLINE --env HF_HUB_CACHE --env HF_HOME --env TRITON_CACHE_DIR --env VLLM_CACHE_ROOT --env TORCHINDUCTOR_CACHE_DIR --env HF_HUB_DISABLE_PROGRESS_BARS --env TRANSFORMERS_VERBOSITY --env TOKENIZERS_PARALLELISM --env HF_TOKEN_PATH "kit-${KIT_JOB_ID:-$$}" kit shard --roster /lustre/me/kit/inputs/roster-094454a77bf886de.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"
+exec enroot start --mount /lustre/me/kit/results:/lustre/me/kit/results --mount /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --mount /lustre/me/kit:/lustre/me/kit --mount /tmp:/tmp --mount /lustre/me/kit/inputs:/lustre/me/kit/inputs --mount /lustre/me/hf-hub:/lustre/me/hf-hub --mount /home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token --env KIT_SITE --env KIT_SCHEDULER --env KIT_RUNTIME --env KIT_JOB_ID --env KIT_ARRAY_INDEX --env KIT_SHARD_INDEX --env KIT_GPUS --env KIT_IMAGE_DIGEST --env KIT_IMAGE_ARTIFACT --env KIT_IMAGE_SHA256 --env KIT_LOCK_SHA256 --env HF_HUB_OFFLINE --env TRANSFORMERS_OFFLINE --env HF_DATASETS_OFFLINE --env HF_HUB_CACHE --env HF_HOME --env TRITON_CACHE_DIR --env VLLM_CACHE_ROOT --env TORCHINDUCTOR_CACHE_DIR --env HF_HUB_DISABLE_PROGRESS_BARS --env TRANSFORMERS_VERBOSITY --env TOKENIZERS_PARALLELISM --env HF_TOKEN_PATH "kit-${KIT_JOB_ID:-$$}" kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"

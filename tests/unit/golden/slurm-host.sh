@@ -1,5 +1,5 @@
 #!/bin/bash
-#SBATCH --job-name=kit-cluster-transformers-5.17-0fc93b87b7d4
+#SBATCH --job-name=kit-cluster-vllm-0fc93b87b7d4
 #SBATCH --partition=gpu
 #SBATCH --account=proj123
 #SBATCH --qos=normal
@@ -12,7 +12,7 @@
 #SBATCH --array=0-1
 #SBATCH --output=/lustre/me/kit/logs/%x-%A_%a.out
 #SBATCH --export=PATH,HOME,USER,LANG,TZ
-# kit job kit-cluster-transformers-5.17-0fc93b87b7d4
+# kit job kit-cluster-vllm-0fc93b87b7d4
 set -euo pipefail
 
 export HF_DATASETS_OFFLINE=1
@@ -50,4 +50,4 @@ esac
 export SLURM_EXPORT_ENV=ALL
 export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
-exec /opt/kit/.venv/bin/python -m kit shard --roster /lustre/me/kit/inputs/roster-094454a77bf886de.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"
+exec /opt/kit/.venv/bin/python -m kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"

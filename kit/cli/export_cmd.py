@@ -1,0 +1,47 @@
+"""`kit export`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kit.cli import common
+
+
+@click.command()
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(["lrb"]))
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Folder the files go to (outside RESULTS); existing files of the same pairs are replaced.")
+@common.json_option
+def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
+    """Write a results tree's checkpoints as another tool's own result files.
+
+    lrb: the land-use relevance benchmark's result files, which its loader reads
+    (OUTPUT/<language>/<run>.json): its metadata keys only (a variant run's name as
+    run_id), unparsed as null, metrics recomputed. Nothing is written when a checkpoint
+    is invalid or not an lrb one; they are listed and the exit code is 1.
+
+    \b
+    Example:
+      kit export lrb results -o lrb-results
+    """
+    from kit.results.lrb_export import export_lrb
+
+    done = export_lrb(results, output)
+    ok = not done.refused
+    if as_json:
+        common.print_json("export", common.OK if ok else common.FAILED,
+                          {"format": fmt, "written": [str(p) for p in done.written],
+                           "refused": {str(p): reasons for p, reasons in done.refused.items()}})
+    else:
+        for path, reasons in done.refused.items():
+            click.echo(f"FAIL  {path}: {'; '.join(reasons)}")
+        if ok:
+            click.echo(f"{len(done.written)} lrb result files written to {output}")
+        else:
+            click.echo(f"nothing written: {len(done.refused)} checkpoint(s) cannot be exported")
+    if not ok:
+        sys.exit(1)

@@ -1,0 +1,78 @@
+"""The GPUs each run's job asks for at each site (kit.sizing decides; this gathers its inputs): the
+model's size from the roster (`params`, `options.attention_heads`, `options.kv_heads`), else from
+the staged snapshot (the site's `weights` when it is on this machine, else the local Hugging Face
+cache), else from the size its id states ("Qwen3-32B"); the site's GPUs from sites.toml."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from kit.config.backends import shards
+from kit.config.roster import Run
+from kit.config.sites import Site
+from kit.launch.paths import site_path
+from kit.sizing import JobSize, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
+from kit.weights.facts import ModelFacts, read_model_facts
+
+_GPU_MEM = re.compile(r"gpu_mem\s*>=\s*(\d+)")
+
+
+def site_gpus(site: Site) -> SiteGpus:
+    """A site's GPUs: per node, per-GPU memory, and the `gpu_mem>=N` floor of its OAR filter."""
+    floor = _GPU_MEM.search(site.gpu_filter or "") if site.scheduler == "oar" else None
+    return SiteGpus(site.name, site.gpus_per_node, site.gpu_memory_gib, int(floor.group(1)) if floor else None)
+
+
+def grown_filter(site: Site, min_gpu_mib: int | None) -> str | None:
+    """The site's GPU filter with its `gpu_mem>=N` floor raised to `min_gpu_mib` (as written when None)."""
+    if min_gpu_mib is None or not site.gpu_filter:
+        return site.gpu_filter
+    return _GPU_MEM.sub(f"gpu_mem>={min_gpu_mib}", site.gpu_filter, count=1)
+
+
+def staged_snapshot(run: Run, site: Site, sites_dir: Path) -> Path | None:
+    """The run's snapshot folder at its revision in the site's weights (when on this machine) or in the
+    local Hugging Face cache; None when neither holds it."""
+    if not run.revision:
+        return None
+    caches = []
+    if site.weights and not site.is_remote:
+        caches.append(site_path(site, site.weights, sites_dir))
+    hub = os.environ.get("HF_HUB_CACHE") or (Path(os.environ["HF_HOME"]) / "hub" if os.environ.get("HF_HOME") else
+                                             Path.home() / ".cache" / "huggingface" / "hub")
+    caches.append(Path(hub))
+    for cache in caches:
+        folder = Path(cache) / f"models--{run.model_id.replace('/', '--')}" / "snapshots" / run.revision
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def model_size(run: Run, snapshot: Path | None) -> ModelSize:
+    """What is known of the run's model size (see the module doc), at the run's dtype."""
+    facts = read_model_facts(snapshot, run.options.get("gguf_file")) if snapshot else ModelFacts(source="not staged")
+    heads = run.options.get("attention_heads") or facts.attention_heads
+    kv = run.options.get("kv_heads") or facts.kv_heads or heads
+    if run.backend == "gguf" or facts.quantized:   # a quant loads its files' bytes, whatever its parameter count
+        if facts.stored_bytes:
+            return ModelSize(facts.stored_bytes, facts.params, heads, kv, f"staged snapshot, {facts.source}")
+        return ModelSize(None, run.params, heads, kv, f"a quantized model whose snapshot is {facts.source}")
+    if run.params:
+        source, params, stored = "roster params", run.params, None
+    elif facts.params or facts.stored_bytes:
+        source, params, stored = f"staged snapshot, {facts.source}", facts.params, facts.stored_bytes
+    else:
+        guess = params_from_name(run.model_id)
+        if guess is None:
+            return ModelSize(None, None, heads, kv, f"no params in the roster, snapshot {facts.source}")
+        source, params, stored = f"the size its id states ({guess / 1e9:g}B)", guess, None
+    load = weight_bytes(params, stored, facts.stored_dtype, False, run.dtype)
+    return ModelSize(load, params, heads, kv, source)
+
+
+def job_size(run: Run, site: Site, sites_dir: Path) -> JobSize:
+    """The job size of `run` at `site`; a ConfigError when the model cannot fit there."""
+    return size_job(run.name, run.backend, shards(run.backend), model_size(run, staged_snapshot(run, site, sites_dir)),
+                    site_gpus(site))

@@ -1,0 +1,152 @@
+"""How many GPUs a run's job asks for at a site, and whether the model fits there at all (pure).
+
+One job runs on one node. An engine that shards (vLLM: tensor parallelism) gets the fewest GPUs
+of that node whose memory holds the weights at the run's dtype plus MEMORY_MARGIN, among the
+counts that divide both the attention and the key-value head counts (vLLM refuses others); any
+other engine uses one GPU, which must hold the model by itself. A site states its per-GPU memory
+(`gpu_memory_gib`); an OAR `gpu_mem>=N` filter grows to what the job needs. A model too big for
+the site is refused before anything is submitted, with the fix."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from kit.errors import ConfigError
+
+# weights x 1.25 must fit: activations, the KV cache and the CUDA context need the rest
+# (vLLM itself keeps 10% of the device out of its pool by default)
+MEMORY_MARGIN = 1.25
+# without any memory figure, the rule open-r1 sizes vLLM by: shard from 30B parameters on
+TP_THRESHOLD_PARAMS = 30_000_000_000
+DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
+GIB = 1 << 30
+MIB = 1 << 20
+_NAME_SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*[Bb](?![a-zA-Z\d])")
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """What is known of a run's model: weights in GPU memory at the run's dtype, heads, and the source."""
+
+    load_bytes: int | None
+    params: int | None
+    attention_heads: int | None
+    kv_heads: int | None
+    source: str
+
+
+@dataclass(frozen=True)
+class SiteGpus:
+    """A site's GPUs as its config states them."""
+
+    name: str
+    gpus_per_node: int
+    gpu_memory_gib: float | None    # per GPU; for a filtered OAR site, the largest its filter can give
+    filter_mib: int | None          # the `gpu_mem>=N` floor of an OAR GPU filter, if it has one
+
+
+@dataclass(frozen=True)
+class JobSize:
+    """The GPUs one job asks for, the memory floor its OAR filter must ask for (None: leave the
+    filter as written), and how this was decided (shown by the plan)."""
+
+    gpus: int
+    min_gpu_mib: int | None
+    note: str
+    checked: bool          # False when the model's size or the site's memory is unknown
+
+
+def weight_bytes(params: int | None, stored_bytes: int | None, stored_dtype: str | None, quantized: bool,
+                 run_dtype: str) -> int | None:
+    """Bytes the weights take on the GPU at the run's dtype ("auto": as stored; bf16 when unknown)."""
+    if quantized:
+        return stored_bytes
+    bytes_per = DTYPE_BYTES.get(run_dtype) or DTYPE_BYTES.get(str(stored_dtype), 2)
+    if params is not None:
+        return params * bytes_per
+    if stored_bytes is not None:
+        return stored_bytes * bytes_per // DTYPE_BYTES.get(str(stored_dtype), 2)
+    return None
+
+
+def params_from_name(model_id: str) -> int | None:
+    """The parameter count a model id states ("Qwen3-32B" -> 32e9, "LFM2.5-1.2B" -> 1.2e9); None if none."""
+    found = _NAME_SIZE.findall(model_id.rsplit("/", 1)[-1])
+    return int(float(found[-1]) * 1e9) if found else None
+
+
+def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteGpus) -> JobSize:
+    """The job size of `run` at `site` (see the module doc); a ConfigError when it cannot fit."""
+    if site.gpus_per_node == 0:
+        return JobSize(0, None, "the site has no GPUs", True)
+    capacity = (site.gpu_memory_gib * GIB if site.gpu_memory_gib
+                else site.filter_mib * MIB if site.filter_mib else None)
+    if model.load_bytes is None:
+        gpus = _by_threshold(run, model, site) if shards else 1
+        return JobSize(gpus, None, f"{gpus} GPU(s); the model's size is unknown ({model.source}): memory not checked",
+                       False)
+    need = model.load_bytes * MEMORY_MARGIN
+    what = (f"{model.load_bytes / GIB:.1f} GiB of weights ({model.source}) x {MEMORY_MARGIN} = "
+            f"{need / GIB:.1f} GiB")
+    if capacity is None:
+        gpus = _by_threshold(run, model, site) if shards else 1
+        return JobSize(gpus, None, f"{gpus} GPU(s) for {what}; site {site.name} states no gpu_memory_gib: "
+                                   "memory not checked", False)
+    if not shards:
+        if need > capacity:
+            raise ConfigError(
+                f"run {run!r} needs {what} of GPU memory, more than one {capacity / GIB:.0f} GiB GPU of site "
+                f"{site.name!r}, and backend {backend!r} runs on one GPU",
+                fix="run it at a site with bigger GPUs (gpu_memory_gib, or a bigger gpu_mem in its gpu_filter), "
+                    "use a quantized variant, or use backend vllm, which shards over the GPUs of one node")
+        return JobSize(1, _floor(need, site), f"1 GPU for {what}", True)
+    fewest = max(1, math.ceil(need / capacity))
+    if fewest > site.gpus_per_node:
+        raise ConfigError(
+            f"run {run!r} needs {what} of GPU memory: {fewest} GPUs of {capacity / GIB:.0f} GiB, and a job of site "
+            f"{site.name!r} spans one node of {site.gpus_per_node} GPUs",
+            fix="run it at a site with more or bigger GPUs per node, or use a quantized variant")
+    gpus = _dividing(run, model, fewest, site)
+    return JobSize(gpus, _floor(need / gpus, site), f"{gpus} GPU(s) (tensor parallel) for {what}", True)
+
+
+def _dividing(run: str, model: ModelSize, fewest: int, site: SiteGpus) -> int:
+    """The smallest count from `fewest` up to the node's GPUs dividing both head counts."""
+    if fewest == 1:
+        return 1
+    if not model.attention_heads:
+        raise ConfigError(f"run {run!r} needs {fewest} GPUs, and its attention head count is unknown",
+                          fix="stage the snapshot (its config.json has num_attention_heads) or set "
+                              "options.attention_heads (and options.kv_heads)")
+    kv = model.kv_heads or model.attention_heads
+    for g in range(fewest, site.gpus_per_node + 1):
+        if model.attention_heads % g == 0 and kv % g == 0:
+            return g
+    raise ConfigError(
+        f"run {run!r} needs at least {fewest} GPUs at site {site.name!r}, and no count up to its "
+        f"{site.gpus_per_node} GPUs per node divides both {model.attention_heads} attention heads and {kv} KV heads "
+        "(vLLM's tensor parallelism needs that)",
+        fix="run it at a site with bigger GPUs or more GPUs per node, or use a quantized variant")
+
+
+def _by_threshold(run: str, model: ModelSize, site: SiteGpus) -> int:
+    """Without any memory figure: one GPU below TP_THRESHOLD_PARAMS; from there, the most GPUs of the
+    node that divide both head counts."""
+    if model.params is None or model.params < TP_THRESHOLD_PARAMS:
+        return 1
+    if not model.attention_heads:
+        raise ConfigError(f"run {run!r} has {model.params / 1e9:.0f}B parameters and its attention head count "
+                          "is unknown", fix="stage the snapshot (its config.json has num_attention_heads) or set "
+                                            "options.attention_heads (and options.kv_heads)")
+    kv = model.kv_heads or model.attention_heads
+    return max(g for g in range(1, site.gpus_per_node + 1) if model.attention_heads % g == 0 and kv % g == 0)
+
+
+def _floor(per_gpu_bytes: float, site: SiteGpus) -> int | None:
+    """The grown `gpu_mem>=` floor (MiB) when the site's filter asks for less than the job needs."""
+    if site.filter_mib is None:
+        return None
+    need = math.ceil(per_gpu_bytes / MIB)
+    return need if need > site.filter_mib else None

@@ -1,0 +1,99 @@
+"""What a staged snapshot says about a model's size, read without loading it: the parameter count
+and stored bytes from the safetensors headers (or the one GGUF file), the attention and KV head
+counts and the stored dtype from config.json. Used to size jobs before they are submitted."""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# bytes per element of each safetensors dtype (the format's dtype names)
+_SAFETENSORS_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+                      "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I8": 1, "U8": 1, "BOOL": 1}
+_MAX_HEADER = 100 * 1024 * 1024   # the format caps the JSON header at 100 MB
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """A model's size and shape as its snapshot records them; None where the snapshot does not say."""
+
+    params: int | None = None            # parameters (elements of every weight tensor)
+    stored_bytes: int | None = None      # bytes of the weight files as stored (a GGUF file: its size)
+    attention_heads: int | None = None
+    kv_heads: int | None = None
+    stored_dtype: str | None = None      # config.json torch_dtype, e.g. "bfloat16"
+    quantized: bool = False              # a GGUF file or a quantization_config: stored bytes are what loads
+    source: str = ""                     # where the facts came from, for messages
+
+
+def read_model_facts(snapshot: Path, gguf_file: str | None = None) -> ModelFacts:
+    """The facts of the snapshot folder (a GGUF run names its file; otherwise safetensors are read)."""
+    snapshot = Path(snapshot)
+    config = _config(snapshot)
+    heads = _first(config, "num_attention_heads", "n_head", "num_heads")
+    kv = _first(config, "num_key_value_heads", "num_kv_heads", "n_head_kv") or heads
+    dtype = _first(config, "torch_dtype", "dtype")
+    quantized = "quantization_config" in config
+    ggufs = sorted(snapshot.rglob("*.gguf"))
+    if gguf_file is not None or (ggufs and not list(snapshot.rglob("*.safetensors"))):
+        chosen = snapshot / gguf_file if gguf_file else ggufs[0]
+        size = chosen.stat().st_size if chosen.is_file() else None
+        return ModelFacts(None, size, heads, kv, str(dtype) if dtype else None, True, f"{chosen.name} size")
+    params = stored = 0
+    files = sorted(snapshot.rglob("*.safetensors"))
+    for path in files:
+        counted = _safetensors_counts(path)
+        if counted is None:
+            return ModelFacts(None, None, heads, kv, str(dtype) if dtype else None, quantized,
+                              f"{path.name}: unreadable safetensors header")
+        params, stored = params + counted[0], stored + counted[1]
+    if not files:
+        return ModelFacts(None, None, heads, kv, str(dtype) if dtype else None, quantized, "no safetensors files")
+    return ModelFacts(params, stored, heads, kv, str(dtype) if dtype else None, quantized,
+                      f"{len(files)} safetensors headers")
+
+
+def _config(snapshot: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((snapshot / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    # multimodal configs keep the language model's shape in text_config
+    text = data.get("text_config")
+    return {**text, **{k: v for k, v in data.items() if k not in text}} if isinstance(text, dict) else data
+
+
+def _first(config: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        value = config.get(name)
+        if value is not None and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _safetensors_counts(path: Path) -> tuple[int, int] | None:
+    """(elements, bytes) of every tensor in a safetensors file, from its header alone (an 8-byte
+    little-endian length, then that many bytes of JSON: name -> dtype, shape, data_offsets)."""
+    try:
+        with open(path, "rb") as fh:
+            (length,) = struct.unpack("<Q", fh.read(8))
+            if length > _MAX_HEADER:
+                return None
+            header = json.loads(fh.read(length))
+    except (OSError, ValueError, struct.error):
+        return None
+    elements = size = 0
+    for name, info in header.items():
+        if name == "__metadata__" or not isinstance(info, dict):
+            continue
+        count = 1
+        for dim in info.get("shape", []):
+            count *= int(dim)
+        elements += count
+        size += count * _SAFETENSORS_BYTES.get(str(info.get("dtype")), 2)
+    return elements, size

@@ -1,0 +1,108 @@
+"""`kit run` planning sizes every job per site and per engine (issue 13, item 1), grows an OAR
+memory filter to the model, refuses what cannot fit before anything is submitted, and never
+plans an empty shard (item 5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from kit.config.project import load_project
+from kit.config.sites import load_sites
+from kit.demo.dataset import write_demo_benchmark
+from kit.errors import ConfigError
+from kit.launch.submit import prepare_run
+
+REV = "0123456789abcdef0123456789abcdef01234567"
+SITES = '''
+[site.nancy]
+scheduler = "oar"
+runtime = "host"
+gpus_per_node = 2
+gpu_memory_gib = 80
+gpu_filter = "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
+weight = 2
+
+[site.lyon]
+scheduler = "oar"
+runtime = "host"
+job_types = ["exotic"]
+night_jobs = false
+gpus_per_node = 8
+gpu_memory_gib = 40
+
+[site.small]
+scheduler = "slurm"
+runtime = "host"
+gpus_per_node = 1
+gpu_memory_gib = 24
+'''
+
+
+def workspace(tmp_path: Path, runs: str) -> tuple[object, object]:
+    write_demo_benchmark(tmp_path / "data")
+    (tmp_path / "roster.toml").write_text(f'benchmark = "data"\n{runs}')
+    (tmp_path / "sites.toml").write_text(SITES)
+    return load_project(tmp_path / "roster.toml", None), load_sites(tmp_path / "sites.toml")
+
+
+def run(model: str, backend: str, **extra: str) -> str:
+    lines = "".join(f"{k} = {v}\n" for k, v in extra.items())
+    return f'\n[[run]]\nmodel = "{model}"\nrevision = "{REV}"\nbackend = "{backend}"\nlanguages = ["en"]\n{lines}'
+
+
+def plan(tmp_path: Path, runs: str, sites: list[str]):
+    project, cfg = workspace(tmp_path, runs)
+    return prepare_run(project, [cfg.get(s) for s in sites], tmp_path, list(project.roster.run), None)
+
+
+def test_each_site_gets_its_own_gpu_count_in_either_order(tmp_path):
+    runs = run("org/big-70B", "vllm", options="{ attention_heads = 64, kv_heads = 8 }")
+    for order in (["nancy", "lyon"], ["lyon", "nancy"]):
+        with pytest.raises(ConfigError, match="site 'nancy' spans one node of 2 GPUs"):
+            plan(tmp_path / "-".join(order), runs, order)   # 163 GiB needs 3 of nancy's 80 GiB GPUs: it has 2
+    sized = plan(tmp_path / "lyon", runs, ["lyon"])
+    assert [s.gpus for s in sized.sites] == [8]   # 163 GiB over 40 GiB GPUs: 5 -> 8, the first count dividing 64 and 8
+
+
+def test_a_transformers_run_gets_one_gpu_and_must_fit_on_it(tmp_path):
+    sized = plan(tmp_path / "a", run("org/mid-27B", "transformers-5.17"), ["nancy"])
+    assert [s.gpus for s in sized.sites] == [1]   # not nancy's 2: this engine uses one device
+    with pytest.raises(ConfigError, match="40 GiB GPU of site 'lyon'.*runs on one GPU") as exc:   # 63 GiB needed
+        plan(tmp_path / "b", run("org/mid-27B", "transformers-5.17"), ["nancy", "lyon"])
+    assert "quantized variant" in exc.value.fix and "backend vllm" in exc.value.fix
+
+
+def test_the_oar_memory_filter_grows_with_the_model(tmp_path):
+    sized = plan(tmp_path, run("org/mid-27B", "transformers-5.17"), ["nancy"])
+    assert "gpu_mem>=64374" in sized.sites[0].site.gpu_filter      # 27e9 x 2 bytes x 1.25, in MiB, rounded up
+    assert "-p" in sized.sites[0].submit_argv and any("gpu_mem>=64374" in a for a in sized.sites[0].submit_argv)
+
+
+def test_the_model_size_comes_from_the_staged_snapshot_before_its_name(tmp_path):
+    hub = tmp_path / "hub" / "models--org--named-70B" / "snapshots" / REV
+    hub.mkdir(parents=True)
+    save_file({"w": np.zeros((1000, 1000), dtype=np.float16)}, str(hub / "model.safetensors"))
+    (hub / "config.json").write_text(json.dumps({"num_attention_heads": 8, "torch_dtype": "float16"}))
+    (tmp_path / "x").mkdir()
+    sites = SITES.replace('[site.small]\n', f'[site.small]\nweights = "{tmp_path / "hub"}"\n')
+    project, _ = workspace(tmp_path / "x", run("org/named-70B", "vllm"))
+    (tmp_path / "x" / "sites.toml").write_text(sites)
+    sized = prepare_run(project, [load_sites(tmp_path / "x" / "sites.toml").get("small")], tmp_path / "x",
+                        list(project.roster.run), None)
+    assert [s.gpus for s in sized.sites] == [1] and not sized.warnings   # 2 MB of weights, not 70B of them
+
+
+def test_an_unknown_size_is_said_not_silent(tmp_path):
+    sized = plan(tmp_path, run("org/mystery", "transformers-5.17"), ["small"])
+    assert [s.gpus for s in sized.sites] == [1]
+    assert any("org/mystery at small" in w and "memory not checked" in w for w in sized.warnings)
+
+
+def test_a_pair_is_never_planned_into_an_empty_shard(tmp_path):
+    sized = plan(tmp_path, run("org/tiny-1B", "vllm"), ["nancy", "lyon"])   # 1 pair, 3 weighted slots
+    assert [(s.site.name, s.slots, s.shard_count) for s in sized.sites] == [("nancy", [0], 1)]

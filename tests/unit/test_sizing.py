@@ -1,0 +1,105 @@
+"""GPU sizing (kit/sizing.py) and the snapshot facts it reads (kit/weights/facts.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from kit.errors import ConfigError
+from kit.sizing import GIB, MEMORY_MARGIN, MIB, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
+from kit.weights.facts import read_model_facts
+
+
+def model(gib: float | None, heads: int | None = 64, kv: int | None = 8, params: int | None = None) -> ModelSize:
+    return ModelSize(None if gib is None else int(gib * GIB), params, heads, kv, "test")
+
+
+def site(gpus: int = 8, gib: float | None = 80, filter_mib: int | None = None) -> SiteGpus:
+    return SiteGpus("s", gpus, gib, filter_mib)
+
+
+def test_an_engine_that_does_not_shard_gets_one_gpu_whatever_the_node_has():
+    assert size_job("r", "transformers-5.17", False, model(8), site(8)).gpus == 1
+
+
+def test_a_model_too_big_for_one_gpu_of_a_non_sharding_engine_is_refused_with_the_fix():
+    with pytest.raises(ConfigError) as exc:
+        size_job("org/m-32B", "transformers-5.17", False, model(70), site(8, 80))
+    assert "runs on one GPU" in str(exc.value) and "backend vllm" in exc.value.fix
+
+
+def test_vllm_takes_the_fewest_gpus_that_hold_the_model_and_divide_both_head_counts():
+    # 64 GiB x 1.25 = 80 GiB on 40 GiB GPUs: 2 are enough, and 2 divides 64 and 8
+    assert size_job("r", "vllm", True, model(64), site(8, 40)).gpus == 2
+    # 48 heads and 8 KV heads on 6-GPU nodes of 24 GiB: 80 GiB needs 4, and 4 divides both
+    assert size_job("r", "vllm", True, model(64, 48, 8), site(6, 24)).gpus == 4
+    # 6 would divide 48 but not 8 KV heads: never chosen
+    with pytest.raises(ConfigError, match="divides both 48 attention heads and 8 KV heads"):
+        size_job("r", "vllm", True, model(80, 48, 8), site(6, 20))
+
+
+def test_each_site_is_sized_from_its_own_gpus():
+    big = model(40)
+    assert size_job("r", "vllm", True, big, site(8, 24)).gpus == 4       # 50 GiB over 24 GiB GPUs -> 3 -> 4 divides
+    assert size_job("r", "vllm", True, big, site(1, 80)).gpus == 1       # one 80 GiB GPU holds it
+    with pytest.raises(ConfigError, match="spans one node of 1 GPUs"):
+        size_job("r", "vllm", True, big, site(1, 24))
+
+
+def test_an_oar_memory_filter_grows_to_what_the_job_needs_per_gpu():
+    size = size_job("r", "transformers-5.17", False, model(24), site(1, 80, filter_mib=23040))
+    assert size.gpus == 1 and size.min_gpu_mib == int(24 * GIB * MEMORY_MARGIN / MIB)
+    assert size_job("r", "transformers-5.17", False, model(4), site(1, 80, filter_mib=23040)).min_gpu_mib is None
+
+
+def test_without_any_size_or_memory_figure_the_plan_says_it_did_not_check():
+    unknown = size_job("r", "transformers-5.17", False, model(None), site(8, 80))
+    assert (unknown.gpus, unknown.checked) == (1, False) and "memory not checked" in unknown.note
+    no_memory = size_job("r", "vllm", True, model(None, params=70 * 10**9), site(8, None))
+    assert no_memory.gpus == 8 and not no_memory.checked
+    assert size_job("r", "vllm", True, model(None, params=7 * 10**9), site(8, None)).gpus == 1
+
+
+def test_a_cpu_site_asks_for_no_gpu():
+    assert size_job("r", "vllm", True, model(64), site(0)).gpus == 0
+
+
+@pytest.mark.parametrize("name,params", [("Qwen/Qwen3-32B", 32e9), ("LiquidAI/LFM2.5-1.2B-Instruct", 1.2e9),
+                                         ("google/gemma-3-27b-it", 27e9), ("org/model-a", None),
+                                         ("fastino/gliner2-base-v1", None)])
+def test_the_size_a_model_id_states(name, params):
+    assert params_from_name(name) == (int(params) if params else None)
+
+
+def test_weight_bytes_follow_the_run_dtype_unless_quantized():
+    assert weight_bytes(10, 20, "bfloat16", False, "float32") == 40
+    assert weight_bytes(10, 20, "bfloat16", False, "auto") == 20
+    assert weight_bytes(None, 20, "bfloat16", False, "float32") == 40
+    assert weight_bytes(None, 9, None, True, "float32") == 9
+
+
+def test_facts_come_from_safetensors_headers_and_config(tmp_path):
+    save_file({"a": np.zeros((4, 8), dtype=np.float16), "b": np.zeros((3,), dtype=np.float32)},
+              str(tmp_path / "model-00001-of-00002.safetensors"))
+    save_file({"c": np.zeros((2, 5), dtype=np.float16)}, str(tmp_path / "model-00002-of-00002.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"text_config": {"num_attention_heads": 32, "num_key_value_heads": 8}, "torch_dtype": "bfloat16"}))
+    facts = read_model_facts(tmp_path)
+    assert (facts.params, facts.stored_bytes) == (32 + 3 + 10, 32 * 2 + 3 * 4 + 10 * 2)
+    assert (facts.attention_heads, facts.kv_heads, facts.stored_dtype) == (32, 8, "bfloat16")
+
+
+def test_a_gguf_run_is_sized_by_its_file(tmp_path):
+    (tmp_path / "m-Q4_K_M.gguf").write_bytes(b"GGUF" + b"\0" * 996)
+    (tmp_path / "m-Q8_0.gguf").write_bytes(b"GGUF" + b"\0" * 1996)
+    facts = read_model_facts(tmp_path, "m-Q8_0.gguf")
+    assert (facts.stored_bytes, facts.quantized, facts.params) == (2000, True, None)
+
+
+def test_a_truncated_safetensors_header_is_not_a_crash(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"\xff" * 8 + b"{")
+    facts = read_model_facts(tmp_path)
+    assert facts.params is None and "unreadable" in facts.source

@@ -118,10 +118,10 @@ def plan_text(pairs: list[Pair]) -> str:
     return json.dumps(body, indent=1, sort_keys=True) + "\n"
 
 
-def read_plan(path: Path) -> list[Pair]:
-    """Pairs from a plan file written by `kit run`."""
+def read_plan(path: Path, text: str | None = None) -> list[Pair]:
+    """Pairs from a plan file written by `kit run` (its `text` when already read)."""
     try:
-        body = safejson.loads(Path(path).read_text(encoding="utf-8"))
+        body = safejson.loads(Path(path).read_text(encoding="utf-8") if text is None else text)
         return sorted(Pair(str(r), str(lang)) for r, lang in body["pairs"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{path}: not a kit plan file ({exc})", fix="pass the plan file `kit run` wrote") from None

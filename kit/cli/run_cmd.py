@@ -30,19 +30,29 @@ from kit.errors import ConfigError
               help="OAR job type (-t), repeatable ('night exotic' counts as two); replaces the sites' job_types "
                    "for this run. night is refused at a site with night_jobs = false.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, the job script and the exact command; submit nothing.")
+@click.option("--resubmit", is_flag=True,
+              help="Submit pairs that a live job of yours already owns (queued or running) as well.")
 @click.option("--now", default=None, hidden=True, envvar="KIT_NOW",
               help="Pretend the submission happens at this ISO time (Europe/Paris unless an offset is given).")
 @common.unpinned_option
 @common.json_option
 def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, roster: Path, benchmark: Path | None,
         models: tuple[str, ...], languages: str | None, array: int | None, walltime: str | None,
-        job_types: tuple[str, ...], dry_run: bool, now: str | None, allow_unpinned: bool, as_json: bool) -> None:
+        job_types: tuple[str, ...], dry_run: bool, resubmit: bool, now: str | None, allow_unpinned: bool,
+        as_json: bool) -> None:
     """Submit the pairs that are not complete yet to a site's scheduler.
 
     Plans the pairs of the chosen runs, drops those with a complete checkpoint, shards
     the rest, writes the pair list to a plan file the jobs read, renders the job script
     (clean environment, every value quoted) and submits it. After a failure kit never
-    resubmits by itself: look at `kit status`, then run again.
+    resubmits by itself: look at `kit status`, then run again. A pair that a live job of
+    yours already owns (queued or running, asked of the scheduler, whichever machine
+    submitted it) is not submitted again unless --resubmit; job names say what they run
+    (kit-<site>-<run>-<plan digest>), so `squeue --me` / `oarstat -u` can be read too.
+
+    Each job is sized per site and engine: vLLM gets the fewest GPUs of one node that hold
+    the model, other engines one GPU; what cannot fit is refused before anything is
+    submitted (README, GPU sizing).
 
     Before submitting, each site's policy checks run on its frontend (OAR sites:
     `usagepolicycheck -t`) with their output shown, and an OAR job that is not of type
@@ -84,23 +94,29 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
                 sync_mirror(site, sites_file.resolve().parent)
     runs = project.roster.select(models)
     plan = prepare_run(project, sites, sites_file.resolve().parent, runs, common.split_languages(languages),
-                       array=array, walltime=walltime, allow_unpinned=allow_unpinned, dry_run=dry_run)
+                       array=array, walltime=walltime, allow_unpinned=allow_unpinned, dry_run=dry_run,
+                       resubmit=resubmit)
+    for warning in plan.warnings:
+        common.say(f"kit: warning: {warning}")
     if not as_json:
         click.echo(f"plan: {len(plan.planned)} pairs, {plan.complete} complete, {len(plan.pending)} pending "
                    f"({len(plan.stale)} of them stale: rerun, the old checkpoints kept aside), "
                    f"{len(plan.invalid)} invalid (kept; rerun those with `kit shard --force`)")
+        if plan.owned:
+            jobs = sorted({job for job, _ in plan.owned.values()})
+            click.echo(f"{len(plan.owned)} pairs owned by your live job(s) {', '.join(jobs)}: not submitted again "
+                       "(--resubmit submits them anyway)")
     if not plan.pending:
         if as_json:
             common.print_json("run", common.OK, {**plan.as_dict(), "dry_run": dry_run, "submitted": []})
         else:
-            click.echo("nothing to submit: every planned pair is complete")
+            click.echo("nothing to submit: every planned pair is complete or owned by a live job")
         return
     if dry_run:
-        for warning in plan.warnings:
-            common.say(f"kit: warning: {warning}")
         if as_json:
+            # one script per job (a site may get several: one per backend and GPU count)
             common.print_json("run", common.OK, {**plan.as_dict(), "dry_run": True,
-                                       "scripts": {s.site.name: s.script_text for s in plan.sites}})
+                                                 "scripts": {str(s.script_path): s.script_text for s in plan.sites}})
             return
         for sp in plan.sites:
             click.echo(f"\n# site {sp.site.name}: shard slots {sp.slots} of {sp.shard_count}, plan file {sp.plan_path}")

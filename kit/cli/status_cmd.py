@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
 from kit.config.project import load_project
+from kit.launch.sitestatus import NOT_READ
 from kit.plan import select_pairs
 from kit.results.identity import PlanExpectations
 from kit.results.status import count_states, pair_states, scan_results
@@ -68,11 +70,13 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         statuses = pair_states(results, pairs, PlanExpectations(project.benchmark, runs))
     else:
         statuses = scan_results(results)
+    errors = sorted({r for s in statuses if s.state == "unknown" for r in s.reasons if NOT_READ in r})
     counts = count_states(statuses)
     if as_json:
-        common.print_json("status", common.OK, {"results": str(results), "counts": counts,
-                                       "pairs": [s.as_dict() for s in statuses]})
-        return
+        common.print_json("status", common.FAILED if errors else common.OK,
+                          {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses]},
+                          errors=errors)
+        sys.exit(1 if errors else 0)
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -89,3 +93,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     console = Console(width=160)
     console.print(table)
     click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    for error in errors:
+        click.echo(f"kit: {error}", err=True)
+    if errors:
+        sys.exit(1)

@@ -86,6 +86,16 @@ class Frontend:
                               f"{(proc.stderr or proc.stdout).strip()[-400:]}", fix="see the scheduler's message above")
         return result
 
+    def read_text(self, path: str | Path) -> str | None:
+        """A text file on the frontend; None when it does not exist or cannot be read."""
+        if self.is_local:
+            try:
+                return Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+        res = self.run(["cat", str(path)])
+        return res.stdout if res.returncode == 0 else None
+
     def write_text(self, path: str | Path, text: str, mode: int = 0o644) -> None:
         """Write a file on the frontend (atomically: temporary name, then rename)."""
         path = str(path)

@@ -75,6 +75,10 @@ def state_dir_for(sites_file: Path) -> Path:
     return Path(sites_file).resolve().parent / ".kit"
 
 
+# the reason of every pair of a site whose checkpoints could not be read (its frontend unreachable)
+NOT_READ = "checkpoints not read"
+
+
 def site_pair_status(project, site, sites_file: Path, runs, languages) -> list[PairStatus]:
     """Every planned pair of `runs` at one site, from its checkpoints and then its scheduler.
 
@@ -92,7 +96,7 @@ def site_pair_status(project, site, sites_file: Path, runs, languages) -> list[P
         try:
             sync_mirror(site, sites_dir)
         except KitError as exc:
-            return [PairStatus(p, keys.UNKNOWN, Path(site.results), [f"checkpoints not read: {exc.one_line()}"])
+            return [PairStatus(p, keys.UNKNOWN, Path(site.results), [f"{NOT_READ}: {exc.one_line()}"])
                     for p in sorted(pairs)]
     statuses = pair_states(results_dir(site, sites_dir), pairs, PlanExpectations(project.benchmark, runs))
     scheduler = get_scheduler(site.scheduler)(site)
@@ -101,7 +105,30 @@ def site_pair_status(project, site, sites_file: Path, runs, languages) -> list[P
     for s in statuses:  # the job that was to write a complete pair, for the table
         if s.pair in jobs:
             s.job = jobs[s.pair][0]
-    return explain_missing(statuses, records, scheduler)
+    return claimed_elsewhere(explain_missing(statuses, records, scheduler), site, scheduler, sites_dir)
+
+
+def claimed_elsewhere(statuses: list[PairStatus], site, scheduler, sites_dir: Path) -> list[PairStatus]:
+    """Unclaimed pairs (no record here) that a live kit job of yours owns, submitted from another
+    machine: asked of the scheduler (kit.launch.owners), so they show as queued or running."""
+    from kit.errors import KitError
+    from kit.launch.owners import owned_pairs
+
+    unclaimed = [s for s in statuses if s.state == keys.UNCLAIMED]
+    if not unclaimed:
+        return statuses
+    try:
+        owners = owned_pairs(site, scheduler, sites_dir)
+    except KitError as exc:
+        for s in unclaimed:
+            s.reasons.append(f"your live jobs could not be listed: {exc.one_line()}")
+        return statuses
+    for s in unclaimed:
+        if s.pair in owners:
+            job, state = owners[s.pair]
+            s.job, s.state = job, PAIR_STATE[state]
+            s.reasons = [f"job {job} {state} (found at the scheduler; no record of it on this machine)"]
+    return statuses
 
 
 def results_dir(site, sites_dir: Path) -> Path:

@@ -15,9 +15,10 @@ from kit.config.project import Project
 from kit.config.roster import Run
 from kit.config.sites import Site
 from kit.config.walltime import walltime_seconds
-from kit.errors import ConfigError
+from kit.errors import ConfigError, KitError, SubmitError
 from kit.launch.jobscript import JobScript, allow_listed_env, render_job_script
 from kit.launch.jobsize import grown_filter, job_size
+from kit.launch.owners import job_name, plan_file
 from kit.launch.paths import site_path
 from kit.launch.request import JobRequest
 from kit.launch.runtimes.base import RuntimeContext, get_runtime
@@ -58,6 +59,7 @@ class RunPlan:
     complete: int
     invalid: list[Pair]
     stale: list[Pair] = field(default_factory=list)   # among `pending`: rerun, their old checkpoints kept aside
+    owned: dict[Pair, tuple[str, str]] = field(default_factory=dict)  # not pending: a live job has them (site:id, state)
     sites: list[SitePlan] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -67,6 +69,8 @@ class RunPlan:
             "planned": len(self.planned), "pending": len(self.pending), "complete": self.complete,
             "invalid": [[p.run, p.language] for p in self.invalid],
             "stale": [[p.run, p.language] for p in self.stale],
+            "owned": [{"run": p.run, "language": p.language, "job": job, "state": state}
+                      for p, (job, state) in sorted(self.owned.items())],
             "jobs": [{"site": s.site.name, "backend": s.backend, "gpus": s.gpus, "pairs": len(s.pairs),
                       "slots": s.slots, "shard_count": s.shard_count, "array_size": s.request.array_size,
                       "walltime_s": s.request.walltime_s, "script": str(s.script_path), "plan": str(s.plan_path),
@@ -96,6 +100,7 @@ def prepare_run(
     allow_unpinned: bool = False,
     images_lock: Path | None = None,
     dry_run: bool = False,
+    resubmit: bool = False,
 ) -> RunPlan:
     """Plan every submission of a run: pending pairs, one job per (site, backend, GPU count).
 
@@ -112,7 +117,12 @@ def prepare_run(
     pending = [s.pair for s in states if s.state in (keys.PENDING, keys.STALE)]   # a stale pair is rerun
     invalid = [s.pair for s in states if s.state == keys.INVALID]
     complete = sum(1 for s in states if s.state == keys.COMPLETE)
-    plan = RunPlan(planned, pending, complete, invalid, [s.pair for s in states if s.state == keys.STALE])
+    warnings: list[str] = []
+    owned = {} if resubmit else _owned(sites, sites_dir, dry_run, warnings)
+    plan = RunPlan(planned, [p for p in pending if p not in owned], complete, invalid,
+                   [s.pair for s in states if s.state == keys.STALE], owned={p: owned[p] for p in pending if p in owned},
+                   warnings=warnings)
+    pending = plan.pending
     if not pending:
         return plan
     by_name = {r.name: r for r in runs}
@@ -148,6 +158,29 @@ def prepare_run(
                                              group_slots[site.name], group_count, text, digest, walltime,
                                              allow_unpinned, images_lock, dry_run, plan.warnings))
     return plan
+
+
+def _owned(sites: list[Site], sites_dir: Path, dry_run: bool, warnings: list[str]) -> dict[Pair, tuple[str, str]]:
+    """Pairs your live kit jobs at these sites own (the scheduler asked; not in a dry run of a remote site)."""
+    from kit.launch.owners import owned_pairs
+
+    owned: dict[Pair, tuple[str, str]] = {}
+    for site in sites:
+        if dry_run and site.is_remote:
+            warnings.append(f"site {site.name}: your live jobs there are not asked in a dry run (no ssh); "
+                            "`kit run` asks before it submits")
+            continue
+        try:
+            found = owned_pairs(site, get_scheduler(site.scheduler)(site), sites_dir)
+        except KitError as exc:
+            if not dry_run:   # kit will not risk submitting a pair twice
+                raise SubmitError(f"site {site.name}: your live jobs could not be listed: {exc.one_line()}",
+                                  fix="retry when the scheduler answers, or pass --resubmit to submit anyway") from None
+            warnings.append(f"site {site.name}: your live jobs could not be listed ({exc.one_line()})")
+            continue
+        for pair, job in found.items():
+            owned.setdefault(pair, (f"{site.name}:{job[0]}", job[1]))
+    return owned
 
 
 NOT_BUILT = "NOT-BUILT"
@@ -205,8 +238,8 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
     root = site_path(site, site.root, sites_dir)
     results = site_path(site, site.results, sites_dir)
     scratch = site_path(site, site.scratch, sites_dir)
-    name = f"kit-{site.name}-{backend}-{digest}"
-    plan_path = root / "plans" / f"plan-{digest}.json"
+    name = job_name(site.name, sorted({p.run for p in pairs}), digest)
+    plan_path = plan_file(site, sites_dir, digest)
     script_path = root / "jobs" / f"{name}.sh"
     log_dir = root / "logs"
     roster = project.roster_path.resolve() if project.roster_path else None

@@ -331,6 +331,21 @@ def wait_until(check, what: str, timeout: float = 120):
     return got
 
 
+def second_run_submits_nothing(root: Path, run, job: str) -> None:
+    """`run()` (a kit run --json of the same pairs) while `job` runs, with this machine's submission
+    records set aside: every pair is owned by the live job, found at the scheduler; nothing is submitted."""
+    records = root / ".kit"
+    records.rename(root / ".kit-aside")
+    try:
+        r = run()
+        assert r.returncode == 0, r.stdout + r.stderr
+        data = json.loads(r.stdout)["data"]
+        assert data["submitted"] == [] and data["pending"] == 0, data
+        assert {o["job"] for o in data["owned"]} == {f"ci-term:{job}"} and len(data["owned"]) == 3, data["owned"]
+    finally:
+        (root / ".kit-aside").rename(records)
+
+
 def job_log_says_terminated(text: str) -> None:
     no_traceback(text)
     assert "terminated by SIGTERM: 3 pair(s) left: org/model-a [de], org/model-a [en], org/model-a [fr]" in text, text
@@ -354,6 +369,9 @@ def test_kit_cancel_of_a_running_slurm_job_stops_its_worker_cleanly():
         assert r.returncode == 0, r.stdout + r.stderr
         (job,) = json.loads(r.stdout)["data"]["submitted"][0]["job_ids"]
         wait_for_file(root / "stub" / "started")
+        # a second kit run, from a machine without this one's records, submits nothing: squeue says who owns it
+        second_run_submits_nothing(root, lambda: subprocess.run([*kit, "run", *common, "--json"], cwd=root, env=env,
+                                                                capture_output=True, text=True, timeout=120), job)
         r = subprocess.run([*kit, "cancel", *common], cwd=root, env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and f"cancelled 1 job(s): scancel {job}" in r.stdout, r.stdout + r.stderr
         logs = root / "jobs" / "logs"
@@ -395,6 +413,7 @@ def test_kit_cancel_of_a_running_oar_job_stops_its_worker_cleanly():
         assert r.returncode == 0, r.stdout + r.stderr
         (job,) = json.loads(r.stdout)["data"]["submitted"][0]["job_ids"]
         wait_for_file(root / "stub" / "started")
+        second_run_submits_nothing(root, lambda: as_kit("run", "--json"), job)   # oarstat -u says who owns it
         r = as_kit("cancel")
         assert r.returncode == 0 and f"cancelled 1 job(s): oardel {job}" in r.stdout, r.stdout + r.stderr
         text = (root / "jobs" / "logs" / f"OAR.{job}.stderr").read_text()

@@ -28,7 +28,8 @@ if tool == "oarsub":
     print("[ADMISSION RULE] Modify resource description with type constraints")
     for i in range(n):
         print(f"OAR_JOB_ID={first + i}")
-        state.setdefault("jobs", {})[str(first + i)] = {"state": "Waiting", "array_index": i + 1}
+        name = sys.argv[sys.argv.index("-n") + 1] if "-n" in sys.argv else ""
+        state.setdefault("jobs", {})[str(first + i)] = {"state": "Waiting", "array_index": i + 1, "name": name}
     if n > 1:
         print(f"OAR_ARRAY_ID={first}")
     state["next_id"] = first + n
@@ -40,8 +41,10 @@ elif tool == "oardel":   # --signal SIGTERM: the worker exits 143; plain: OAR's 
             state["jobs"][j].update({"state": "Terminated", "exit_code": 143 << 8, "events": [{"type": "SIGNAL_SIGTERM"}]}
                                     if signalled else {"state": "Error", "events": [{"type": "FRAG_JOB_REQUEST"}]})
     json.dump(state, open(state_file, "w"))
-elif tool == "oarstat":
+elif tool == "oarstat":   # -j ID...: those jobs; -u: your jobs not finished
     ids = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "-j"]
+    if "-u" in sys.argv:
+        ids = [j for j, info in state.get("jobs", {}).items() if info.get("state") not in ("Terminated", "Error")]
     jobs = {j: state.get("jobs", {})[j] for j in ids if j in state.get("jobs", {})}
     if jobs:
         print(json.dumps(jobs, indent=3))

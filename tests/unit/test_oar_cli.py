@@ -145,7 +145,7 @@ def test_lyon_dry_run_prints_the_oarsub_line_a_grid5000_user_would_write(proj, l
             str(EXAMPLES), "--roster", "roster.toml", cwd=root, env={**env, "KIT_NOW": TUESDAY_1830})
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("oarsub "))
-    assert line.startswith("oarsub -n kit-lyon-transformers-5.17-")
+    assert line.startswith("oarsub -n kit-lyon-model-a-")   # the job name says what it runs
     assert (" -t exotic -q default -p \"cluster='sirius' AND gpu_compute_capability_major>=7 AND gpu_mem>=23040\" "
             "-l host=1/gpu=1,walltime=2:00 --checkpoint 60 --signal 15 --array 3 -d /home/jdoe/kit/jobs "
             "-O /home/jdoe/kit/logs/OAR.%jobid%.stdout -E /home/jdoe/kit/logs/OAR.%jobid%.stderr 'bash /home/jdoe/kit/jobs/kit-lyon-") in line
@@ -176,13 +176,14 @@ def test_a_weekday_1830_one_hour_non_night_job_is_refused_and_nothing_is_written
             env={**env, "KIT_NOW": TUESDAY_1830})
     assert r.returncode == 1, r.stdout + r.stderr
     assert "would cross 19:00" in r.stderr and "--walltime 0:30" in r.stderr and "wait until 19:00" in r.stderr
-    assert not fake.calls() and not (root / "oar-day").exists() and not (root / ".kit").exists()
+    assert not fake.calls("oarsub") and not (root / "oar-day").exists() and not (root / ".kit").exists()
 
 
 def test_the_same_job_fits_with_a_shorter_walltime_or_as_a_night_job(proj):
     root, env, fake, *_ = proj
     for extra in (["--walltime", "0:30"], ["--job-type", "night"]):
-        r = kit("run", "--site", "ci-day", "--model", "org/model-a", "--walltime", "1:00", *extra[-2:], cwd=root,
+        r = kit("run", "--site", "ci-day", "--model", "org/model-a", "--walltime", "1:00", *extra[-2:], "--resubmit",
+                cwd=root,
                 env={**env, "KIT_NOW": TUESDAY_1830})
         assert r.returncode == 0, r.stderr
     subs = fake.calls("oarsub")
@@ -196,7 +197,7 @@ def test_a_site_without_night_jobs_is_never_offered_or_given_one(proj):
             env={**env, "KIT_NOW": TUESDAY_1830})
     assert r.returncode == 1 and "--walltime 0:30" in r.stderr and "--job-type night" not in r.stderr, r.stderr
     r = kit("run", "--site", "ci-sirius", "--model", "org/model-a", "--job-type", "night", cwd=root, env=env)
-    assert r.returncode == 2 and "takes no job type night" in r.stderr and not fake.calls()
+    assert r.returncode == 2 and "takes no job type night" in r.stderr and not fake.calls("oarsub")
 
 
 def test_job_types_given_together_become_one_t_each(proj):
@@ -214,7 +215,7 @@ def test_a_failing_policy_check_blocks_the_submission_and_its_output_is_shown(pr
     r = kit("run", "--site", "ci-over", "--model", "org/model-a", cwd=root, env=env)
     assert r.returncode == 1
     assert "daily allowance exceeded" in r.stderr and "nothing was submitted" in r.stderr
-    assert not fake.calls() and not (root / "oar-over").exists()
+    assert not fake.calls("oarsub") and not (root / "oar-over").exists()
 
 
 # ---------------------------------------------------------------- submit, then status per pair
@@ -248,6 +249,25 @@ def test_run_submits_an_array_and_status_explains_every_pair_by_its_array_job(pr
     assert "exited 3" in json.dumps(data) or "oardel" in json.dumps(data)
     table = kit("status", "--site", "ci", cwd=root, env=env).stdout
     assert "6 pairs: 1 complete, 1 failed, 1 timeout, 3 unclaimed" in table and "[ci]" in table
+
+
+def test_a_second_run_never_submits_pairs_a_live_job_owns(proj):
+    root, env, fake, *_ = proj
+    assert kit("run", "--site", "ci", "--model", "org/model-a", "--array", "3", cwd=root, env=env).returncode == 0
+    (root / ".kit").rename(root / ".kit-elsewhere")   # as if the first run was made from another machine
+    r = kit("run", "--site", "ci", "--model", "org/model-a", "--json", cwd=root, env=env)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    assert data["pending"] == 0 and data["submitted"] == [] and len(fake.calls("oarsub")) == 1
+    assert {(o["language"], o["job"], o["state"]) for o in data["owned"]} == {
+        ("de", "ci:100", "pending"), ("en", "ci:100", "pending"), ("fr", "ci:100", "pending")}
+    r = kit("run", "--site", "ci", "--model", "org/model-a", cwd=root, env=env)
+    assert "3 pairs owned by your live job(s) ci:100: not submitted again" in r.stdout
+    status = json.loads(kit("status", "--site", "ci", "--json", cwd=root, env=env).stdout)["data"]["pairs"]
+    assert {p["state"] for p in status if p["run"] == "org/model-a"} == {"queued"}   # known from the scheduler
+    fake.state = {**fake.state, "jobs": {j: {**info, "state": "Running"} for j, info in fake.state["jobs"].items()}}
+    r = kit("run", "--site", "ci", "--model", "org/model-a", "--resubmit", cwd=root, env=env)
+    assert r.returncode == 0 and len(fake.calls("oarsub")) == 2
 
 
 def test_a_refused_submission_is_not_retried(proj):
@@ -293,11 +313,15 @@ def test_pull_copies_only_new_files_and_reports_invalid_checkpoints(proj):
 def test_status_of_an_unreachable_frontend_says_unknown_and_why_instead_of_crashing(proj):
     root, env, _, ssh_log, _ = proj
     r = kit("status", "--site", "remote-ok", "--site", "ci", "--model", "org/model-a", "--json", cwd=root, env=env)
-    assert r.returncode == 0, r.stderr
-    pairs = json.loads(r.stdout)["data"]["pairs"]
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr   # not "ok": a site could not be read
+    body = json.loads(r.stdout)
+    pairs = body["data"]["pairs"]
     assert {p["state"] for p in pairs} == {"unknown"}
     assert "[remote-ok] checkpoints not read: cannot reach frontend 'nancy.g5k'" in pairs[0]["reasons"][0]
+    assert body["status"] == "failed" and body["errors"] == [pairs[0]["reasons"][0]]
     assert "nancy.g5k" in ssh_log.read_text()
+    r = kit("status", "--site", "remote-ok", "--model", "org/model-a", cwd=root, env=env)
+    assert r.returncode == 1 and "kit: [remote-ok] checkpoints not read: cannot reach" in r.stderr
 
 
 def test_run_to_an_unreachable_frontend_fails_before_submitting_anything(proj):

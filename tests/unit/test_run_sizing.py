@@ -5,6 +5,8 @@ plans an empty shard (item 5)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -106,3 +108,13 @@ def test_an_unknown_size_is_said_not_silent(tmp_path):
 def test_a_pair_is_never_planned_into_an_empty_shard(tmp_path):
     sized = plan(tmp_path, run("org/tiny-1B", "vllm"), ["nancy", "lyon"])   # 1 pair, 3 weighted slots
     assert [(s.site.name, s.slots, s.shard_count) for s in sized.sites] == [("nancy", [0], 1)]
+
+
+def test_a_dry_run_as_json_keeps_every_jobs_script(tmp_path):
+    workspace(tmp_path, run("org/a-1B", "vllm") + run("org/b-1B", "transformers-5.17"))
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "nancy", "--dry-run", "--json"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    assert len(data["jobs"]) == 2 and sorted(data["scripts"]) == sorted(j["script"] for j in data["jobs"])
+    assert all(text.startswith("#!/bin/bash") for text in data["scripts"].values())

@@ -81,7 +81,8 @@ def cluster_script(sweep: Path, runtime: str) -> str:
     sites_file.write_text(CLUSTER.format(runtime=runtime))
     site = load_sites(sites_file).get("cluster")
     project = load_project(sweep / "roster.toml", None)
-    plan = prepare_run(project, [site], sweep, project.roster.run, None, array=2, images_lock=sweep / "images.lock.json")
+    plan = prepare_run(project, [site], sweep, project.roster.run, None, array=2, images_lock=sweep / "images.lock.json",
+                       dry_run=True)
     assert len(plan.sites) == 1 and plan.sites[0].gpus == 4
     assert plan.sites[0].submit_argv[:2] == ["sbatch", "--parsable"]
     return plan.sites[0].script_text

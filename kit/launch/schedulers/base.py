@@ -56,6 +56,11 @@ class Scheduler:
         """Normalized state of each job id; a missing or broken answer gives `unknown` with the reason."""
         return {j: JobStatus(j, UNKNOWN, reason=f"the {self.name} scheduler cannot be polled") for j in job_ids}
 
+    def live_jobs(self) -> dict[str, tuple[str, str]]:
+        """{job id: (job name, pending | running)} of your jobs the scheduler still holds; a SubmitError
+        when it cannot say. A scheduler that runs jobs before returning (local) has none."""
+        return {}
+
     def cancel(self, job_ids: list[str]) -> None:
         """Cancel these jobs."""
         raise NotImplementedError

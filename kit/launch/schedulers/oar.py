@@ -228,6 +228,24 @@ class OarScheduler(Scheduler):
                           JobStatus(j, UNKNOWN, reason=why or "oarstat does not know this job (purged, or another OAR)"))
         return out
 
+    def live_jobs(self) -> dict[str, tuple[str, str]]:
+        """Your jobs OAR still holds (not Terminated or Error), from `oarstat -u -J`."""
+        res = self.frontend.run(["oarstat", "-u", "-J"], env=self._env())
+        if res.returncode != 0:
+            raise SubmitError(f"site {self.site.name!r}: oarstat -u exited {res.returncode}: {res.stderr.strip()[-200:]}",
+                              fix="check the frontend and OAR, then retry")
+        try:
+            records = parse_oarstat(res.stdout)
+        except ValueError as exc:
+            raise SubmitError(f"site {self.site.name!r}: oarstat -u printed something that is not JSON ({exc})",
+                              fix="check the frontend and OAR, then retry") from None
+        out = {}
+        for job_id, info in records.items():
+            state = OAR_STATES.get(str(info.get("state")), UNKNOWN)
+            if state in (PENDING, RUNNING):
+                out[job_id] = (str(info.get("name") or ""), state)
+        return out
+
     def _records(self, job_ids: list[str]) -> tuple[dict[str, dict], str]:
         """oarstat's record of each job it knows, and why there are none when it failed."""
         res = self.frontend.run(["oarstat", "-f", "-J", *[a for j in job_ids for a in ("-j", j)]], env=self._env())

@@ -43,8 +43,9 @@ from kit.errors import ConfigError, SubmitError
 from kit.launch.frontend import CommandResult
 from kit.launch.jobscript import BASE_ENV, JobScript, allow_listed_env
 from kit.launch.request import JobRequest
-from kit.launch.schedulers.base import UNKNOWN, JobStatus, Scheduler, Submission, register_scheduler
-from kit.launch.schedulers.slurm_query import parse_sacct, parse_sbatch_id, parse_squeue_json, plain_ids
+from kit.launch.schedulers.base import PENDING, RUNNING, UNKNOWN, JobStatus, Scheduler, Submission, register_scheduler
+from kit.launch.schedulers.slurm_query import (parse_sacct, parse_sbatch_id, parse_squeue_json, parse_squeue_names,
+                                               plain_ids)
 
 # What may stand in an #SBATCH line: sbatch splits those lines itself, so values are
 # checked rather than quoted (a partition, account or path with spaces or quotes is refused).
@@ -161,6 +162,16 @@ class SlurmScheduler(Scheduler):
                 problems.append(f"sacct: {exc}")
         why = "; ".join(problems) or "neither squeue nor sacct reports this job"
         return {j: found.get(j) or JobStatus(j, UNKNOWN, reason=why) for j in job_ids}
+
+    def live_jobs(self) -> dict[str, tuple[str, str]]:
+        """Your pending and running jobs and array tasks, from `squeue --json --me`."""
+        try:
+            return {j: (name, state) for j, (name, state) in
+                    parse_squeue_names(self._ask(["squeue", "--json", "--me"]).stdout).items()
+                    if state in (PENDING, RUNNING)}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SubmitError(f"site {self.site.name!r}: squeue --json --me gave no job list ({exc})",
+                              fix="check the scheduler answers, then retry") from None
 
     def _ask(self, argv: list[str], check: bool = True) -> CommandResult:
         return self.frontend.run(argv, env=allow_listed_env(os.environ, ()), check=check)

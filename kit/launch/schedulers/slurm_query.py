@@ -126,17 +126,27 @@ def parse_squeue_json(text: str) -> dict[str, JobStatus]:
         reason = str(job.get("state_reason") or "")
         reason = "" if reason == "None" else reason
         text_reason = _explain(state, reason, f"exit code {code}" if code else "", detail)
-        array = _number(job.get("array_job_id")) or 0
-        task = _number(job.get("array_task_id"))
-        if array and task is not None:
-            ids = [f"{array}_{task}"]
-        elif array and job.get("array_task_string"):
-            ids = [f"{array}_{t}" for t in expand_task_string(str(job["array_task_string"]))]
-        else:
-            ids = [str(_number(job.get("job_id")))]
-        for job_id in ids:
+        for job_id in _ids(job):
             out[job_id] = JobStatus(job_id, normalize(state), code, text_reason)
     return out
+
+
+def _ids(job: dict) -> list[str]:
+    """A squeue --json job's ids: plain, or `<array>_<task>` for each task it stands for."""
+    array = _number(job.get("array_job_id")) or 0
+    task = _number(job.get("array_task_id"))
+    if array and task is not None:
+        return [f"{array}_{task}"]
+    if array and job.get("array_task_string"):
+        return [f"{array}_{t}" for t in expand_task_string(str(job["array_task_string"]))]
+    return [str(_number(job.get("job_id")))]
+
+
+def parse_squeue_names(text: str) -> dict[str, tuple[str, str]]:
+    """{job id: (job name, kit's state)} of every job in a `squeue --json` answer (ids as parse_squeue_json)."""
+    states = parse_squeue_json(text)
+    return {job_id: (str(job.get("name") or ""), states[job_id].state)
+            for job in json.loads(text)["jobs"] for job_id in _ids(job)}
 
 
 def parse_sacct(text: str) -> dict[str, JobStatus]:

@@ -1,5 +1,5 @@
 #!/bin/bash
-#SBATCH --job-name=kit-cluster-vllm-0fc93b87b7d4
+#SBATCH --job-name=kit-cluster-big-model-0fc93b87b7d4
 #SBATCH --partition=gpu
 #SBATCH --account=proj123
 #SBATCH --qos=normal
@@ -12,7 +12,7 @@
 #SBATCH --array=0-1
 #SBATCH --output=/lustre/me/kit/logs/%x-%A_%a.out
 #SBATCH --export=PATH,HOME,USER,LANG,TZ
-# kit job kit-cluster-vllm-0fc93b87b7d4
+# kit job kit-cluster-big-model-0fc93b87b7d4
 set -euo pipefail
 
 export HF_DATASETS_OFFLINE=1

@@ -119,7 +119,8 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
                                                  "scripts": {str(s.script_path): s.script_text for s in plan.sites}})
             return
         for sp in plan.sites:
-            click.echo(f"\n# site {sp.site.name}: shard slots {sp.slots} of {sp.shard_count}, plan file {sp.plan_path}")
+            click.echo(f"\n# site {sp.site.name}: {sp.backend}, {sp.gpus} GPU(s), shard slots {sp.slots} of "
+                       f"{sp.shard_count} ({_tasks_from(sp, array, len(sites))}), plan file {sp.plan_path}")
             for line in describe(sp.site, sp.request.walltime_s, clock):
                 click.echo(f"# {line}")
             for remote, local in sp.inputs.items():
@@ -142,7 +143,8 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     else:
         for sp, s in zip(plan.sites, submissions):
             click.echo(f"site {s.site}: {sp.backend}, {sp.gpus} GPU(s), {len(sp.pairs)} pairs in {len(sp.slots)} "
-                       f"task(s) of {sp.shard_count} shards, walltime {sp.request.walltime_hms}: "
+                       f"task(s) of {sp.shard_count} shards ({_tasks_from(sp, array, len(sites))}), "
+                       f"walltime {sp.request.walltime_hms}: "
                        f"job ids {', '.join(s.job_ids)}")
             for job, code in s.exit_codes.items():
                 if code:
@@ -165,3 +167,11 @@ def _job_types(values: tuple[str, ...], site) -> tuple[str, ...]:
                           fix=f"drop --job-type night for {site.name}: its day jobs must end before 09:00 or 19:00 "
                               "Europe/Paris (--walltime), or start after 19:00")
     return types
+
+
+def _tasks_from(sp, array: int | None, n_sites: int) -> str:
+    """Where a job's task count comes from, said plainly."""
+    capped = " capped at one per pair" if len(sp.slots) < (array or sp.site.weight) else ""
+    if n_sites > 1:
+        return "slots by site weight" + capped
+    return (f"--array {array}" if array else f"the site's weight {sp.site.weight}; --array N sets it") + capped

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
 from kit.config.loading import invalid, load_model
 from kit.config.walltime import walltime_seconds
@@ -65,7 +65,14 @@ class Site(BaseModel):
     gpu_memory_gib: float | None = Field(None, gt=0, le=4096, description="memory of one GPU (GiB); for a filtered "
                                          "OAR site, the largest GPU its filter can give; kit refuses what cannot fit")
     cpus_per_task: int | None = Field(None, ge=1)
-    mem_gb: int | None = Field(None, ge=1)
+    mem_gb: int | None = Field(None, ge=1, description="memory per job (GB); Slurm sites may instead give mem_per_gpu_gb")
+    mem_per_gpu_gb: int | None = Field(None, ge=1, description="Slurm: memory per allocated GPU (--mem-per-gpu)")
+    exclusive: StrictBool = Field(False, description="Slurm: --exclusive (the whole node)")
+    constraint: str | None = Field(None, description="Slurm: --constraint, e.g. 'a100&ib'")
+    reservation: str | None = Field(None, description="Slurm: --reservation")
+    requeue: StrictBool | None = Field(None, description="Slurm: --requeue (true) or --no-requeue (false)")
+    setup: tuple[str, ...] = Field((), description="shell lines the job runs before the worker, e.g. "
+                                                    "'module load apptainer' (OAR jobs run a non-login shell)")
     walltime: str = Field("1h", description="per job, in the scheduler's own grammar or units (kit.config.walltime)")
     weight: int = Field(1, ge=1)
     policy_checks: tuple[str, ...] = ()
@@ -91,6 +98,26 @@ class Site(BaseModel):
         # in the grammar of the site's own scheduler (declared above, so validated first)
         walltime_seconds(v, info.data.get("scheduler", "local"))
         return v
+
+    @field_validator("setup")
+    @classmethod
+    def _setup(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for line in v:
+            if "\n" in line or "\r" in line or "\0" in line:
+                raise invalid(f"setup line {line[:40]!r} holds a line break",
+                              fix="write one shell line per entry: setup = [\"module load apptainer\", ...]")
+        return v
+
+    @model_validator(mode="after")
+    def _memory(self) -> "Site":
+        if self.mem_gb and self.mem_per_gpu_gb:
+            raise invalid("mem_gb and mem_per_gpu_gb are both set", fix="keep one: Slurm refuses --mem with --mem-per-gpu")
+        slurm_only = [k for k in ("mem_per_gpu_gb", "constraint", "reservation") if getattr(self, k)]
+        slurm_only += [k for k in ("exclusive", "requeue") if getattr(self, k) not in (None, False)]
+        if self.scheduler != "slurm" and slurm_only:
+            raise invalid(f"{', '.join(slurm_only)} apply to Slurm sites only",
+                          fix="remove them, or write the OAR request in gpu_filter and job_types")
+        return self
 
     @field_validator("job_types")
     @classmethod

@@ -56,6 +56,7 @@ class JobScript:
     prelude: tuple[str, ...] = ()                             # scheduler directives (#SBATCH / #OAR lines)
     setup: tuple[str, ...] = ()                               # extra shell lines, already quoted by their renderer
     cache_root: str | None = None                             # node-local scratch for writable caches
+    cleanup: tuple[str, ...] = ()                             # shell lines run when the job ends, however it ends
 
 
 def render_exports(env: Mapping[str, str]) -> list[str]:
@@ -98,23 +99,43 @@ def render_job_script(spec: JobScript) -> str:
         'KIT_SHARD_INDEX="${KIT_SLOTS[$KIT_ARRAY_POS]}"',
         "export KIT_SHARD_INDEX",
     ]
+    cleanup = list(spec.cleanup)
     if spec.cache_root:
         cache = shlex.quote(spec.cache_root) + '"/kit-cache-$KIT_JOB_ID"'
         lines += [
-            "# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE)",
-            f"export HF_HOME={cache}/hf TRITON_CACHE_DIR={cache}/triton VLLM_CACHE_ROOT={cache}/vllm "
-            f"TORCHINDUCTOR_CACHE_DIR={cache}/inductor",
+            "# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE), removed at the end",
+            f"KIT_CACHE={cache}",
+            'export HF_HOME="$KIT_CACHE/hf" TRITON_CACHE_DIR="$KIT_CACHE/triton" VLLM_CACHE_ROOT="$KIT_CACHE/vllm" '
+            'TORCHINDUCTOR_CACHE_DIR="$KIT_CACHE/inductor"',
             'mkdir -p "$HF_HOME" "$TRITON_CACHE_DIR" "$VLLM_CACHE_ROOT" "$TORCHINDUCTOR_CACHE_DIR"',
         ]
+        cleanup.append('rm -rf -- "$KIT_CACHE"')
+    if cleanup:
+        lines += ["kit_cleanup() {", *[f"  {c}" for c in cleanup], "}", "trap kit_cleanup EXIT"]
     if "HF_TOKEN_PATH" in spec.env:
         lines += TOKEN_CHECK
     lines += list(spec.setup)
-    lines += [
-        f'echo "kit: job ${{KIT_JOB_ID:-?}} shard $KIT_SHARD_INDEX/{int(spec.shard_count)} on $(hostname)" >&2',
-        f"exec {render_argv(spec.worker_argv)} --shard \"$KIT_SHARD_INDEX/{int(spec.shard_count)}\"",
-        "",
-    ]
-    return "\n".join(lines)
+    worker = f"{render_argv(spec.worker_argv)} --shard \"$KIT_SHARD_INDEX/{int(spec.shard_count)}\""
+    lines.append(f'echo "kit: job ${{KIT_JOB_ID:-?}} shard $KIT_SHARD_INDEX/{int(spec.shard_count)} on $(hostname)" >&2')
+    if not cleanup:
+        return "\n".join([*lines, f"exec {worker}", ""])
+    return "\n".join([*lines, *WAIT_FOR_WORKER[0], f"{worker} &", *WAIT_FOR_WORKER[1], ""])
+
+
+# With something to clean up, the worker runs as a child instead of replacing the shell: the shell
+# passes SIGTERM and SIGINT on (schedulers send them at the walltime and on cancel), waits for the
+# worker's own exit status, and its EXIT trap then cleans up.
+WAIT_FOR_WORKER = (
+    ["# the worker runs as a child so that the cleanup runs after it; signals are passed on"],
+    ["KIT_WORKER=$!",
+     "trap 'kill -TERM \"$KIT_WORKER\" 2>/dev/null || true' TERM",
+     "trap 'kill -INT \"$KIT_WORKER\" 2>/dev/null || true' INT",
+     "KIT_STATUS=0",
+     'wait "$KIT_WORKER" || KIT_STATUS=$?',
+     '# a trapped signal ends `wait` early: wait again for the worker\'s own exit status',
+     'while kill -0 "$KIT_WORKER" 2>/dev/null; do KIT_STATUS=0; wait "$KIT_WORKER" || KIT_STATUS=$?; done',
+     'exit "$KIT_STATUS"'],
+)
 
 
 def allow_listed_env(source: Mapping[str, str], forward: Sequence[str]) -> dict[str, str]:

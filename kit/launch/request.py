@@ -15,6 +15,7 @@ class JobRequest:
     array_size: int = 1
     mem_gb: int | None = None
     cpus: int | None = None
+    mem_per_gpu_gb: int | None = None
 
     @property
     def walltime_hms(self) -> str:

@@ -260,13 +260,14 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
            "KIT_GPUS": str(gpus), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false",
            **image_env}
-    binds = [str(results), str(bench_dir), str(root), str(scratch)]
+    binds = [str(results), str(root), str(scratch)]          # written by the job
+    ro_binds = [str(bench_dir)]                               # only read: MLPerf mounts its inputs :ro
     if roster:
-        binds.append(str(roster.parent))
+        ro_binds.append(str(roster.parent))
     if site.weights:
         weights = str(site_path(site, site.weights, sites_dir))
         env["HF_HUB_CACHE"] = weights
-        binds.append(weights)
+        ro_binds.append(weights)
     if site.hf_token_file:  # the job gets the file's path; the token never enters a script, argv or log
         token = site_path(site, site.hf_token_file, sites_dir)
         if not site.is_remote:
@@ -275,15 +276,18 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
             raise ConfigError(f"site {site.name}: hf_token_file = {site.hf_token_file!r} is relative on a remote site",
                               fix="write the file's absolute path on the cluster")
         env["HF_TOKEN_PATH"] = str(token)
-        binds.append(str(token))
+        ro_binds.append(str(token))
     runtime = get_runtime(site.runtime)(site)
     ctx = RuntimeContext(tuple(kit_args), tuple(dict.fromkeys(binds)),
-                         tuple(dict.fromkeys([*CONTAINER_ENV, *site.forward_env])), image, str(root))
+                         tuple(dict.fromkeys([*CONTAINER_ENV, *site.forward_env])), image, str(root),
+                         ro_binds=tuple(dict.fromkeys(ro_binds)))
     scheduler = get_scheduler(site.scheduler)(site)
     request = JobRequest(name=name, gpus=gpus, walltime_s=walltime_seconds(walltime or site.walltime, site.scheduler),
-                         array_size=len(slots), mem_gb=site.mem_gb, cpus=site.cpus_per_task)
+                         array_size=len(slots), mem_gb=site.mem_gb, cpus=site.cpus_per_task,
+                         mem_per_gpu_gb=site.mem_per_gpu_gb)
     base = JobScript(job_name=name, worker_argv=tuple(runtime.worker_argv(ctx)), shard_slots=tuple(slots),
-                     shard_count=count, env=env, setup=tuple(runtime.setup_lines(ctx)), cache_root=str(scratch))
+                     shard_count=count, env=env, setup=(*site.setup, *runtime.setup_lines(ctx)),
+                     cache_root=str(scratch), cleanup=tuple(runtime.cleanup_lines(ctx)))
     script = render_job_script(scheduler.job_script(base, request, str(log_dir)))
     return SitePlan(site, backend, gpus, pairs, slots, count, request, script_path, script, plan_path, text,
                     scheduler.submit_argv(request, script_path, str(log_dir)), env, scheduler, log_dir, inputs)

@@ -130,7 +130,8 @@ def test_multi_site_dry_run_prints_every_sites_command_and_makes_no_ssh_connecti
     assert not ssh_log.exists(), ssh_log.read_text()
     assert not fake.calls()
     out = r.stdout
-    assert "# site nancy: shard slots [0, 1] of 3" in out and "# site grenoble: shard slots [2] of 3" in out
+    assert "shard slots [0, 1] of 3 (slots by site weight)" in out and "shard slots [2] of 3 (slots by site weight)" in out
+    assert "# site nancy: transformers-5.17, 1 GPU(s)" in out
     lines = [line for line in out.splitlines() if line.startswith("oarsub ")]
     assert len(lines) == 2
     assert "--array 2" in lines[0] and "-t night" in lines[0] and "--array" not in lines[1]
@@ -225,7 +226,7 @@ def test_run_submits_an_array_and_status_explains_every_pair_by_its_array_job(pr
     root, env, fake, _, bench = proj
     r = kit("run", "--site", "ci", "--model", "org/model-a", "--array", "3", cwd=root, env=env)
     assert r.returncode == 0, r.stderr
-    assert "job ids 100, 101, 102" in r.stdout and "fake usagepolicycheck: allowance ok (-t)" in r.stderr
+    assert "3 task(s) of 3 shards (--array 3)" in r.stdout and "job ids 100, 101, 102" in r.stdout and "fake usagepolicycheck: allowance ok (-t)" in r.stderr
     assert len(fake.calls("oarsub")) == 1
     script = next((root / "oar" / "jobs").glob("*.sh")).read_text()
     assert "KIT_ARRAY_POS=$(( ${OAR_ARRAY_INDEX:-1} - 1 ))" in script
@@ -284,7 +285,7 @@ def test_a_rerun_plans_only_the_pairs_without_a_complete_checkpoint(proj):
         write_checkpoint(root / "results", "org/model-a", lang, bench)
     r = kit("run", "--site", "ci", "--model", "org/model-a", "--array", "3", cwd=root, env=env)
     assert r.returncode == 0, r.stderr
-    assert "3 pairs, 2 complete, 1 pending" in r.stdout
+    assert "3 pairs, 2 complete, 1 pending" in r.stdout and "(--array 3 capped at one per pair)" in r.stdout
     argv = fake.calls("oarsub")[0]["argv"]
     assert "--array" not in argv   # one pending pair: one job, never an empty array task
 

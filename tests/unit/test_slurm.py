@@ -308,3 +308,29 @@ def test_jobs_to_cancel_keeps_only_live_jobs_that_own_pending_pairs():
                                 st("it", "running", "9_0"), st("ja", "failed", "8"), st("ko", "unclaimed", None)])
     assert plan.jobs == {"9_0": [Pair("org/m", "en"), Pair("org/m", "it")], "9_1": [Pair("org/m", "fr")]}
     assert plan.not_live == {"8": "failed"}
+
+
+def test_the_requests_a_cluster_needs_become_sbatch_lines():
+    s = site(exclusive=True, constraint="a100&ib", reservation="sweep_dec", requeue=False, mem_per_gpu_gb=64)
+    lines = SlurmScheduler(s).prelude(request(gpus=2, mem_per_gpu_gb=s.mem_per_gpu_gb), "/k/logs")
+    for line in ("#SBATCH --exclusive", "#SBATCH --constraint=a100&ib", "#SBATCH --reservation=sweep_dec",
+                 "#SBATCH --no-requeue", "#SBATCH --mem-per-gpu=64G"):
+        assert line in lines, line
+    assert not any(line.startswith("#SBATCH --mem=") for line in lines)
+    plain = SlurmScheduler(site()).prelude(request(gpus=0, mem_per_gpu_gb=64), "/k/logs")
+    assert not any("--mem-per-gpu" in line or "requeue" in line or "exclusive" in line for line in plain)
+
+
+@pytest.mark.parametrize("kw,words", [
+    ({"mem_gb": 64, "mem_per_gpu_gb": 32}, "mem_gb and mem_per_gpu_gb"),
+    ({"scheduler": "oar", "exclusive": True}, "Slurm sites only"),
+    ({"constraint": "a100; rm -rf"}, None),
+    ({"setup": ["module load apptainer\nrm -rf ~"]}, "line break"),
+])
+def test_requests_that_cannot_be_honoured_are_refused(kw, words):
+    if words is None:   # refused when the #SBATCH line is rendered
+        with pytest.raises(ConfigError, match="cannot go into an #SBATCH line"):
+            SlurmScheduler(site(**kw)).prelude(request(), "/k/logs")
+        return
+    with pytest.raises(ValueError, match=words):
+        site(**kw)

@@ -47,8 +47,9 @@ gres = "gpu:a100:{{gpus}}"
 gpus_per_node = 4
 gpu_memory_gib = 80
 cpus_per_task = 8
-mem_gb = 64
+mem_per_gpu_gb = 64
 walltime = "2:00:00"
+setup = ["module load apptainer/1.3"]
 root = "/lustre/me/kit"
 results = "/lustre/me/kit/results"
 images = "/lustre/me/kit-images"
@@ -98,11 +99,16 @@ def test_script_is_valid_bash_and_asks_for_what_the_model_needs(sweep, runtime):
     text = cluster_script(sweep, runtime)
     r = subprocess.run(["bash", "-n"], input=text, text=True, capture_output=True)
     assert r.returncode == 0, r.stderr
-    for line in ("#SBATCH --gres=gpu:a100:4", "#SBATCH --array=0-1", "#SBATCH --time=2:00:00",
+    lines = text.splitlines()
+    # the site's setup line runs before the runtime's own lines (the module that provides apptainer first)
+    setup = lines.index("module load apptainer/1.3")
+    assert setup < next(i for i, x in enumerate(lines) if x.startswith(("test -r", "KIT_UID=", "echo \"kit: job")))
+    for line in ("#SBATCH --gres=gpu:a100:4", "#SBATCH --mem-per-gpu=64G", "#SBATCH --array=0-1", "#SBATCH --time=2:00:00",
                  "#SBATCH --export=PATH,HOME,USER,LANG,TZ", "export HF_HUB_OFFLINE=1", "export KIT_GPUS=4",
                  "export SLURM_EXPORT_ENV=ALL", "export HF_TOKEN_PATH=/home/me/.config/kit/hf_token"):
         assert line in text.splitlines(), line
-    assert "HF_HOME=/tmp\"/kit-cache-$KIT_JOB_ID\"/hf" in text
+    assert "KIT_CACHE=/tmp\"/kit-cache-$KIT_JOB_ID\"" in text.splitlines()
+    assert 'export HF_HOME="$KIT_CACHE/hf"' in text and 'rm -rf -- "$KIT_CACHE"' in text
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed (apt-get install shellcheck)")
@@ -116,13 +122,17 @@ def test_script_passes_shellcheck(sweep, runtime, tmp_path):
 
 def test_pyxis_script_reads_the_squashfs_as_a_file(sweep):
     text = cluster_script(sweep, "pyxis")
-    line = next(x for x in text.splitlines() if x.startswith("exec srun "))
-    argv = shlex.split(line[len("exec "):].replace('"$KIT_SHARD_INDEX/2"', "0/2"))
+    line = next(x for x in text.splitlines() if x.startswith("srun "))
+    argv = shlex.split(line.removesuffix(" &").replace('"$KIT_SHARD_INDEX/2"', "0/2"))
     assert "--container-image=/lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh" in argv
     assert "--no-container-mount-home" in argv and "--container-workdir=/lustre/me/kit" in argv
     mounts = next(a for a in argv if a.startswith("--container-mounts=")).split("=", 1)[1].split(",")
-    assert "/lustre/me/hf-hub:/lustre/me/hf-hub" in mounts and "/tmp:/tmp" in mounts
-    assert "/home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token" in mounts
+    # what the job only reads is read-only (weights, inputs, token); results and scratch are writable,
+    # and a folder is mounted after the folder holding it
+    assert "/lustre/me/hf-hub:/lustre/me/hf-hub:ro" in mounts and "/tmp:/tmp" in mounts
+    assert "/home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token:ro" in mounts
+    assert "/lustre/me/kit/results:/lustre/me/kit/results" in mounts
+    assert mounts.index("/lustre/me/kit:/lustre/me/kit") < mounts.index("/lustre/me/kit/inputs:/lustre/me/kit/inputs:ro")
     names = next(a for a in argv if a.startswith("--container-env=")).split("=", 1)[1].split(",")
     assert {"HF_HUB_OFFLINE", "HF_HOME", "TRITON_CACHE_DIR", "VLLM_CACHE_ROOT", "HF_TOKEN_PATH", "KIT_SHARD_INDEX"} <= set(names)
     assert argv[argv.index("kit"):][:2] == ["kit", "shard"]
@@ -130,7 +140,7 @@ def test_pyxis_script_reads_the_squashfs_as_a_file(sweep):
 
 def test_apptainer_runs_as_a_slurm_step_and_docker_sees_the_jobs_gpus(sweep):
     app = cluster_script(sweep, "apptainer")
-    assert "exec srun apptainer exec --nv --containall --cleanenv --no-home --bind " in app
+    assert "\nsrun apptainer exec --nv --containall --cleanenv --no-home --bind " in app
     assert '[ -z "${CUDA_VISIBLE_DEVICES+set}" ] || export APPTAINERENV_CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES}"' in app
     dock = cluster_script(sweep, "docker")
     assert "--gpus all" in dock and "-e CUDA_VISIBLE_DEVICES" in dock

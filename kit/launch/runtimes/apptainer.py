@@ -26,8 +26,10 @@ class ApptainerRuntime(Runtime):
         """The apptainer command line (a Slurm job step under Slurm)."""
         argv = ["srun"] if self.site.scheduler == "slurm" else []
         argv += ["apptainer", "exec", "--nv", "--containall", "--cleanenv", "--no-home"]
-        if ctx.binds:
-            argv += ["--bind", ",".join(list_paths(ctx.binds, "apptainer"))]
+        mounts = ctx.mounts()
+        if mounts:
+            list_paths(tuple(p for p, _ in mounts), "apptainer")
+            argv += ["--bind", ",".join(f"{p}:{p}:ro" if ro else p for p, ro in mounts)]
         if ctx.workdir:
             argv += ["--pwd", ctx.workdir]
         argv += [ctx.image or "IMAGE.sif", "kit", *ctx.kit_args]

@@ -18,10 +18,18 @@ class RuntimeContext:
     """What a runtime needs to build its command."""
 
     kit_args: tuple[str, ...]                   # arguments after `kit`, e.g. ("shard", "--roster", ...)
-    binds: tuple[str, ...] = ()                 # host folders the job reads or writes
+    binds: tuple[str, ...] = ()                 # host folders the job writes (results, scratch, kit's root)
     env_names: tuple[str, ...] = ()             # variables to pass into the container by name
     image: str | None = None                    # docker reference, .sif or .sqsh path
     workdir: str | None = None                  # working folder inside the container
+    ro_binds: tuple[str, ...] = ()              # host folders the job only reads (weights, inputs, token)
+
+    def mounts(self) -> list[tuple[str, bool]]:
+        """Every folder to mount as (path, read-only), parents before children, so a writable results
+        folder inside a read-only workspace stays writable; a path in both lists is writable."""
+        writable = set(self.binds)
+        paths = dict.fromkeys([*self.binds, *self.ro_binds])
+        return sorted(((p, p not in writable) for p in paths), key=lambda m: (m[0].rstrip("/").count("/"), m[0]))
 
 
 # Variables a container runtime passes in on top of kit's list: the GPUs the scheduler gave the job.
@@ -51,6 +59,10 @@ class Runtime:
 
     def setup_lines(self, ctx: RuntimeContext) -> list[str]:
         """Shell lines the job script runs before the worker (already quoted)."""
+        return []
+
+    def cleanup_lines(self, ctx: RuntimeContext) -> list[str]:
+        """Shell lines the job script runs when it ends, however it ends (already quoted)."""
         return []
 
 

@@ -30,8 +30,10 @@ class DockerRuntime(Runtime):
             argv += ["--gpus", "all"]
         for name in dict.fromkeys([*ctx.env_names, *GPU_ENV]):
             argv += ["-e", name]
-        for b in list_paths(ctx.binds, "docker", sep=":"):
-            argv += ["-v", f"{b}:{b}"]
+        mounts = ctx.mounts()
+        list_paths(tuple(p for p, _ in mounts), "docker", sep=":")
+        for b, ro in mounts:
+            argv += ["-v", f"{b}:{b}:ro" if ro else f"{b}:{b}"]
         if ctx.workdir:
             argv += ["-w", ctx.workdir]
         return [*argv, ctx.image or self.site.docker_image or "IMAGE", "kit", *ctx.kit_args]

@@ -23,11 +23,16 @@ class EnrootRuntime(Runtime):
     def worker_argv(self, ctx: RuntimeContext) -> list[str]:
         """The enroot start command line."""
         argv = ["enroot", "start"]
-        for b in ctx.binds:
+        # enroot's short SRC:DST form takes no flags: read-only folders are mounted as given
+        for b, _ in ctx.mounts():
             argv += ["--mount", f"{b}:{b}"]
         for name in ctx.env_names:
             argv += ["--env", name]
         return [*argv, Expand("kit-${KIT_JOB_ID:-$$}"), "kit", *ctx.kit_args]
+
+    def cleanup_lines(self, ctx: RuntimeContext) -> list[str]:
+        """Remove the job's container (its unpacked root file system) when the job ends."""
+        return ['enroot remove --force "kit-${KIT_JOB_ID:-$$}" >/dev/null 2>&1 || true']
 
     def setup_lines(self, ctx: RuntimeContext) -> list[str]:
         """Create the container from the sqsh (--force replaces a leftover of an earlier job)."""

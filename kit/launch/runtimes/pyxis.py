@@ -30,8 +30,10 @@ class PyxisRuntime(Runtime):
                               "(pyxis would read it as a registry reference)",
                               fix="set images to an absolute folder in sites.toml")
         argv = ["srun", f"--container-image={image}"]
-        if ctx.binds:
-            argv.append("--container-mounts=" + ",".join(f"{b}:{b}" for b in list_paths(ctx.binds, "pyxis")))
+        mounts = ctx.mounts()
+        if mounts:
+            list_paths(tuple(p for p, _ in mounts), "pyxis")
+            argv.append("--container-mounts=" + ",".join(f"{b}:{b}:ro" if ro else f"{b}:{b}" for b, ro in mounts))
         argv.append("--no-container-mount-home")
         if ctx.env_names:
             argv.append("--container-env=" + ",".join(ctx.env_names))

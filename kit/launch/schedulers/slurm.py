@@ -51,6 +51,7 @@ from kit.launch.schedulers.slurm_query import (parse_sacct, parse_sbatch_id, par
 # checked rather than quoted (a partition, account or path with spaces or quotes is refused).
 _WORD = re.compile(r"^[A-Za-z0-9_.,:=+@-]+$")
 _PATH = re.compile(r"^/?[A-Za-z0-9_.,:=+@/-]+$")
+_CONSTRAINT = re.compile(r"^[A-Za-z0-9_.,:=+@&|\[\]*-]+$")   # Slurm's feature expressions: a100&ib, [rack1|rack2]
 SACCT_FIELDS = "JobID,State,ExitCode"
 
 
@@ -107,6 +108,16 @@ class SlurmScheduler(Scheduler):
             opts.append(f"--cpus-per-task={int(request.cpus)}")
         if request.mem_gb:
             opts.append(f"--mem={int(request.mem_gb)}G")
+        if request.mem_per_gpu_gb and request.gpus > 0:   # grows with the GPUs the model gets
+            opts.append(f"--mem-per-gpu={int(request.mem_per_gpu_gb)}G")
+        for key in ("constraint", "reservation"):
+            value = getattr(site, key)
+            if value:
+                opts.append(f"--{key}={_checked(value, key, site, _CONSTRAINT if key == 'constraint' else _WORD)}")
+        if site.exclusive:
+            opts.append("--exclusive")
+        if site.requeue is not None:
+            opts.append("--requeue" if site.requeue else "--no-requeue")
         opts.append(f"--time={slurm_time(request.walltime_s)}")
         if request.array_size > 1:
             opts.append(f"--array=0-{int(request.array_size) - 1}")

@@ -7,7 +7,7 @@
 #SBATCH --ntasks=1
 #SBATCH --gres=gpu:a100:4
 #SBATCH --cpus-per-task=8
-#SBATCH --mem=64G
+#SBATCH --mem-per-gpu=64G
 #SBATCH --time=2:00:00
 #SBATCH --array=0-1
 #SBATCH --output=/lustre/me/kit/logs/%x-%A_%a.out
@@ -42,9 +42,15 @@ if [ "$KIT_ARRAY_POS" -lt 0 ] || [ "$KIT_ARRAY_POS" -ge "${#KIT_SLOTS[@]}" ]; th
 fi
 KIT_SHARD_INDEX="${KIT_SLOTS[$KIT_ARRAY_POS]}"
 export KIT_SHARD_INDEX
-# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE)
-export HF_HOME=/tmp"/kit-cache-$KIT_JOB_ID"/hf TRITON_CACHE_DIR=/tmp"/kit-cache-$KIT_JOB_ID"/triton VLLM_CACHE_ROOT=/tmp"/kit-cache-$KIT_JOB_ID"/vllm TORCHINDUCTOR_CACHE_DIR=/tmp"/kit-cache-$KIT_JOB_ID"/inductor
+# writable caches on node-local scratch (weights stay read-only in HF_HUB_CACHE), removed at the end
+KIT_CACHE=/tmp"/kit-cache-$KIT_JOB_ID"
+export HF_HOME="$KIT_CACHE/hf" TRITON_CACHE_DIR="$KIT_CACHE/triton" VLLM_CACHE_ROOT="$KIT_CACHE/vllm" TORCHINDUCTOR_CACHE_DIR="$KIT_CACHE/inductor"
 mkdir -p "$HF_HOME" "$TRITON_CACHE_DIR" "$VLLM_CACHE_ROOT" "$TORCHINDUCTOR_CACHE_DIR"
+kit_cleanup() {
+  enroot remove --force "kit-${KIT_JOB_ID:-$$}" >/dev/null 2>&1 || true
+  rm -rf -- "$KIT_CACHE"
+}
+trap kit_cleanup EXIT
 # the HF token file must be readable by its owner only
 case "$(stat -L -c %a "$HF_TOKEN_PATH" 2>/dev/null || echo missing)" in
   [0-7]00) ;;
@@ -53,6 +59,7 @@ esac
 # srun steps get this script's environment, not the batch job's --export list
 export SLURM_EXPORT_ENV=ALL
 export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
+module load apptainer/1.3
 test -r /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh || { echo 'kit: image not readable: /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh' >&2; exit 2; }
 if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
   KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh | cut -d' ' -f1)
@@ -60,4 +67,13 @@ if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
 fi
 enroot create --force --name "kit-${KIT_JOB_ID:-$$}" /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
-exec enroot start --mount /lustre/me/kit/results:/lustre/me/kit/results --mount /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --mount /lustre/me/kit:/lustre/me/kit --mount /tmp:/tmp --mount /lustre/me/kit/inputs:/lustre/me/kit/inputs --mount /lustre/me/hf-hub:/lustre/me/hf-hub --mount /home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token --env KIT_SITE --env KIT_SCHEDULER --env KIT_RUNTIME --env KIT_JOB_ID --env KIT_ARRAY_INDEX --env KIT_SHARD_INDEX --env KIT_GPUS --env KIT_IMAGE_DIGEST --env KIT_IMAGE_ARTIFACT --env KIT_IMAGE_SHA256 --env KIT_LOCK_SHA256 --env HF_HUB_OFFLINE --env TRANSFORMERS_OFFLINE --env HF_DATASETS_OFFLINE --env HF_HUB_CACHE --env HF_HOME --env TRITON_CACHE_DIR --env VLLM_CACHE_ROOT --env TORCHINDUCTOR_CACHE_DIR --env HF_HUB_DISABLE_PROGRESS_BARS --env TRANSFORMERS_VERBOSITY --env TOKENIZERS_PARALLELISM --env HF_TOKEN_PATH "kit-${KIT_JOB_ID:-$$}" kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2"
+# the worker runs as a child so that the cleanup runs after it; signals are passed on
+enroot start --mount /tmp:/tmp --mount /lustre/me/hf-hub:/lustre/me/hf-hub --mount /lustre/me/kit:/lustre/me/kit --mount /lustre/me/kit/inputs:/lustre/me/kit/inputs --mount /lustre/me/kit/results:/lustre/me/kit/results --mount /home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token --mount /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --env KIT_SITE --env KIT_SCHEDULER --env KIT_RUNTIME --env KIT_JOB_ID --env KIT_ARRAY_INDEX --env KIT_SHARD_INDEX --env KIT_GPUS --env KIT_IMAGE_DIGEST --env KIT_IMAGE_ARTIFACT --env KIT_IMAGE_SHA256 --env KIT_LOCK_SHA256 --env HF_HUB_OFFLINE --env TRANSFORMERS_OFFLINE --env HF_DATASETS_OFFLINE --env HF_HUB_CACHE --env HF_HOME --env TRITON_CACHE_DIR --env VLLM_CACHE_ROOT --env TORCHINDUCTOR_CACHE_DIR --env HF_HUB_DISABLE_PROGRESS_BARS --env TRANSFORMERS_VERBOSITY --env TOKENIZERS_PARALLELISM --env HF_TOKEN_PATH "kit-${KIT_JOB_ID:-$$}" kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2" &
+KIT_WORKER=$!
+trap 'kill -TERM "$KIT_WORKER" 2>/dev/null || true' TERM
+trap 'kill -INT "$KIT_WORKER" 2>/dev/null || true' INT
+KIT_STATUS=0
+wait "$KIT_WORKER" || KIT_STATUS=$?
+# a trapped signal ends `wait` early: wait again for the worker's own exit status
+while kill -0 "$KIT_WORKER" 2>/dev/null; do KIT_STATUS=0; wait "$KIT_WORKER" || KIT_STATUS=$?; done
+exit "$KIT_STATUS"

@@ -2,18 +2,22 @@
 is submitted twice, whichever machine submitted the first job.
 
 A kit job is named `kit-<site>-<runs>-<plan digest>` (job_name); the digest names the plan file
-the job reads on the cluster (`<root>/plans/plan-<digest>.json`), which lists its pairs."""
+the job reads on the cluster (`<root>/plans/plan-<digest>.json`), which lists its pairs, and the
+job's shard sidecar (`<root>/jobs/<name>.json`: its shard slots and count) says which of them each
+array task runs, so a task still finishing owns its own shard only."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+from kit import safejson
 from kit.config.sites import Site
 from kit.errors import ConfigError
 from kit.launch.paths import site_path
 from kit.launch.schedulers.base import Scheduler
-from kit.plan import Pair, read_plan
+from kit.plan import Pair, read_plan, shard_pairs
 
 _DIGEST = re.compile(r"-([0-9a-f]{12})$")
 _SHORT = re.compile(r"[^A-Za-z0-9._-]+")
@@ -32,14 +36,25 @@ def plan_file(site: Site, sites_dir: Path, digest: str) -> Path:
     return site_path(site, site.root, sites_dir) / "plans" / f"plan-{digest}.json"
 
 
+def shards_file(site: Site, sites_dir: Path, name: str) -> Path:
+    """Where a job's shard sidecar lies on the cluster, beside its script."""
+    return site_path(site, site.root, sites_dir) / "jobs" / f"{name}.json"
+
+
+def shards_text(slots: list[int], shard_count: int) -> str:
+    """The sidecar of a job: the shard slot each array task runs, in array order, and the count."""
+    return json.dumps({"kit_job_version": 1, "slots": list(slots), "shard_count": int(shard_count)}) + "\n"
+
+
 def owned_pairs(site: Site, scheduler: Scheduler, sites_dir: Path) -> dict[Pair, tuple[str, str]]:
-    """{pair: (job id, pending | running)} for every pair a live kit job of yours at the site plans
-    (a SubmitError when the scheduler cannot list your jobs)."""
+    """{pair: (job id, pending | running)} for every pair a live kit job (array task) of yours at the
+    site runs (a SubmitError when the scheduler cannot list your jobs). Without a readable sidecar a
+    job owns every pair of its plan."""
     owned: dict[Pair, tuple[str, str]] = {}
     plans: dict[str, list[Pair]] = {}
-    for job_id, (name, state) in sorted(scheduler.live_jobs().items()):
-        m = _DIGEST.search(name)
-        if not name.startswith(f"kit-{site.name}-") or not m:
+    for job_id, job in sorted(scheduler.live_jobs().items()):
+        m = _DIGEST.search(job.name)
+        if not job.name.startswith(f"kit-{site.name}-") or not m:
             continue
         digest = m.group(1)
         if digest not in plans:
@@ -49,6 +64,21 @@ def owned_pairs(site: Site, scheduler: Scheduler, sites_dir: Path) -> dict[Pair,
                 plans[digest] = read_plan(path, text) if text is not None else []
             except ConfigError:
                 plans[digest] = []
-        for pair in plans[digest]:
-            owned.setdefault(pair, (job_id, state))
+        pairs = plans[digest]
+        shard = _shard_of(scheduler, shards_file(site, sites_dir, job.name), job.array_pos)
+        if shard is not None:
+            pairs = shard_pairs(pairs, *shard)
+        for pair in pairs:
+            owned.setdefault(pair, (job_id, job.state))
     return owned
+
+
+def _shard_of(scheduler: Scheduler, sidecar: Path, array_pos: int) -> tuple[int, int] | None:
+    """(shard index, count) an array task runs, from its job's sidecar; None when unknown."""
+    text = scheduler.frontend.read_text(sidecar)
+    try:
+        body = safejson.loads(text) if text is not None else None
+        slots, count = body["slots"], int(body["shard_count"])
+        return int(slots[array_pos]), count
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None

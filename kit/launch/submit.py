@@ -18,7 +18,7 @@ from kit.config.walltime import walltime_seconds
 from kit.errors import ConfigError, KitError, SubmitError
 from kit.launch.jobscript import JobScript, allow_listed_env, render_job_script
 from kit.launch.jobsize import grown_filter, job_size
-from kit.launch.owners import job_name, plan_file
+from kit.launch.owners import job_name, plan_file, shards_text
 from kit.launch.paths import site_path
 from kit.launch.request import JobRequest
 from kit.launch.runtimes.base import RuntimeContext, get_runtime
@@ -307,6 +307,8 @@ def submit_run(plan: RunPlan, state_dir: Path | None = None, *, now=None, show=l
 
             upload_inputs(frontend, sp.inputs)
         frontend.write_text(sp.plan_path, sp.plan_text)
+        # beside the script (owners.shards_file): which shard each array task runs
+        frontend.write_text(sp.script_path.with_suffix(".json"), shards_text(sp.slots, sp.shard_count))
         frontend.write_text(sp.script_path, sp.script_text, mode=0o755)
         env = allow_listed_env(os.environ, sp.site.forward_env)
         sub = sp.scheduler.submit(sp.request, sp.script_path, str(sp.log_dir), env)

@@ -42,6 +42,7 @@ def proj(tmp_path, fake_oar):
     refuse.write_text('#!/bin/sh\necho "fake usagepolicycheck: daily allowance exceeded" >&2\nexit 1\n')
     for p in (check, refuse):
         p.chmod(0o755)
+    stage_fake_weights(tmp_path / "hub", ["org/model-a", "org/model-b"])
     (tmp_path / "sites.toml").write_text(f'''
 [site.ci]
 scheduler = "oar"
@@ -49,6 +50,7 @@ runtime = "host"
 python = "{sys.executable}"
 root = "oar"
 results = "results"
+weights = "hub"
 walltime = "1:00"
 policy_checks = ["{check} -t"]
 
@@ -57,6 +59,7 @@ scheduler = "oar"
 runtime = "host"
 root = "oar-day"
 results = "results"
+weights = "hub"
 job_types = ["exotic"]
 policy_checks = ["{check} -t"]
 
@@ -65,6 +68,7 @@ scheduler = "oar"
 runtime = "host"
 root = "oar-sirius"
 results = "results"
+weights = "hub"
 job_types = ["exotic"]
 night_jobs = false
 queue = "default"
@@ -75,6 +79,7 @@ scheduler = "oar"
 runtime = "host"
 root = "oar-over"
 results = "results"
+weights = "hub"
 policy_checks = ["{refuse}"]
 
 [site.remote-ok]
@@ -98,6 +103,19 @@ results = "/home/jdoe/kit/results"
     env = {**os.environ, "PATH": f"{fake.bin}:{os.environ['PATH']}", "KIT_SSH_CONTROL_DIR": str(tmp_path / "cm")}
     env.pop("KIT_NOW", None)
     return tmp_path, env, fake, ssh_log, load_benchmark(bench)
+
+
+def stage_fake_weights(hub: Path, models: list[str]) -> None:
+    """Snapshots at REV with weights manifests, as `kit weights stage` leaves them (`kit run` checks them);
+    the safetensors file holds no tensors, so the model's size stays unknown as before."""
+    from kit.weights.manifest import build_manifest, local_sizes, snapshot_dir, write_manifest
+
+    for model in models:
+        snap = snapshot_dir(hub, model, REV)
+        snap.mkdir(parents=True)
+        (snap / "config.json").write_text("{}")
+        (snap / "model.safetensors").write_bytes(b"\x02" + b"\x00" * 7 + b"{}")
+        write_manifest(hub, build_manifest(snap, model, REV, local_sizes(snap)))
 
 
 def write_checkpoint(results: Path, run: str, language: str, bench) -> Path:
@@ -260,12 +278,20 @@ def test_a_second_run_never_submits_pairs_a_live_job_owns(proj):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)["data"]
     assert data["pending"] == 0 and data["submitted"] == [] and len(fake.calls("oarsub")) == 1
+    # each array task owns its own shard (the sidecar beside the job script says which)
     assert {(o["language"], o["job"], o["state"]) for o in data["owned"]} == {
-        ("de", "ci:100", "pending"), ("en", "ci:100", "pending"), ("fr", "ci:100", "pending")}
+        ("de", "ci:100", "pending"), ("en", "ci:101", "pending"), ("fr", "ci:102", "pending")}
     r = kit("run", "--site", "ci", "--model", "org/model-a", cwd=root, env=env)
-    assert "3 pairs owned by your live job(s) ci:100: not submitted again" in r.stdout
+    assert "3 pairs owned by your live job(s) ci:100, ci:101, ci:102: not submitted again" in r.stdout
+    jobs = fake.state["jobs"]
+    fake.state = {**fake.state, "jobs": {**jobs, "100": {**jobs["100"], "state": "Error"}}}   # task 1 gone
+    again = json.loads(kit("run", "--site", "ci", "--model", "org/model-a", "--json", "--dry-run", cwd=root,
+                           env=env).stdout)["data"]
+    assert again["pending"] == 1 and [j["pairs"] for j in again["jobs"]] == [1]   # de only: the others still run
     status = json.loads(kit("status", "--site", "ci", "--json", cwd=root, env=env).stdout)["data"]["pairs"]
-    assert {p["state"] for p in status if p["run"] == "org/model-a"} == {"queued"}   # known from the scheduler
+    # en and fr: their tasks are queued (known from the scheduler); de: its task is gone, nothing owns it
+    assert {p["language"]: p["state"] for p in status if p["run"] == "org/model-a"} == {
+        "de": "unclaimed", "en": "queued", "fr": "queued"}
     fake.state = {**fake.state, "jobs": {j: {**info, "state": "Running"} for j, info in fake.state["jobs"].items()}}
     r = kit("run", "--site", "ci", "--model", "org/model-a", "--resubmit", cwd=root, env=env)
     assert r.returncode == 0 and len(fake.calls("oarsub")) == 2

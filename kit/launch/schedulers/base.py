@@ -33,6 +33,16 @@ class Submission:
 
 
 @dataclass(frozen=True)
+class LiveJob:
+    """One of your jobs (or array tasks) the scheduler still holds: its name, state (pending or
+    running) and 0-based position in its array (0 for a plain job)."""
+
+    name: str
+    state: str
+    array_pos: int = 0
+
+
+@dataclass(frozen=True)
 class JobStatus:
     """One job's (or array task's) normalized state, with the exit code and reason when known."""
 
@@ -56,8 +66,8 @@ class Scheduler:
         """Normalized state of each job id; a missing or broken answer gives `unknown` with the reason."""
         return {j: JobStatus(j, UNKNOWN, reason=f"the {self.name} scheduler cannot be polled") for j in job_ids}
 
-    def live_jobs(self) -> dict[str, tuple[str, str]]:
-        """{job id: (job name, pending | running)} of your jobs the scheduler still holds; a SubmitError
+    def live_jobs(self) -> dict[str, LiveJob]:
+        """{job id: LiveJob} of your jobs the scheduler still holds (pending or running); a SubmitError
         when it cannot say. A scheduler that runs jobs before returning (local) has none."""
         return {}
 

@@ -39,7 +39,7 @@ from kit.errors import SubmitError
 from kit.launch.jobscript import JobScript, allow_listed_env
 from kit.launch.request import JobRequest
 from kit.launch.schedulers.base import (CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN, JobStatus,
-                                        Scheduler, Submission, register_scheduler)
+                                        LiveJob, Scheduler, Submission, register_scheduler)
 
 # OAR job state -> kit's normalized state. The names are the `jobs.state` ENUM of OAR 2.5:
 # oar-team/oar sources/core/database/mysql_structure.sql and pg_structure.sql (installed by
@@ -228,8 +228,8 @@ class OarScheduler(Scheduler):
                           JobStatus(j, UNKNOWN, reason=why or "oarstat does not know this job (purged, or another OAR)"))
         return out
 
-    def live_jobs(self) -> dict[str, tuple[str, str]]:
-        """Your jobs OAR still holds (not Terminated or Error), from `oarstat -u -J`."""
+    def live_jobs(self) -> dict[str, LiveJob]:
+        """Your jobs OAR still holds (not Terminated or Error), from `oarstat -u -J` (array_index is 1-based)."""
         res = self.frontend.run(["oarstat", "-u", "-J"], env=self._env())
         if res.returncode != 0:
             raise SubmitError(f"site {self.site.name!r}: oarstat -u exited {res.returncode}: {res.stderr.strip()[-200:]}",
@@ -242,8 +242,10 @@ class OarScheduler(Scheduler):
         out = {}
         for job_id, info in records.items():
             state = OAR_STATES.get(str(info.get("state")), UNKNOWN)
+            index = info.get("array_index")
             if state in (PENDING, RUNNING):
-                out[job_id] = (str(info.get("name") or ""), state)
+                out[job_id] = LiveJob(str(info.get("name") or ""), state,
+                                      index - 1 if isinstance(index, int) and index >= 1 else 0)
         return out
 
     def _records(self, job_ids: list[str]) -> tuple[dict[str, dict], str]:

@@ -43,7 +43,8 @@ from kit.errors import ConfigError, SubmitError
 from kit.launch.frontend import CommandResult
 from kit.launch.jobscript import BASE_ENV, JobScript, allow_listed_env
 from kit.launch.request import JobRequest
-from kit.launch.schedulers.base import PENDING, RUNNING, UNKNOWN, JobStatus, Scheduler, Submission, register_scheduler
+from kit.launch.schedulers.base import (PENDING, RUNNING, UNKNOWN, JobStatus, LiveJob, Scheduler, Submission,
+                                        register_scheduler)
 from kit.launch.schedulers.slurm_query import (parse_sacct, parse_sbatch_id, parse_squeue_json, parse_squeue_names,
                                                plain_ids)
 
@@ -174,10 +175,10 @@ class SlurmScheduler(Scheduler):
         why = "; ".join(problems) or "neither squeue nor sacct reports this job"
         return {j: found.get(j) or JobStatus(j, UNKNOWN, reason=why) for j in job_ids}
 
-    def live_jobs(self) -> dict[str, tuple[str, str]]:
-        """Your pending and running jobs and array tasks, from `squeue --json --me`."""
+    def live_jobs(self) -> dict[str, LiveJob]:
+        """Your pending and running jobs and array tasks (`<id>_<task>`, tasks 0-based), from `squeue --json --me`."""
         try:
-            return {j: (name, state) for j, (name, state) in
+            return {j: LiveJob(name, state, int(j.rpartition("_")[2]) if "_" in j else 0) for j, (name, state) in
                     parse_squeue_names(self._ask(["squeue", "--json", "--me"]).stdout).items()
                     if state in (PENDING, RUNNING)}
         except (ValueError, KeyError, TypeError) as exc:

@@ -24,11 +24,13 @@ from kit.results.status import count_states, pair_states, scan_results
 @click.option("--site", "site_names", multiple=True, metavar="NAME",
               help="Status at a configured site (repeatable): checkpoints there, then the scheduler for the rest.")
 @click.option("--all-sites", is_flag=True, help="Every site in the sites file.")
+@click.option("--pairs", "every_pair", is_flag=True,
+              help="One table row per pair (default: one row per run, then only the pairs that are not complete).")
 @common.sites_option
 @common.unpinned_option
 @common.json_option
 def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
-           site_names: tuple[str, ...], all_sites: bool, sites_file: Path, allow_unpinned: bool,
+           site_names: tuple[str, ...], all_sites: bool, every_pair: bool, sites_file: Path, allow_unpinned: bool,
            as_json: bool) -> None:
     """Say where every pair stands in a results tree: complete, stale, pending or invalid.
 
@@ -49,8 +51,13 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     into .kit/mirror/<site>/ beside sites.toml (only new or changed files) and checked here.
 
     \b
+    By default the table has one row per run (how many of its languages are in each
+    state), then only the pairs that are not complete; --pairs lists every pair.
+    --json always holds every pair.
+
+    \b
     Examples:
-      kit status results
+      kit status results --pairs
       kit status results --model LiquidAI/LFM2.5-2.6B --json
       kit status --site nancy --site grenoble
       kit status --all-sites
@@ -78,22 +85,58 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
                           errors=errors)
         sys.exit(1 if errors else 0)
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
     title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
-    table = Table(title=title, show_lines=False)
-    for col in ("run", "language", "state", "job", "detail"):
-        table.add_column(col)
-    style = {"complete": "green", "pending": "yellow", "stale": "magenta", "invalid": "red", "running": "cyan", "queued": "blue",
-             "failed": "red", "timeout": "magenta", "cancelled": "red", "unclaimed": "yellow", "unknown": "white"}
-    for s in statuses:
-        table.add_row(escape(s.pair.run), escape(s.pair.language), f"[{style.get(s.state, '')}]{s.state}[/]",
-                      escape(s.job or ""), escape("; ".join(s.reasons or s.notices)))
     console = Console(width=160)
-    console.print(table)
+    if every_pair:
+        console.print(_pair_table(title, statuses))
+    else:
+        console.print(_run_table(title, statuses))
+        problems = [s for s in statuses if s.state != "complete"]
+        if problems:
+            console.print(_pair_table("pairs not complete (every pair: --pairs)", problems))
     click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
     for error in errors:
         click.echo(f"kit: {error}", err=True)
     if errors:
         sys.exit(1)
+
+
+# states in the order a sweep moves through them, and how the table shows each
+STATE_STYLE = {"complete": "green", "stale": "magenta", "pending": "yellow", "invalid": "red", "running": "cyan",
+               "queued": "blue", "failed": "red", "timeout": "magenta", "cancelled": "red", "unclaimed": "yellow",
+               "unknown": "white"}
+
+
+def _pair_table(title: str, statuses: list):
+    """One row per pair: run, language, state, job, detail."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    for col in ("run", "language", "state", "job", "detail"):
+        table.add_column(col)
+    for s in statuses:
+        table.add_row(escape(s.pair.run), escape(s.pair.language), f"[{STATE_STYLE.get(s.state, '')}]{s.state}[/]",
+                      escape(s.job or ""), escape("; ".join(s.reasons or s.notices)))
+    return table
+
+
+def _run_table(title: str, statuses: list):
+    """One row per run: how many of its languages are in each state (the states that occur)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    present = [state for state in STATE_STYLE if any(s.state == state for s in statuses)]
+    present += sorted({s.state for s in statuses} - set(present))
+    table = Table(title=title, show_lines=False)
+    table.add_column("run")
+    for state in present:
+        table.add_column(f"[{STATE_STYLE.get(state, '')}]{state}[/]", justify="right")
+    by_run: dict[str, dict[str, int]] = {}
+    for s in statuses:
+        counts = by_run.setdefault(s.pair.run, {})
+        counts[s.state] = counts.get(s.state, 0) + 1
+    for run, counts in by_run.items():
+        table.add_row(escape(run), *[str(counts.get(state, "")) for state in present])
+    return table

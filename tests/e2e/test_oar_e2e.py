@@ -105,6 +105,7 @@ runtime = "host"
 python = "{py}"
 root = "{ws}/oar-huge"
 results = "{ws}/results-huge"
+weights = "{hub}"
 gpu_filter = "gpu_mem>=999999"
 policy_checks = ["{ws}/bin/usagepolicycheck -t"]
 
@@ -114,6 +115,7 @@ runtime = "host"
 python = "{py}"
 root = "{ws}/oar-day"
 results = "{ws}/results-day"
+weights = "{hub}"
 policy_checks = ["{ws}/bin/usagepolicycheck -t"]
 '''
 SITES_ROOT = '''
@@ -135,6 +137,7 @@ frontend = "kit-frontend"
 python = "{py}"
 root = "{cl}/oar-blocked"
 results = "{cl}/results-blocked"
+weights = "{hub}"
 policy_checks = ["{ws}/bin/usagepolicycheck-over -t"]
 '''
 
@@ -215,7 +218,7 @@ def test_array_run_completes_every_pair(ws):
     print(f"\n--array 3 on OAR: submitted and complete in {time.monotonic() - t0:.1f}s")
     assert data["counts"] == {"complete": 3}, data
     assert sorted(p["job"] for p in data["pairs"]) == sorted(jobs)
-    table = ws.kit("status", "--site", "ci-oar", "--model", LLM).stdout
+    table = ws.kit("status", "--site", "ci-oar", "--model", LLM, "--pairs").stdout
     assert "3 pairs: 3 complete" in table and jobs[0] in table
     ckpt = json.loads((ws.root / "results" / "de" / "kit-demo__tiny-llama.json").read_text())
     job = ckpt["provenance"]["job"]

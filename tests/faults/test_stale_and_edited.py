@@ -205,3 +205,13 @@ def test_a_new_language_file_is_stale_not_forged_even_though_its_labels_changed(
     csv.write_text("".join(lines))
     repin(sweep)
     assert states(sweep)["de"]["state"] == "stale"
+
+
+def test_status_shows_one_row_per_run_then_only_the_pairs_that_need_a_look(sweep):
+    rewrite(sweep / "results" / "en" / "org__model-a.json", lambda d: d["metadata"].update(seed=3))
+    r = kit("status", "results", "--languages", "de,en", cwd=sweep)
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if "org/model-a" in line]
+    assert len(rows) == 2 and "de" not in rows[0].split() and "en" in rows[1].split() and "stale" in rows[1]
+    full = kit("status", "results", "--languages", "de,en", "--pairs", cwd=sweep).stdout
+    assert len([line for line in full.splitlines() if "org/model-a" in line]) == 2 and "complete" in full

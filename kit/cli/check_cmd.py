@@ -18,9 +18,12 @@ from kit.cli import common
 @common.languages_option
 @click.option("--images-lock", type=click.Path(path_type=Path), default=Path("containers/images.lock.json"),
               show_default=True, envvar="KIT_IMAGES_LOCK", help="The lock of built images that result digests must appear in.")
+@click.option("--weights", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
+              help="A Hugging Face cache with the staged weights manifests (a site's `weights`): each pair's recorded "
+                   "weights must be its manifest's.")
 @common.json_option
 def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
-          images_lock: Path, as_json: bool) -> None:
+          images_lock: Path, weights: Path | None, as_json: bool) -> None:
     """The compliance checker: PASS only when every rule holds for the results tree.
 
     \b
@@ -34,14 +37,18 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
       dataset_digests         dataset file and manifest digests match the manifest
       images_locked           every image digest appears in the image lock
       revisions_pinned        no pair ran with an unpinned revision
+      weights_recorded        the pairs of a run loaded the same weights; with --weights DIR,
+                              the weights manifest there (kit weights stage) is the one each
+                              pair recorded and lists its weight file digests
       mllog_compliant         each :::MLLOG log passes mlperf-logging's compliance checker
                               with kit's ruleset (kit/defaults/mllog_ruleset.yaml)
 
     Failures are listed one per line with rule, file and key. Exit 0 on PASS, 1 on FAIL.
 
     \b
-    Example:
+    Examples:
       kit check results --roster roster.toml
+      kit check results --roster roster.toml --weights ~/.cache/huggingface/hub
     """
     from kit.config.project import load_project
     from kit.images.built import load_lock
@@ -52,7 +59,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     runs = project.roster.select(models)
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
     image_ids = frozenset(img.image_id for img in load_lock(images_lock).images.values())
-    inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids)
+    inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids, weights)
     failed = [f for rule in RULES for f in findings[rule.name]]
     verdict = "PASS" if not failed else "FAIL"
     if as_json:

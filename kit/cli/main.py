@@ -26,7 +26,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("kit.cli.check_cmd:check", "Compliance check of a results tree (MLPerf-style): PASS or FAIL."),
     "cancel": ("kit.cli.cancel_cmd:cancel", "Cancel a site's queued and running jobs that still own pending pairs."),
     "export": ("kit.cli.export_cmd:export", "Write checkpoints as another tool's result files (lrb), which its loader reads."),
+    "weights": ("kit.cli.weights_cmd:weights", "Stage model weights from the Hub, push them to a site, verify them."),
 }
+GROUPS = ("images", "weights")   # commands with subcommands: the envelope names both words
 
 
 class LazyGroup(click.Group):
@@ -73,8 +75,8 @@ def command_path(args: list[str]) -> str:
     words = [a for a in args if not a.startswith("-")]
     if not words or words[0] not in COMMANDS:
         return "kit"
-    if words[0] == "images" and len(words) > 1:
-        return f"images {words[1]}"
+    if words[0] in GROUPS and len(words) > 1:
+        return f"{words[0]} {words[1]}"
     return words[0]
 
 

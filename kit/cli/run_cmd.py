@@ -50,6 +50,10 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     submitted it) is not submitted again unless --resubmit; job names say what they run
     (kit-<site>-<run>-<plan digest>), so `squeue --me` / `oarstat -u` can be read too.
 
+    Before anything is submitted, each run's weights must be staged at its site (the
+    snapshot at its revision with its weights manifest): otherwise kit refuses and prints
+    the `kit weights stage` and `kit weights push` commands; a dry run shows the check.
+
     Each job is sized per site and engine: vLLM gets the fewest GPUs of one node that hold
     the model, other engines one GPU; what cannot fit is refused before anything is
     submitted (README, GPU sizing).
@@ -112,16 +116,25 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
         else:
             click.echo("nothing to submit: every planned pair is complete or owned by a live job")
         return
+    from kit.launch.weights_check import preflight_weights
+
+    # every run's weights must be where its jobs read them: refused now, not after a night in the queue
+    weights = preflight_weights(plan, runs, sites_file.resolve().parent, dry_run=dry_run, roster=roster,
+                                sites_file=sites_file)
+    for warning in weights.warnings:
+        common.say(f"kit: warning: {warning}")
     if dry_run:
         if as_json:
             # one script per job (a site may get several: one per backend and GPU count)
-            common.print_json("run", common.OK, {**plan.as_dict(), "dry_run": True,
+            common.print_json("run", common.OK, {**plan.as_dict(), "dry_run": True, "weights": weights.as_dict(),
                                                  "scripts": {str(s.script_path): s.script_text for s in plan.sites}})
             return
         for sp in plan.sites:
             click.echo(f"\n# site {sp.site.name}: {sp.backend}, {sp.gpus} GPU(s), shard slots {sp.slots} of "
                        f"{sp.shard_count} ({_tasks_from(sp, array, len(sites))}), plan file {sp.plan_path}")
             for line in describe(sp.site, sp.request.walltime_s, clock):
+                click.echo(f"# {line}")
+            for line in weights.lines(sp.site.name):
                 click.echo(f"# {line}")
             for remote, local in sp.inputs.items():
                 click.echo(f"# copied to {sp.site.frontend} before submitting (once): {local} -> {remote}")

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kit.demo.model import _apply_umask, _is_complete, _write_atomic, content_revision, repo_folder
+from kit.demo.model import _apply_umask, _is_complete, _write_atomic, content_revision, ensure_manifest, repo_folder
 
 GGUF_REPO = "kit-demo/tiny-llama-gguf"
 GGUF_FILE = "tiny-llama-f32.gguf"
@@ -64,6 +64,7 @@ def write_gguf(hub_cache: Path, source_repo: str = "kit-demo/tiny-llama", source
         _write_atomic(repo / "refs" / "main", new)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    ensure_manifest(hub_cache, repo_id, new)
     return repo_id, new
 
 

@@ -132,6 +132,7 @@ def _install(hub_cache: Path, repo_id: str, shape: dict[str, int], write: Callab
     repo = repo_folder(hub_cache, repo_id)
     current = _current_revision(repo, shape)
     if current is not None:
+        ensure_manifest(hub_cache, repo_id, current)
         return current
     (repo / "snapshots").mkdir(parents=True, exist_ok=True)
     # Built beside its final place so the move into snapshots/ is one rename on one filesystem.
@@ -153,7 +154,29 @@ def _install(hub_cache: Path, repo_id: str, shape: dict[str, int], write: Callab
         _write_atomic(repo / "refs" / "main", revision)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    ensure_manifest(hub_cache, repo_id, revision)
     return revision
+
+
+def ensure_manifest(hub_cache: Path, repo_id: str, revision: str) -> None:
+    """Write the weights manifest of a built snapshot (every file), as `kit weights stage` does for a
+    downloaded one, unless a sound one is there; a cache this process cannot write keeps none."""
+    from kit.errors import ConfigError
+    from kit.weights.manifest import (build_manifest, local_sizes, manifest_path, read_manifest, size_problems,
+                                      snapshot_dir, write_manifest)
+
+    snapshot = snapshot_dir(hub_cache, repo_id, revision)
+    sizes = local_sizes(snapshot)
+    try:
+        found = read_manifest(manifest_path(hub_cache, repo_id, revision))
+    except ConfigError:
+        found = None
+    if found is not None and not size_problems(found, sizes) and set(found.files) == set(sizes):
+        return
+    try:
+        write_manifest(hub_cache, build_manifest(snapshot, repo_id, revision, sizes))
+    except OSError:
+        pass
 
 
 def _current_revision(repo: Path, shape: dict[str, int]) -> str | None:

@@ -85,7 +85,8 @@ def rerun_here(result: Path, recorded: dict[str, Any], options: RerunOptions,
     if weights is not None and meta.get(keys.MODEL_REVISION):
         bad = check_weights(recorded, resolve_snapshot(meta[keys.MODEL_ID], meta[keys.MODEL_REVISION], weights))
         if bad:
-            raise KitError(f"weights differ from the record: {'; '.join(bad)}", fix="stage the exact revision the result names")
+            raise KitError(f"weights differ from the record: {'; '.join(bad)}",
+                           fix="stage the exact revision the result names (kit weights stage), then kit weights verify")
     say(f"rerunning {meta.get(keys.RUN)} [{meta.get(keys.LANGUAGE)}] on {resolved.runtime}: {resolved.note}")
     with tempfile.TemporaryDirectory(prefix="kit-reproduce-") as tmp:
         rerun, _log = rerun_pair(recorded, resolved, bench.root, weights, Path(tmp), batch_size=options.batch_size)

@@ -92,11 +92,25 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
 
 
 def check_weights(result: dict[str, Any], snapshot: Path) -> list[str]:
-    """Weight files whose sha256 differs from the record (empty when all match)."""
+    """Weight files whose sha256 differs from the record (empty when all match). When the result names
+    the weights manifest it loaded and the snapshot's manifest is that one, the file sizes are checked
+    against it and the record against its digests; otherwise every weight file is hashed."""
+    from kit.weights.manifest import local_sizes, manifest_beside, read_manifest, size_problems
     from kit.weights.snapshot import weight_files_sha256
 
-    recorded = result.get(keys.PROVENANCE, {}).get("model", {}).get("weight_files_sha256", {})
-    now = weight_files_sha256(snapshot)
+    model = result.get(keys.PROVENANCE, {}).get("model", {})
+    recorded = model.get("weight_files_sha256", {})
+    try:
+        manifest = read_manifest(manifest_beside(snapshot)) if model.get("weights_manifest_sha256") else None
+    except ConfigError:
+        manifest = None   # unsound: hash the files instead
+    if manifest is not None and manifest.digest == model["weights_manifest_sha256"]:
+        problems = size_problems(manifest, local_sizes(snapshot))
+        if problems:
+            return problems
+        now = manifest.weight_digests()
+    else:
+        now = weight_files_sha256(snapshot)
     return [f"{name}: recorded {sha[:16]}, found {str(now.get(name))[:16]}"
             for name, sha in sorted(recorded.items()) if now.get(name) != sha]
 

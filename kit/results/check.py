@@ -45,6 +45,7 @@ class CheckInput:
     image_ids: frozenset[str]   # the image ids of the lock of built images
     runs: dict[str, Run] = field(default_factory=dict)
     checkpoints: dict[Path, CheckpointState] = field(default_factory=dict)
+    weights: Path | None = None   # a Hugging Face cache holding the weights manifests (kit check --weights)
 
     def complete(self) -> list[tuple[Path, dict]]:
         """The complete checkpoints and their data."""
@@ -178,6 +179,44 @@ def mllog_compliant(inp: CheckInput) -> list[Finding]:
     return out
 
 
+def weights_recorded(inp: CheckInput) -> list[Finding]:
+    """The pairs of a run loaded one set of weights (the same weight file digests and weights manifest);
+    with a weights cache, its manifest for the run's revision is the recorded one and lists the
+    recorded weight file digests."""
+    from kit.weights.manifest import manifest_path, read_manifest
+
+    out = []
+    first: dict[str, tuple[str | None, dict, Path]] = {}
+    for path, data in inp.complete():
+        meta, model = _meta(data), data.get(keys.PROVENANCE, {}).get("model", {})
+        files, digest = model.get("weight_files_sha256") or {}, model.get("weights_manifest_sha256")
+        run = meta.get(keys.RUN) or meta.get(keys.MODEL_ID)
+        seen = first.setdefault(run, (digest, files, path))
+        if (digest, files) != seen[:2]:
+            out.append(Finding("weights_recorded", str(path), "provenance.model",
+                               f"{run} loaded other weights here than in {seen[2]}"))
+        revision = meta.get(keys.MODEL_REVISION)
+        if inp.weights is None or not revision:
+            continue
+        where = manifest_path(inp.weights, str(meta.get(keys.MODEL_ID)), str(revision))
+        try:
+            manifest = read_manifest(where)
+        except ConfigError as exc:
+            out.append(Finding("weights_recorded", str(where), "-", exc.message))
+            continue
+        if manifest is None:
+            if digest:
+                out.append(Finding("weights_recorded", str(path), "provenance.model.weights_manifest_sha256",
+                                   f"no weights manifest {where} to check {digest[:16]} against"))
+        elif digest and digest != manifest.digest:
+            out.append(Finding("weights_recorded", str(path), "provenance.model.weights_manifest_sha256",
+                               f"{digest[:16]} is not the digest of {where} ({manifest.digest[:16]})"))
+        elif manifest.weight_digests() != files:
+            out.append(Finding("weights_recorded", str(path), "provenance.model.weight_files_sha256",
+                               f"differ from the weight files {where} lists"))
+    return out
+
+
 @dataclass(frozen=True)
 class Rule:
     """A named check and the predicate that implements it."""
@@ -199,15 +238,17 @@ RULES = (
     Rule("dataset_digests", "dataset file and manifest digests match the manifest", dataset_digests),
     Rule("images_locked", "every image digest appears in the image lock", images_locked),
     Rule("revisions_pinned", "no pair ran with an unpinned revision", revisions_pinned),
+    Rule("weights_recorded", "each run's pairs loaded the same weights (and, with --weights, the manifest's)",
+         weights_recorded),
     Rule("mllog_compliant", "each :::MLLOG log passes mlperf-logging's checker with kit's ruleset", mllog_compliant),
 )
 
 
 def run_checks(results: Path, benchmark: Dataset, runs: list[Run], expected: list[Pair],
-               image_ids: frozenset[str]) -> tuple[CheckInput, dict[str, list[Finding]]]:
-    """Validate every checkpoint of the tree against the plan of `runs`, then apply every rule;
-    rule name -> findings."""
-    inp = CheckInput(Path(results), benchmark, expected, image_ids, {r.name: r for r in runs})
+               image_ids: frozenset[str], weights: Path | None = None) -> tuple[CheckInput, dict[str, list[Finding]]]:
+    """Validate every checkpoint of the tree against the plan of `runs`, then apply every rule
+    (`weights`: a cache whose manifests the recorded weights are checked against); rule name -> findings."""
+    inp = CheckInput(Path(results), benchmark, expected, image_ids, {r.name: r for r in runs}, weights=weights)
     expect = PlanExpectations(benchmark, runs)
     planned = {checkpoint_path(results, p.run, p.language): p for p in expected}
     for path in iter_checkpoint_files(results):

@@ -124,6 +124,7 @@ def build_provenance(
     job: jobinfo.JobInfo,
     hardware_facts: dict[str, Any] | None = None,
     unknown_extra: dict[str, str] | None = None,
+    weights_manifest_sha256: str | None = None,
 ) -> dict[str, Any]:
     """Assemble the provenance block (DESIGN section 5)."""
     facts = Facts()
@@ -140,6 +141,9 @@ def build_provenance(
             "id": model_id,
             "revision": facts.value("model.revision", revision, "run with --allow-unpinned"),
             "weight_files_sha256": weight_files_sha256,
+            "weights_manifest_sha256": facts.value(
+                "model.weights_manifest_sha256", weights_manifest_sha256,
+                "no kit weights manifest beside the snapshot: every weight file was hashed at load"),
         },
         "data": {"manifest_sha256": manifest_sha256, "file_sha256": file_sha256, "prompt_sha256": prompt_sha256},
         "job": {

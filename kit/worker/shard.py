@@ -25,7 +25,7 @@ from kit.results import keys
 from kit.results.identity import PlanExpectations
 from kit.results.status import PairStatus, pair_states
 from kit.results.store import SUPERSEDED_DIR, checkpoint_path, dumps_checkpoint, mllog_path, set_aside, write_bytes_atomic
-from kit.weights.snapshot import resolve_snapshot, weight_files_sha256
+from kit.weights.snapshot import LoadDigests, digests_at_load, resolve_snapshot
 from kit.worker import provenance
 from kit.worker.claims import RUNNING_ELSEWHERE, Signature, claim, held_elsewhere, signature
 from kit.worker.jobinfo import job_info
@@ -73,7 +73,7 @@ class _Loaded:
     """A run's engine and the facts of its loading, shared by the run's pairs."""
 
     engine: Engine
-    weight_digests: dict[str, str]
+    weights: LoadDigests
     seconds: float
     scratch: Path
 
@@ -220,10 +220,11 @@ def _load(runner: PairRunner, run: Run, benchmark: Dataset, cache_dir: Path | No
     runner.check_run(run)
     t0 = time.perf_counter()
     snapshot = resolve_snapshot(run.model_id, run.revision, cache_dir)
-    digests = weight_files_sha256(snapshot)
+    # the staged manifest is trusted after a size check; a full re-hash is `kit weights verify`
+    digests = digests_at_load(snapshot, run.model_id, run.revision)
     engine = runner.open(run, benchmark, snapshot, scratch)
     seconds = time.perf_counter() - t0
-    progress(f"loaded {run.name} ({run.backend}) from {snapshot} in {seconds:.1f}s")
+    progress(f"loaded {run.name} ({run.backend}) from {snapshot} in {seconds:.1f}s; weights: {digests.note}")
     return _Loaded(engine, digests, seconds, scratch)
 
 
@@ -239,7 +240,8 @@ def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, r
     started = _now()
     prov = provenance.build_provenance(
         backend=run.backend, model_id=run.model_id, revision=run.revision,
-        weight_files_sha256=loaded.weight_digests, manifest_sha256=benchmark.manifest_sha256,
+        weight_files_sha256=loaded.weights.files, weights_manifest_sha256=loaded.weights.manifest_sha256,
+        manifest_sha256=benchmark.manifest_sha256,
         file_sha256=data.file_sha256, prompt_sha256=prompt.sha256, shard=f"{shard[0]}/{shard[1]}",
         packages=loaded.engine.versions(), job=job_info(), hardware_facts=hardware,
     )

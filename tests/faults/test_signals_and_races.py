@@ -25,6 +25,7 @@ import pytest
 from services import start_service
 
 from kit.demo.dataset import write_demo_benchmark
+from kit.weights.manifest import build_manifest, local_sizes, write_manifest
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 STUB = Path(__file__).with_name("stub_worker.py")
@@ -42,6 +43,8 @@ def make_project(root: Path) -> Path:
     snapshot = root / "hub" / "models--org--model-a" / "snapshots" / REV
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")
+    (snapshot / "model.safetensors").write_bytes(b"\x02" + b"\x00" * 7 + b"{}")   # no tensors
+    write_manifest(root / "hub", build_manifest(snapshot, "org/model-a", REV, local_sizes(snapshot)))   # as staged
     return root
 
 

@@ -51,7 +51,7 @@ def envelope(r: subprocess.CompletedProcess, command: str) -> dict:
 def test_every_top_level_command_is_walked():
     assert {name.split()[0] for name in ALL} == set(COMMANDS)
     assert {"images build", "images convert", "images save", "images verify", "images lint", "images locks",
-            "images defs"} <= set(ALL)
+            "images defs", "weights stage", "weights push", "weights verify"} <= set(ALL)
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
@@ -85,6 +85,9 @@ BAD = {
     "images lint": ["no-such-image"],
     "images locks": ["no-such-image"],
     "images defs": ["--images-file", "missing.toml"],
+    "weights stage": ["--roster", "missing.toml"],
+    "weights push": ["--site", "nancy", "--sites-file", "missing.toml"],
+    "weights verify": ["--model", "org/m", "--roster", "missing.toml"],
 }
 
 

@@ -16,6 +16,7 @@ import pytest
 from kit.config.roster import Run
 from kit.demo.model import build_tiny_classifier, build_tiny_llama, content_revision, repo_folder
 from kit.errors import ConfigError
+from kit.weights.manifest import read_manifest
 from kit.weights.snapshot import resolve_snapshot, weight_files_sha256
 from kit.worker.backends.base import Backend, Generation, get_backend, known_backends
 
@@ -62,7 +63,9 @@ def test_cache_layout(hub):
         assert (repo / "refs" / "main").read_text() == revision  # no newline: the hub reads it verbatim
         snapshot = repo / "snapshots" / revision
         assert content_revision(snapshot) == revision
-        assert sorted(p.name for p in repo.iterdir()) == ["refs", "snapshots"]
+        assert sorted(p.name for p in repo.iterdir()) == ["kit-manifests", "refs", "snapshots"]
+        manifest = read_manifest(repo / "kit-manifests" / f"{revision}.json")   # as `kit weights stage` writes it
+        assert sorted(manifest.files) == sorted(p.name for p in snapshot.iterdir()) and manifest.revision == revision
         tok_config = json.loads((snapshot / "tokenizer_config.json").read_text())
         assert tok_config["tokenizer_class"] == "PreTrainedTokenizerFast"
         assert "transformers_version" not in json.loads((snapshot / "config.json").read_text())
@@ -109,7 +112,7 @@ def test_missing_revision_is_a_config_error(hub):
     with pytest.raises(ConfigError) as err:
         resolve_snapshot(hub.llama[0], wrong, hub.cache)
     text = err.value.one_line()
-    assert hub.llama[0] in text and wrong in text and str(hub.cache) in text and "hf download" in text
+    assert hub.llama[0] in text and wrong in text and str(hub.cache) in text and "kit weights stage" in text
     with pytest.raises(ConfigError, match="kit-demo/absent"):
         resolve_snapshot("kit-demo/absent", None, hub.cache)
 

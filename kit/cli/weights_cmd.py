@@ -1,0 +1,253 @@
+"""`kit weights`: stage model weights here from the Hub, push them to a site, verify them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kit.cli import common
+from kit.errors import ConfigError
+
+cache_option = click.option(
+    "--cache", type=click.Path(path_type=Path), default=None, envvar="KIT_WEIGHTS_CACHE",
+    help="The Hugging Face cache staged weights go to and are pushed from. Default: HF_HUB_CACHE, else "
+         "HF_HOME/hub, else ~/.cache/huggingface/hub. Env: KIT_WEIGHTS_CACHE.")
+models_option = click.option("--model", "models", multiple=True, metavar="MODEL",
+                             help="Only this run (name or model id); repeat for several. Default: every run of the roster.")
+
+
+@click.group()
+def weights() -> None:
+    """Stage model weights from the Hub, push them to a site, verify them.
+
+    Jobs read weights offline from the site's `weights` folder (a Hugging Face cache) at each
+    run's pinned revision. `stage` downloads what each run's backend needs with huggingface_hub
+    and writes a weights manifest beside the snapshot (every file's size and sha256); `push`
+    copies the snapshot and its manifest to the site; `kit run` refuses a run whose weights are
+    not there. Jobs check sizes against the manifest instead of hashing every byte at each load;
+    `verify` is the full hash.
+
+    \b
+    Examples:
+      kit weights stage --model LiquidAI/LFM2.5-2.6B
+      kit weights push --site nancy --model LiquidAI/LFM2.5-2.6B
+      kit weights verify --site nancy
+    """
+
+
+def _runs(roster: Path, models: tuple[str, ...]):
+    from kit.config.roster import load_roster
+
+    return load_roster(roster)[0].select(models)
+
+
+def _snapshots(runs) -> list[tuple[str, str]]:
+    return sorted({(r.model_id, str(r.revision)) for r in runs})
+
+
+@weights.command("stage")
+@common.roster_option
+@models_option
+@cache_option
+@click.option("--token-file", type=click.Path(path_type=Path), default=None, envvar="KIT_HF_TOKEN_FILE",
+              help="A file holding a Hugging Face token (mode 600), for gated or private models. Env: KIT_HF_TOKEN_FILE.")
+@click.option("--site", "site_name", default=None, metavar="NAME",
+              help="Use this site's hf_token_file (it must be readable on this machine) when --token-file is not given.")
+@common.sites_option
+@common.json_option
+def stage(roster: Path, models: tuple[str, ...], cache: Path | None, token_file: Path | None, site_name: str | None,
+          sites_file: Path, as_json: bool) -> None:
+    """Download each run's files at its pinned revision and write its weights manifest.
+
+    Uses huggingface_hub's own client (HF_ENDPOINT names another hub or a mirror): the
+    safetensors, configuration and tokenizer files for Transformers, vLLM, GLiNER2 and
+    GLiClass; for llama.cpp the one GGUF file the run names (options.gguf_file). Every file
+    is checked against the Hub's listing (sha256 of LFS files), then the manifest is written
+    at <cache>/models--org--name/kit-manifests/<revision>.json. Files already here are not
+    downloaded again, so a stage that stopped is finished by running it again. The token is
+    read from the file and handed to huggingface_hub only; it is never printed.
+
+    \b
+    Examples:
+      kit weights stage --model LiquidAI/LFM2.5-2.6B
+      kit weights stage --cache /data/hf-hub --token-file ~/.config/kit/hf_token --json
+    """
+    from kit.weights.stage import default_cache, stage as stage_run
+
+    runs = _runs(roster, models)
+    token = _token(token_file, site_name, sites_file)
+    cache = cache or default_cache()
+    done: dict[tuple, dict] = {}
+    for run in runs:
+        key = (run.model_id, run.revision, run.backend, run.options.get("gguf_file"), run.trust_remote_code)
+        if key in done:
+            continue
+        result = stage_run(run.model_id, str(run.revision), run.backend, cache, gguf_file=run.options.get("gguf_file"),
+                           trust_remote_code=run.trust_remote_code, token=token, progress=common.say)
+        done[key] = result.as_dict()
+        if not as_json:
+            click.echo(f"staged {result.model}@{result.revision[:12]} ({result.backend}): {len(result.files)} files, "
+                       f"{result.bytes / 1e6:.1f} MB ({len(result.fetched)} downloaded now), manifest "
+                       f"{result.digest[:12]} at {result.manifest}")
+    if as_json:
+        common.print_json("weights stage", common.OK, {"cache": str(cache), "staged": list(done.values())})
+
+
+def _token(token_file: Path | None, site_name: str | None, sites_file: Path) -> str | None:
+    """The token from --token-file or the site's hf_token_file (mode-checked), or None."""
+    if token_file is None and site_name is not None:
+        from kit.config.sites import load_sites
+        from kit.launch.paths import site_path
+
+        site = load_sites(sites_file).get(site_name)
+        if site.hf_token_file:
+            token_file = site_path(site, site.hf_token_file, sites_file.resolve().parent)
+            if site.is_remote and not token_file.is_file():
+                raise ConfigError(f"site {site.name}: hf_token_file {token_file} is a path on the cluster and not on "
+                                  "this machine, where staging runs", fix="pass --token-file FILE (mode 600) here")
+    if token_file is None:
+        return None
+    from kit.launch.submit import check_token_file
+
+    token_file = token_file.expanduser()
+    check_token_file(token_file)
+    token = token_file.read_text(encoding="utf-8").strip()
+    if not token:
+        raise ConfigError(f"HF token file {token_file} is empty", fix="write the token in it (chmod 600)")
+    return token
+
+
+@weights.command("push")
+@click.option("--site", "site_name", required=True, metavar="NAME", help="The site whose `weights` folder to fill.")
+@common.sites_option
+@common.roster_option
+@models_option
+@cache_option
+@common.json_option
+def push(site_name: str, sites_file: Path, roster: Path, models: tuple[str, ...], cache: Path | None,
+         as_json: bool) -> None:
+    """Copy staged snapshots and their manifests to a site's `weights` folder.
+
+    Through the site's frontend (its one ssh connection; nothing of kit runs there): only the
+    files the site lacks (or has with another size) are sent, an interrupted copy resumes
+    where it stopped, every file is hashed there with sha256sum against the manifest, and the
+    manifest is written last, so a snapshot with a manifest at the site is complete.
+
+    \b
+    Examples:
+      kit weights push --site nancy --model LiquidAI/LFM2.5-2.6B
+      kit weights push --site cluster --cache /data/hf-hub --json
+    """
+    from kit.config.sites import load_sites
+    from kit.launch.frontend import Frontend
+    from kit.launch.weights_push import probe, push_snapshot, weights_root
+    from kit.weights.stage import default_cache
+
+    site = load_sites(sites_file).get(site_name)
+    runs = _runs(roster, models)
+    cache = cache or default_cache()
+    manifests = [_staged(cache, model, revision, roster, [r for r in runs if r.model_id == model and r.revision == revision])
+                 for model, revision in _snapshots(runs)]
+    root = weights_root(site, sites_file.resolve().parent)
+    frontend = Frontend(site.frontend)
+    there = probe(frontend, root, _snapshots(runs))
+    results = [push_snapshot(frontend, root, cache, m, there[m.model, m.revision], common.say) for m in manifests]
+    if as_json:
+        common.print_json("weights push", common.OK, {"site": site.name, "weights": root,
+                                                      "snapshots": [r.as_dict() for r in results]})
+    else:
+        sent = sum(sum(r.sent.values()) for r in results)
+        click.echo(f"site {site.name}: {len(results)} snapshot(s) in {root}: "
+                   f"{sum(r.state == 'pushed' for r in results)} pushed, {sum(r.state == 'present' for r in results)} "
+                   f"already there; {sent / 1e6:.1f} MB sent")
+
+
+def _staged(cache: Path, model: str, revision: str, roster: Path, runs):
+    """The local manifest of a snapshot, checked against the snapshot's sizes and the runs' backends."""
+    from kit.weights.manifest import local_sizes, manifest_path, read_manifest, size_problems, snapshot_dir
+    from kit.weights.select import missing_for
+
+    import shlex
+
+    args = ([] if str(roster) == "roster.toml" else ["--roster", str(roster)]) + [a for r in runs for a in ("--model", r.name)]
+    again = shlex.join(["kit", "weights", "stage", *args, "--cache", str(cache)])
+    manifest = read_manifest(manifest_path(cache, model, revision))
+    if manifest is None:
+        raise ConfigError(f"{model}@{revision[:12]} is not staged in {cache} (no weights manifest)", fix=again)
+    problems = size_problems(manifest, local_sizes(snapshot_dir(cache, model, revision)))
+    if problems:
+        raise ConfigError(f"the staged snapshot of {model}@{revision[:12]} in {cache} does not match its manifest: "
+                          f"{'; '.join(problems[:3])}", fix=again)
+    for run in runs:
+        lacking = missing_for(run.backend, manifest.files, run.options.get("gguf_file"))
+        if lacking:
+            raise ConfigError(f"{run.name}: {lacking} in {cache}", fix=again)
+    return manifest
+
+
+@weights.command("verify")
+@click.option("--site", "site_name", default=None, metavar="NAME",
+              help="Verify the copies in this site's `weights` folder (over its frontend) instead of the staged ones here.")
+@common.sites_option
+@common.roster_option
+@models_option
+@cache_option
+@common.json_option
+def verify(site_name: str | None, sites_file: Path, roster: Path, models: tuple[str, ...], cache: Path | None,
+           as_json: bool) -> None:
+    """Hash every file of every run's snapshot and compare it with its manifest.
+
+    Here (the staged cache) or, with --site, at the site (sha256sum on its frontend; nothing
+    of kit is needed there). This is the full check jobs skip at load time, where they compare
+    sizes only. Exit 1 when any file differs, is missing, or a snapshot has no manifest.
+
+    \b
+    Examples:
+      kit weights verify
+      kit weights verify --site nancy --model LiquidAI/LFM2.5-2.6B --json
+    """
+    from kit.weights.stage import default_cache
+
+    runs = _runs(roster, models)
+    if site_name is not None:
+        from kit.config.sites import load_sites
+        from kit.launch.frontend import Frontend
+        from kit.launch.weights_push import verify_on_site, weights_root
+
+        site = load_sites(sites_file).get(site_name)
+        root = weights_root(site, sites_file.resolve().parent)
+        rows = [v.as_dict() for v in verify_on_site(Frontend(site.frontend), root, _snapshots(runs), common.say)]
+    else:
+        rows = _verify_here(cache or default_cache(), _snapshots(runs))
+    failed = any(not r["ok"] for r in rows)
+    if as_json:
+        common.print_json("weights verify", common.FAILED if failed else common.OK, {"site": site_name, "snapshots": rows})
+    else:
+        for r in rows:
+            head = f"{'ok  ' if r['ok'] else 'FAIL'}  {r['model']}@{r['revision'][:12]}: {r['files']} files at {r['where']}"
+            click.echo(head + ("" if r["ok"] else ": " + "; ".join(r["problems"])))
+    if failed:
+        sys.exit(1)
+
+
+def _verify_here(cache: Path, keys: list[tuple[str, str]]) -> list[dict]:
+    from kit.weights.manifest import manifest_path, read_manifest, snapshot_dir, verify_snapshot
+
+    rows = []
+    for model, revision in keys:
+        snap = snapshot_dir(cache, model, revision)
+        try:
+            manifest = read_manifest(manifest_path(cache, model, revision))
+        except ConfigError as exc:
+            manifest, problems = None, [exc.message]
+        else:
+            problems = ["no weights manifest: not staged (kit weights stage)"] if manifest is None else []
+        if manifest is not None:
+            common.say(f"{model}@{revision[:12]}: hashing {len(manifest.files)} files ...")
+            problems = verify_snapshot(snap, manifest)
+        rows.append({"model": model, "revision": revision, "where": str(snap),
+                     "manifest_sha256": manifest.digest if manifest else None,
+                     "files": len(manifest.files) if manifest else 0, "ok": not problems, "problems": problems})
+    return rows

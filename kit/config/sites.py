@@ -77,7 +77,8 @@ class Site(BaseModel):
     weight: int = Field(1, ge=1)
     policy_checks: tuple[str, ...] = ()
     forward_env: tuple[str, ...] = ()
-    hf_token_file: str | None = Field(None, description="file with the HF token, mode 600; jobs get its path as HF_TOKEN_PATH")
+    hf_token_file: str | None = Field(None, description="file with the HF token, mode 600, on this machine: "
+                                      "`kit weights stage --site NAME` uses it for gated models; jobs never get it")
     python: str | None = Field(None, description="host runtime: the python that has kit's worker installed")
     docker_image: str | None = Field(None, description="docker runtime: image reference")
 

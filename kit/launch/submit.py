@@ -268,15 +268,8 @@ def _site_plan(project: Project, site: Site, sites_dir: Path, backend: str, gpus
         weights = str(site_path(site, site.weights, sites_dir))
         env["HF_HUB_CACHE"] = weights
         ro_binds.append(weights)
-    if site.hf_token_file:  # the job gets the file's path; the token never enters a script, argv or log
-        token = site_path(site, site.hf_token_file, sites_dir)
-        if not site.is_remote:
-            check_token_file(token)
-        elif not token.is_absolute():
-            raise ConfigError(f"site {site.name}: hf_token_file = {site.hf_token_file!r} is relative on a remote site",
-                              fix="write the file's absolute path on the cluster")
-        env["HF_TOKEN_PATH"] = str(token)
-        ro_binds.append(str(token))
+    # no token reaches a job: jobs run offline from staged weights; `kit weights stage` uses the
+    # site's hf_token_file on this machine
     runtime = get_runtime(site.runtime)(site)
     ctx = RuntimeContext(tuple(kit_args), tuple(dict.fromkeys(binds)),
                          tuple(dict.fromkeys([*CONTAINER_ENV, *site.forward_env])), image, str(root),

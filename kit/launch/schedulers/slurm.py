@@ -18,7 +18,7 @@
     images = "/lustre/me/kit-images"     # kit-<backend>-<id>.sqsh / .sif
     weights = "/lustre/me/hf-hub"        # staged Hugging Face cache, read offline
     scratch = "/tmp"                     # node-local: HF_HOME, TRITON_CACHE_DIR, ... go here
-    hf_token_file = "/home/me/.config/kit/hf_token"   # mode 600; passed as HF_TOKEN_PATH
+    hf_token_file = "/home/me/.config/kit/hf_token"   # mode 600; used when staging weights, never by jobs
 
 Environment. The frontend runs `sbatch` under `env -i` with only the allow-list (PATH,
 HOME, USER, LANG, TZ and the site's `forward_env`), and the script asks for

@@ -19,7 +19,6 @@ export HF_DATASETS_OFFLINE=1
 export HF_HUB_CACHE=/lustre/me/hf-hub
 export HF_HUB_DISABLE_PROGRESS_BARS=1
 export HF_HUB_OFFLINE=1
-export HF_TOKEN_PATH=/home/me/.config/kit/hf_token
 export KIT_GPUS=4
 export KIT_IMAGE_ARTIFACT=sif
 export KIT_IMAGE_DIGEST=sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
@@ -50,11 +49,6 @@ kit_cleanup() {
   rm -rf -- "$KIT_CACHE"
 }
 trap kit_cleanup EXIT
-# the HF token file must be readable by its owner only
-case "$(stat -L -c %a "$HF_TOKEN_PATH" 2>/dev/null || echo missing)" in
-  [0-7]00) ;;
-  *) echo "kit: HF token file $HF_TOKEN_PATH is missing or readable by group/others; fix: chmod 600 it" >&2; exit 2 ;;
-esac
 # srun steps get this script's environment, not the batch job's --export list
 export SLURM_EXPORT_ENV=ALL
 export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
@@ -90,7 +84,7 @@ if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
 fi
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
 # the worker runs as a child so that the cleanup runs after it; signals are passed on
-srun apptainer exec --nv --containall --cleanenv --no-home --bind /tmp,/lustre/me/hf-hub:/lustre/me/hf-hub:ro,/lustre/me/kit,/lustre/me/kit/inputs:/lustre/me/kit/inputs:ro,/lustre/me/kit/results,/home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token:ro,/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:ro --pwd /lustre/me/kit /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2" &
+srun apptainer exec --nv --containall --cleanenv --no-home --bind /tmp,/lustre/me/hf-hub:/lustre/me/hf-hub:ro,/lustre/me/kit,/lustre/me/kit/inputs:/lustre/me/kit/inputs:ro,/lustre/me/kit/results,/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:ro --pwd /lustre/me/kit /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2" &
 KIT_WORKER=$!
 trap 'kill -TERM "$KIT_WORKER" 2>/dev/null || true' TERM
 trap 'kill -INT "$KIT_WORKER" 2>/dev/null || true' INT

@@ -19,7 +19,6 @@ export HF_DATASETS_OFFLINE=1
 export HF_HUB_CACHE=/lustre/me/hf-hub
 export HF_HUB_DISABLE_PROGRESS_BARS=1
 export HF_HUB_OFFLINE=1
-export HF_TOKEN_PATH=/home/me/.config/kit/hf_token
 export KIT_GPUS=4
 export KIT_IMAGE_ARTIFACT=sqsh
 export KIT_IMAGE_DIGEST=sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
@@ -51,11 +50,6 @@ kit_cleanup() {
   rm -rf -- "$KIT_CACHE"
 }
 trap kit_cleanup EXIT
-# the HF token file must be readable by its owner only
-case "$(stat -L -c %a "$HF_TOKEN_PATH" 2>/dev/null || echo missing)" in
-  [0-7]00) ;;
-  *) echo "kit: HF token file $HF_TOKEN_PATH is missing or readable by group/others; fix: chmod 600 it" >&2; exit 2 ;;
-esac
 # srun steps get this script's environment, not the batch job's --export list
 export SLURM_EXPORT_ENV=ALL
 export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
@@ -68,7 +62,7 @@ fi
 enroot create --force --name "kit-${KIT_JOB_ID:-$$}" /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
 # the worker runs as a child so that the cleanup runs after it; signals are passed on
-enroot start --mount /tmp:/tmp --mount /lustre/me/hf-hub:/lustre/me/hf-hub --mount /lustre/me/kit:/lustre/me/kit --mount /lustre/me/kit/inputs:/lustre/me/kit/inputs --mount /lustre/me/kit/results:/lustre/me/kit/results --mount /home/me/.config/kit/hf_token:/home/me/.config/kit/hf_token --mount /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --env KIT_SITE --env KIT_SCHEDULER --env KIT_RUNTIME --env KIT_JOB_ID --env KIT_ARRAY_INDEX --env KIT_SHARD_INDEX --env KIT_GPUS --env KIT_IMAGE_DIGEST --env KIT_IMAGE_ARTIFACT --env KIT_IMAGE_SHA256 --env KIT_LOCK_SHA256 --env HF_HUB_OFFLINE --env TRANSFORMERS_OFFLINE --env HF_DATASETS_OFFLINE --env HF_HUB_CACHE --env HF_HOME --env TRITON_CACHE_DIR --env VLLM_CACHE_ROOT --env TORCHINDUCTOR_CACHE_DIR --env HF_HUB_DISABLE_PROGRESS_BARS --env TRANSFORMERS_VERBOSITY --env TOKENIZERS_PARALLELISM --env HF_TOKEN_PATH "kit-${KIT_JOB_ID:-$$}" kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2" &
+enroot start --mount /tmp:/tmp --mount /lustre/me/hf-hub:/lustre/me/hf-hub --mount /lustre/me/kit:/lustre/me/kit --mount /lustre/me/kit/inputs:/lustre/me/kit/inputs --mount /lustre/me/kit/results:/lustre/me/kit/results --mount /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c:/lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --env KIT_SITE --env KIT_SCHEDULER --env KIT_RUNTIME --env KIT_JOB_ID --env KIT_ARRAY_INDEX --env KIT_SHARD_INDEX --env KIT_GPUS --env KIT_IMAGE_DIGEST --env KIT_IMAGE_ARTIFACT --env KIT_IMAGE_SHA256 --env KIT_LOCK_SHA256 --env HF_HUB_OFFLINE --env TRANSFORMERS_OFFLINE --env HF_DATASETS_OFFLINE --env HF_HUB_CACHE --env HF_HOME --env TRITON_CACHE_DIR --env VLLM_CACHE_ROOT --env TORCHINDUCTOR_CACHE_DIR --env HF_HUB_DISABLE_PROGRESS_BARS --env TRANSFORMERS_VERBOSITY --env TOKENIZERS_PARALLELISM --env HF_TOKEN_PATH "kit-${KIT_JOB_ID:-$$}" kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2" &
 KIT_WORKER=$!
 trap 'kill -TERM "$KIT_WORKER" 2>/dev/null || true' TERM
 trap 'kill -INT "$KIT_WORKER" 2>/dev/null || true' INT

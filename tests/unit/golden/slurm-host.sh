@@ -19,7 +19,6 @@ export HF_DATASETS_OFFLINE=1
 export HF_HUB_CACHE=/lustre/me/hf-hub
 export HF_HUB_DISABLE_PROGRESS_BARS=1
 export HF_HUB_OFFLINE=1
-export HF_TOKEN_PATH=/home/me/.config/kit/hf_token
 export KIT_GPUS=4
 export KIT_RUNTIME=host
 export KIT_SCHEDULER=slurm
@@ -46,11 +45,6 @@ kit_cleanup() {
   rm -rf -- "$KIT_CACHE"
 }
 trap kit_cleanup EXIT
-# the HF token file must be readable by its owner only
-case "$(stat -L -c %a "$HF_TOKEN_PATH" 2>/dev/null || echo missing)" in
-  [0-7]00) ;;
-  *) echo "kit: HF token file $HF_TOKEN_PATH is missing or readable by group/others; fix: chmod 600 it" >&2; exit 2 ;;
-esac
 # srun steps get this script's environment, not the batch job's --export list
 export SLURM_EXPORT_ENV=ALL
 export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"

@@ -206,3 +206,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(2)   # the client sees a body cut short
             return
         self._reply(206 if start else 200, headers, body, head)
+
+
+def go_online(monkeypatch) -> None:
+    """Let this process's huggingface_hub reach the test hub: the suite runs with HF_HUB_OFFLINE=1
+    (scripts/test.sh), and huggingface_hub reads it once, at import."""
+    from huggingface_hub import constants
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from hubserver import HubServer, Repo  # noqa: E402
+from hubserver import HubServer, Repo, go_online  # noqa: E402
 from services import start_service  # noqa: E402
 
 from kit.results.store import file_sha256  # noqa: E402
@@ -51,6 +51,12 @@ def hub(tmp_path_factory):
 def kit(hub, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True, text=True, timeout=300,
                           env=hub.env, cwd=cwd or hub.work)
+
+
+@pytest.fixture(autouse=True)
+def online(monkeypatch):
+    """Staging runs in this process, whose huggingface_hub read HF_HUB_OFFLINE=1 at import."""
+    go_online(monkeypatch)
 
 
 def test_snapshot_download_stages_a_tiny_model_and_resumes_a_transfer_cut_short(hub, tmp_path, monkeypatch):

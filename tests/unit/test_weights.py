@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from hubserver import HubServer, Repo  # noqa: E402
+from hubserver import HubServer, Repo, go_online  # noqa: E402
 
 from kit.config.roster import Run  # noqa: E402
 from kit.config.sites import Site  # noqa: E402
@@ -188,7 +188,8 @@ def test_llama_cpp_stages_the_one_gguf_file_the_run_names():
 
 
 @pytest.fixture
-def hub(tmp_path):
+def hub(tmp_path, monkeypatch):
+    go_online(monkeypatch)
     origin = make_repo(tmp_path / "origin", REPO_FILES)
     gated = make_repo(tmp_path / "gated", {"config.json": b"{}", "model.safetensors": b"g" * 5000})
     server = HubServer({MODEL: Repo(REV, origin), "org/gated": Repo("b" * 40, gated, token="hf_secret_token_123")})

@@ -3,25 +3,16 @@ instant leaves the old complete file or none, never a half-written one."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from kit.config.roster import run_file_stem
+# kit's file digest and atomic writes live in kit.files (standard library only); imported from here across kit
+from kit.files import file_sha256, write_bytes_atomic, write_text_atomic  # noqa: F401
 from kit.errors import ConfigError
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks (OSError when it cannot be read)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
 
 
 def checkpoint_path(results: Path, run: str, language: str) -> Path:
@@ -36,36 +27,6 @@ def checkpoint_path(results: Path, run: str, language: str) -> Path:
 def dumps_checkpoint(data: dict[str, Any]) -> str:
     """The canonical text of a checkpoint: sorted keys, UTF-8 kept, indent 2, final newline."""
     return json.dumps(data, sort_keys=True, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write bytes via a temporary file in the same folder, fsync, rename, fsync the folder: a kill at
-    any instant leaves the old file or the new one, never a part."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    dirfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dirfd)
-    finally:
-        os.close(dirfd)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text (UTF-8, '\n' line ends as given) atomically, as write_bytes_atomic."""
-    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_checkpoint(path: Path, data: dict[str, Any]) -> None:

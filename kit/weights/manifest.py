@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from kit.errors import ConfigError
-from kit.results.store import file_sha256
+from kit.files import file_sha256, write_text_atomic
 
 MANIFEST_VERSION = 1
 MANIFEST_DIR = "kit-manifests"
@@ -169,8 +169,6 @@ def read_manifest(path: Path) -> Manifest | None:
 
 def write_manifest(cache: Path | str, manifest: Manifest) -> Path:
     """Write the manifest beside its snapshot in `cache`, atomically; returns its path."""
-    from kit.results.store import write_text_atomic
-
     path = manifest_path(cache, manifest.model, manifest.revision)
     write_text_atomic(path, manifest_text(manifest))
     os.chmod(path, 0o644)

@@ -40,7 +40,7 @@ STUB_KIT = r"""#!/bin/sh
 out= prev=
 for a in "$@"; do [ "$prev" = "--results" ] && out=$a; prev=$a; done
 { printf 'ARG %s\n' "$@"; env | sort | sed 's/^/ENV /'
-  [ -r "${HF_TOKEN_PATH:-/nonexistent}" ] && echo TOKEN_READABLE; } > "$out/stub-kit.txt"
+  [ -r "${HF_TOKEN_PATH:-/nonexistent}" ] && echo TOKEN_READABLE || true; } > "$out/stub-kit.txt"
 """
 REV = "0123456789abcdef0123456789abcdef01234567"
 

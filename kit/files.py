@@ -1,0 +1,49 @@
+"""File helpers with the standard library alone: a file's sha256, and atomic writes (temporary file
+in the same folder, fsync, rename, fsync of the folder). Kept free of kit's config libraries so that
+the weights manifest code works where pydantic is absent (the GPU benchmark's environment)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (OSError when it cannot be read)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write bytes via a temporary file in the same folder, fsync, rename, fsync the folder: a kill at
+    any instant leaves the old file or the new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dirfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dirfd)
+    finally:
+        os.close(dirfd)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text (UTF-8, '\n' line ends as given) atomically, as write_bytes_atomic."""
+    write_bytes_atomic(path, text.encode("utf-8"))

@@ -26,6 +26,9 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; a results tree is shared with a team and copied by others, so
+        # the file gets the mode a plain open() would give it (or keeps the one it had)
+        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -42,6 +45,27 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         os.fsync(dirfd)
     finally:
         os.close(dirfd)
+
+
+def _mode_for(path: Path) -> int:
+    """The replaced file's permission bits, or those of a new file under the process's umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask (read from /proc where it can be, so the umask is never changed)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(path: Path, text: str) -> None:

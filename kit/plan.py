@@ -82,6 +82,23 @@ def site_slots(weights: Sequence[tuple[str, int]]) -> tuple[dict[str, list[int]]
     return slots, nxt
 
 
+def spread_slots(count: int, weights: Sequence[tuple[str, int]]) -> dict[str, list[int]]:
+    """`count` shard slots split over sites by weight, consecutive, in config order (largest
+    remainders first); a site may get none when there are fewer slots than sites.
+
+    spread_slots(6, [("nancy", 2), ("grenoble", 1)]) -> {"nancy": [0, 1, 2, 3], "grenoble": [4, 5]}."""
+    total = sum(w for _, w in weights)
+    shares = [count * w / total for _, w in weights]
+    given = [int(s) for s in shares]
+    for i in sorted(range(len(weights)), key=lambda i: (given[i] - shares[i], i))[:count - sum(given)]:
+        given[i] += 1
+    out, nxt = {}, 0
+    for (name, _), n in zip(weights, given):
+        out[name] = list(range(nxt, nxt + n))
+        nxt += n
+    return out
+
+
 def group_by_run(pairs: Iterable[Pair]) -> dict[str, list[str]]:
     """run -> its languages, in plan order (so each model loads once)."""
     out: dict[str, list[str]] = {}
@@ -111,35 +128,69 @@ def select_pairs(runs: Sequence["Run"], benchmark: "Dataset", languages: Sequenc
     return plan_pairs((run.name, run_languages(run, benchmark, languages)) for run in runs)
 
 
-def plan_text(pairs: list[Pair]) -> str:
-    """The plan file `kit run` writes for its jobs: the sorted pair list."""
-    body = {"kit_plan_version": 1, "pairs": [[p.run, p.language] for p in sorted(pairs)],
-            "runs": sorted({p.run for p in pairs})}
+def plan_text(pairs: list[Pair], shards: Sequence[Sequence[Pair]] | None = None) -> str:
+    """The plan file `kit run` writes for its jobs: the sorted pair list and, when packed by cost,
+    each shard's pairs (without them, shard i of n is every n-th pair from i)."""
+    body: dict = {"kit_plan_version": 1, "pairs": [[p.run, p.language] for p in sorted(pairs)],
+                  "runs": sorted({p.run for p in pairs})}
+    if shards is not None:
+        body["shards"] = [[[p.run, p.language] for p in sorted(shard)] for shard in shards]
     return json.dumps(body, indent=1, sort_keys=True) + "\n"
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    """A plan file's pairs, and its shards when `kit run` packed them by predicted cost."""
+
+    pairs: list[Pair]
+    shards: list[list[Pair]] | None = None
+
+    def shard(self, index: int, count: int) -> list[Pair]:
+        """The pairs of shard `index` of `count`: the packed shard, or every count-th pair from index."""
+        if self.shards is None:
+            return shard_pairs(self.pairs, index, count)
+        check_shard(index, count)
+        if count != len(self.shards):
+            raise ConfigError(f"shard {index}/{count}: the plan file packs {len(self.shards)} shards, not {count}",
+                              fix=f"run its shards as INDEX/{len(self.shards)}, as the job script `kit run` wrote does")
+        return list(self.shards[index])
 
 
 def read_plan(path: Path, text: str | None = None) -> list[Pair]:
     """Pairs from a plan file written by `kit run` (its `text` when already read)."""
+    return read_plan_file(path, text).pairs
+
+
+def read_plan_file(path: Path, text: str | None = None) -> PlanFile:
+    """A plan file written by `kit run` (its `text` when already read): pairs and packed shards."""
     try:
         body = safejson.loads(Path(path).read_text(encoding="utf-8") if text is None else text)
-        return sorted(Pair(str(r), str(lang)) for r, lang in body["pairs"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        pairs = sorted(Pair(str(r), str(lang)) for r, lang in body["pairs"])
+        shards = body.get("shards")
+        if shards is not None:
+            shards = [sorted(Pair(str(r), str(lang)) for r, lang in shard) for shard in shards]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{path}: not a kit plan file ({exc})", fix="pass the plan file `kit run` wrote") from None
+    if shards is not None and sorted(p for shard in shards for p in shard) != pairs:
+        raise ConfigError(f"{path}: its shards do not hold each of its pairs exactly once",
+                          fix="pass the plan file `kit run` wrote, unedited")
+    return PlanFile(pairs, shards)
 
 
 def job_pairs(roster: "Roster", benchmark: "Dataset", models: Sequence[str], languages: Sequence[str] | None,
-              plan_file: Path | None) -> tuple[list["Run"], list[Pair]]:
-    """The runs and pairs one worker invocation is given: its job's plan file (narrowed to `models`
+              plan_file: Path | None) -> tuple[list["Run"], PlanFile]:
+    """The runs and the plan one worker invocation is given: its job's plan file (narrowed to `models`
     when named), or the roster's pairs of `models` and `languages`."""
     runs = roster.select(tuple(models))
     if plan_file is None:
-        return runs, select_pairs(runs, benchmark, languages)
-    pairs = read_plan(plan_file)
-    unknown = sorted({p.run for p in pairs} - {r.name for r in roster.run})
+        return runs, PlanFile(select_pairs(runs, benchmark, languages))
+    plan = read_plan_file(plan_file)
+    unknown = sorted({p.run for p in plan.pairs} - {r.name for r in roster.run})
     if unknown:
         raise ConfigError(f"{plan_file}: runs not in the roster: {', '.join(unknown)}",
                           fix="submit again with the current roster")
     if models:
         keep = {r.name for r in runs}
-        pairs = [p for p in pairs if p.run in keep]
-    return [r for r in roster.run if r.name in {p.run for p in pairs}], pairs
+        plan = PlanFile([p for p in plan.pairs if p.run in keep],
+                        None if plan.shards is None else [[p for p in s if p.run in keep] for s in plan.shards])
+    return [r for r in roster.run if r.name in {p.run for p in plan.pairs}], plan

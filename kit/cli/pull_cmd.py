@@ -33,14 +33,14 @@ def pull(site_name: str, dest: Path | None, sites_file: Path, as_json: bool) -> 
     """
     from kit.config.sites import load_sites
     from kit.launch.frontend import Frontend
-    from kit.launch.paths import site_path
+    from kit.launch.paths import site_paths
     from kit.launch.remote import check_remote_paths, sync_tree
     from kit.results.status import count_states, scan_results
 
     site = load_sites(sites_file).get(site_name)
     if site.is_remote:
         check_remote_paths(site)
-    source = str(site_path(site, site.results, sites_file.resolve().parent))
+    source = str(site_paths(site, sites_file.resolve().parent).results)
     dest = dest or Path(f"results-{site.name}")
     report = sync_tree(Frontend(site.frontend), source, dest, delete=False)
     statuses = scan_results(dest)

@@ -8,9 +8,6 @@ from pathlib import Path
 import click
 
 from kit.cli import common
-from kit.config.project import load_project
-from kit.config.sites import load_sites
-from kit.errors import ConfigError
 
 
 @click.command()
@@ -25,7 +22,10 @@ from kit.errors import ConfigError
               help="Split the pending pairs into N shards, one array task each (one site).")
 @click.option("--walltime", default=None, metavar="TIME",
               help="Walltime per job (default: the site's), as the site's scheduler reads it (Slurm: M, M:S, "
-                   "H:M:S, D-H[:M[:S]]; OAR: H, H:M, H:M:S) or in units: 90m, 1h30m, 2d.")
+                   "H:M:S, D-H[:M[:S]]; OAR: H, H:M, H:M:S) or in units: 90m, 1h30m, 2d. 'auto': shards packed "
+                   "by the time earlier checkpoints of each run took, the fewest that fit the site's walltime, "
+                   "each job's walltime sized to its longest shard (a run never measured gets a one-pair "
+                   "calibration job first).")
 @click.option("--job-type", "job_types", multiple=True, metavar="TYPE",
               help="OAR job type (-t), repeatable ('night exotic' counts as two); replaces the sites' job_types "
                    "for this run. night is refused at a site with night_jobs = false.")
@@ -68,97 +68,50 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
       kit run --site local --model kit-demo/tiny-llama
       kit run --site lyon --model LiquidAI/LFM2.5-2.6B --array 4 --dry-run
       kit run --sites nancy,grenoble --model LiquidAI/LFM2.5-2.6B
+      kit run --site lyon --model LiquidAI/LFM2.5-2.6B --walltime auto --dry-run
     """
-    from kit.launch.submit import prepare_run, submit_run
-
-    names = list(site_names) + (common.split_names(sites_csv) or [])
-    sites_cfg = load_sites(sites_file)
-    sites = [sites_cfg.get(n) for n in names]
-    if job_types:
-        sites = [s.model_copy(update={"job_types": _job_types(job_types, s)}) for s in sites]
-    if walltime:
-        from kit.config.loading import invalid_line
-        from kit.config.walltime import walltime_seconds
-
-        for site in sites:   # each in the grammar of its own scheduler
-            try:
-                walltime_seconds(walltime, site.scheduler)
-            except ValueError as exc:
-                raise click.BadParameter(f"{invalid_line(exc)} (site {site.name}, {site.scheduler})",
-                                         param_hint="--walltime") from None
-    from kit.launch.policy import describe, parse_now
+    from kit.launch.policy import parse_now
+    from kit.launch.run import RunRequest, prepare_kit_run
 
     clock = parse_now(now)
-    project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
-    if not dry_run:  # which pairs a remote site already has: refresh its local mirror (ssh)
-        from kit.launch.remote import sync_mirror
-
-        for site in sites:
-            if site.is_remote:
-                sync_mirror(site, sites_file.resolve().parent)
-    runs = project.roster.select(models)
-    plan = prepare_run(project, sites, sites_file.resolve().parent, runs, common.split_languages(languages),
-                       array=array, walltime=walltime, allow_unpinned=allow_unpinned, dry_run=dry_run,
-                       resubmit=resubmit)
-    for warning in plan.warnings:
+    req = RunRequest(sites_file, tuple(site_names) + tuple(common.split_names(sites_csv) or ()), roster, benchmark,
+                     models, tuple(common.split_languages(languages) or ()) or None, array, walltime, job_types,
+                     dry_run, resubmit, allow_unpinned)
+    prepared = prepare_kit_run(req, now=clock)
+    plan = prepared.plan
+    for warning in prepared.warnings:
         common.say(f"kit: warning: {warning}")
-    if not as_json:
-        click.echo(f"plan: {len(plan.planned)} pairs, {plan.complete} complete, {len(plan.pending)} pending "
-                   f"({len(plan.stale)} of them stale: rerun, the old checkpoints kept aside), "
-                   f"{len(plan.invalid)} invalid (kept; rerun those with `kit shard --force`)")
-        if plan.owned:
-            jobs = sorted({job for job, _ in plan.owned.values()})
-            click.echo(f"{len(plan.owned)} pairs owned by your live job(s) {', '.join(jobs)}: not submitted again "
-                       "(--resubmit submits them anyway)")
-    if not plan.pending:
-        if as_json:
-            common.print_json("run", common.OK, {**plan.as_dict(), "dry_run": dry_run, "submitted": []})
-        else:
-            click.echo("nothing to submit: every planned pair is complete or owned by a live job")
-        return
-    from kit.launch.weights_check import preflight_weights
-
-    # every run's weights must be where its jobs read them: refused now, not after a night in the queue
-    weights = preflight_weights(plan, runs, sites_file.resolve().parent, dry_run=dry_run, roster=roster,
-                                sites_file=sites_file)
-    for warning in weights.warnings:
-        common.say(f"kit: warning: {warning}")
-    if dry_run:
-        if as_json:
+    if as_json and (dry_run or not plan.pending):
+        data = {**plan.as_dict(), "dry_run": dry_run, "submitted": []}
+        if prepared.weights is not None:
             # one script per job (a site may get several: one per backend and GPU count)
-            common.print_json("run", common.OK, {**plan.as_dict(), "dry_run": True, "weights": weights.as_dict(),
-                                                 "scripts": {str(s.script_path): s.script_text for s in plan.sites}})
-            return
-        for sp in plan.sites:
-            click.echo(f"\n# site {sp.site.name}: {sp.backend}, {sp.gpus} GPU(s), shard slots {sp.slots} of "
-                       f"{sp.shard_count} ({_tasks_from(sp, array, len(sites))}), plan file {sp.plan_path}")
-            for line in describe(sp.site, sp.request.walltime_s, clock):
-                click.echo(f"# {line}")
-            for line in weights.lines(sp.site.name):
-                click.echo(f"# {line}")
-            for remote, local in sp.inputs.items():
-                click.echo(f"# copied to {sp.site.frontend} before submitting (once): {local} -> {remote}")
-            click.echo(f"# job script {sp.script_path}:")
-            click.echo(sp.script_text)
-            click.echo("# submit command:")
-            from kit.launch.jobscript import readable_join
-
-            click.echo(readable_join(sp.submit_argv))
+            data.update(weights=prepared.weights.as_dict(),
+                        scripts={str(s.script_path): s.script_text for s in plan.sites})
+        common.print_json("run", common.OK, data)
+        return
+    if not as_json:
+        click.echo(_plan_lines(plan))
+        if not plan.pending:
+            click.echo("nothing to submit: every planned pair is complete or owned by a live job")
+        if dry_run and plan.pending:
+            for line in _dry_run_lines(prepared, array):
+                click.echo(line)
+    if dry_run or not plan.pending:
         return
     from kit.launch.sitestatus import state_dir_for
+    from kit.launch.submit import submit_run
 
     submissions = submit_run(plan, state_dir_for(sites_file), now=clock, show=common.say)
     failed = any(code != 0 for s in submissions for code in s.exit_codes.values())
     if as_json:
         common.print_json("run", common.FAILED if failed else common.OK,
-                     {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids, "exit_codes": s.exit_codes}
-                                                       for s in submissions]})
+                          {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids,
+                                                            "exit_codes": s.exit_codes} for s in submissions]})
     else:
         for sp, s in zip(plan.sites, submissions):
             click.echo(f"site {s.site}: {sp.backend}, {sp.gpus} GPU(s), {len(sp.pairs)} pairs in {len(sp.slots)} "
-                       f"task(s) of {sp.shard_count} shards ({_tasks_from(sp, array, len(sites))}), "
-                       f"walltime {sp.request.walltime_hms}: "
-                       f"job ids {', '.join(s.job_ids)}")
+                       f"task(s) of {sp.shard_count} shards ({_tasks_from(sp, array, len(prepared.sites))}), "
+                       f"walltime {sp.request.walltime_hms}: job ids {', '.join(s.job_ids)}")
             for job, code in s.exit_codes.items():
                 if code:
                     click.echo(f"  job {job} exited {code}; see its log, then `kit status` (kit does not resubmit by itself)")
@@ -166,20 +119,41 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
         sys.exit(1)
 
 
-def _job_types(values: tuple[str, ...], site) -> tuple[str, ...]:
-    """--job-type values for one site, one type each; night where the site takes none is refused."""
-    from kit.config.loading import invalid_line
-    from kit.config.sites import split_job_types
+def _plan_lines(plan) -> str:
+    """The plan's counts, and who owns the pairs not submitted again."""
+    text = (f"plan: {len(plan.planned)} pairs, {plan.complete} complete, {len(plan.pending)} pending "
+            f"({len(plan.stale)} of them stale: rerun, the old checkpoints kept aside), "
+            f"{len(plan.invalid)} invalid (kept; rerun those with `kit shard --force`)")
+    if plan.held:
+        text += (f"\n{len(plan.held)} pairs wait for their run's calibration job (--walltime auto): "
+                 "run `kit run --walltime auto` again when it has ended")
+    if plan.owned:
+        jobs = sorted({job for job, _ in plan.owned.values()})
+        text += (f"\n{len(plan.owned)} pairs owned by your live job(s) {', '.join(jobs)}: not submitted again "
+                 "(--resubmit submits them anyway)")
+    return text
 
-    try:
-        types = split_job_types(values)
-    except ValueError as exc:
-        raise click.BadParameter(invalid_line(exc), param_hint="--job-type") from None
-    if "night" in types and not site.night_jobs:
-        raise ConfigError(f"site {site.name} takes no job type night (night_jobs = false in its sites.toml entry)",
-                          fix=f"drop --job-type night for {site.name}: its day jobs must end before 09:00 or 19:00 "
-                              "Europe/Paris (--walltime), or start after 19:00")
-    return types
+
+def _dry_run_lines(prepared, array: int | None):
+    """Each job of a dry run: what it runs and in which image, the policy notes, the weights check,
+    its script and its submit command."""
+    from kit.launch.jobscript import readable_join
+
+    for sp in prepared.plan.sites:
+        yield (f"\n# site {sp.site.name}: {sp.backend}, {sp.gpus} GPU(s), shard slots {sp.slots} of "
+               f"{sp.shard_count} ({_tasks_from(sp, array, len(prepared.sites))}), plan file {sp.plan_path}")
+        digest = sp.image.env.get("KIT_IMAGE_DIGEST")
+        yield f"# image: {sp.image.ref or 'none (host runtime)'}" + (f" (digest {digest})" if digest else "")
+        if sp.group.note:
+            yield f"# {sp.group.note}"
+        yield from (f"# {line}" for line in sp.policy)
+        yield from (f"# {line}" for line in prepared.weights.lines(sp.site.name))
+        yield from (f"# copied to {sp.site.frontend} before submitting (once): {local} -> {remote}"
+                    for remote, local in sp.inputs.items())
+        yield f"# job script {sp.script_path}:"
+        yield sp.script_text
+        yield "# submit command:"
+        yield readable_join(sp.submit_argv)
 
 
 def _tasks_from(sp, array: int | None, n_sites: int) -> str:

@@ -9,9 +9,6 @@ from pathlib import Path
 import click
 
 from kit.cli import common
-from kit.config.project import load_project
-from kit.plan import job_pairs, parse_shard
-from kit.worker.signals import Terminated, stop_on_signals
 
 
 @click.command()
@@ -48,16 +45,20 @@ def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str
     Example (what a job runs):
       kit shard --roster roster.toml --results results --shard 3/8
     """
+    from kit.config.project import load_project
+    from kit.plan import job_pairs, parse_shard
     from kit.worker.shard import run_shard
+    from kit.worker.signals import Terminated, stop_on_signals
 
     with stop_on_signals():
         try:
             index_count = parse_shard(shard_text)
             project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
-            runs, pairs = job_pairs(project.roster, project.benchmark, models, common.split_languages(languages),
-                                    pairs_file)
-            report = run_shard(runs=runs, pairs=pairs, benchmark=project.benchmark, results=results,
-                               shard=index_count, force=force, cache_dir=cache_dir, progress=common.say)
+            runs, plan = job_pairs(project.roster, project.benchmark, models, common.split_languages(languages),
+                                   pairs_file)
+            report = run_shard(runs=runs, pairs=plan.pairs, benchmark=project.benchmark, results=results,
+                               shard=index_count, packed=plan.shards, force=force, cache_dir=cache_dir,
+                               progress=common.say)
             _print_report(report, shard_text, as_json)
         except Terminated as exc:   # before the pairs were planned, or while the summary printed
             common.say(f"kit: shard {shard_text} terminated by {exc.name}")

@@ -109,14 +109,9 @@ def _token(token_file: Path | None, site_name: str | None, sites_file: Path) -> 
                                   "this machine, where staging runs", fix="pass --token-file FILE (mode 600) here")
     if token_file is None:
         return None
-    from kit.launch.submit import check_token_file
+    from kit.weights.token import read_token_file
 
-    token_file = token_file.expanduser()
-    check_token_file(token_file)
-    token = token_file.read_text(encoding="utf-8").strip()
-    if not token:
-        raise ConfigError(f"HF token file {token_file} is empty", fix="write the token in it (chmod 600)")
-    return token
+    return read_token_file(token_file)
 
 
 @weights.command("push")

@@ -33,9 +33,15 @@ def invalid(message: str, *, fix: str) -> PydanticCustomError:
 
 def invalid_line(exc: ValueError) -> str:
     """One line for a validator's error raised outside validation (e.g. a --walltime option)."""
+    message, fix = invalid_parts(exc)
+    return f"{message}; fix: {fix}" if fix else message
+
+
+def invalid_parts(exc: ValueError) -> tuple[str, str | None]:
+    """A validator's error as its message and its fix (None when it gave none)."""
     if isinstance(exc, PydanticCustomError):
-        return f"{exc.message()}; fix: {(exc.context or {}).get(_FIX)}"
-    return str(exc)
+        return exc.message(), (exc.context or {}).get(_FIX)
+    return str(exc), None
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:

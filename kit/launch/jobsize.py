@@ -12,7 +12,7 @@ from pathlib import Path
 from kit.config.backends import shards
 from kit.config.roster import Run
 from kit.config.sites import Site
-from kit.launch.paths import site_path
+from kit.launch.paths import site_paths
 from kit.sizing import JobSize, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
 from kit.weights.facts import ModelFacts, read_model_facts
 
@@ -39,7 +39,7 @@ def staged_snapshot(run: Run, site: Site, sites_dir: Path) -> Path | None:
         return None
     caches = []
     if site.weights and not site.is_remote:
-        caches.append(site_path(site, site.weights, sites_dir))
+        caches.append(site_paths(site, sites_dir).weights)
     hub = os.environ.get("HF_HUB_CACHE") or (Path(os.environ["HF_HOME"]) / "hub" if os.environ.get("HF_HOME") else
                                              Path.home() / ".cache" / "huggingface" / "hub")
     caches.append(Path(hub))

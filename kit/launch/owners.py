@@ -15,9 +15,9 @@ from pathlib import Path
 from kit import safejson
 from kit.config.sites import Site
 from kit.errors import ConfigError
-from kit.launch.paths import site_path
+from kit.launch.paths import site_paths
 from kit.launch.schedulers.base import Scheduler
-from kit.plan import Pair, read_plan, shard_pairs
+from kit.plan import Pair, PlanFile, read_plan_file
 
 _DIGEST = re.compile(r"-([0-9a-f]{12})$")
 _SHORT = re.compile(r"[^A-Za-z0-9._-]+")
@@ -33,12 +33,12 @@ def job_name(site: str, runs: list[str], digest: str) -> str:
 
 def plan_file(site: Site, sites_dir: Path, digest: str) -> Path:
     """Where the jobs of a plan read its pair list on the cluster."""
-    return site_path(site, site.root, sites_dir) / "plans" / f"plan-{digest}.json"
+    return site_paths(site, sites_dir).plan_file(digest)
 
 
 def shards_file(site: Site, sites_dir: Path, name: str) -> Path:
     """Where a job's shard sidecar lies on the cluster, beside its script."""
-    return site_path(site, site.root, sites_dir) / "jobs" / f"{name}.json"
+    return site_paths(site, sites_dir).shards_file(name)
 
 
 def shards_text(slots: list[int], shard_count: int) -> str:
@@ -61,13 +61,16 @@ def owned_pairs(site: Site, scheduler: Scheduler, sites_dir: Path) -> dict[Pair,
             path = plan_file(site, sites_dir, digest)
             text = scheduler.frontend.read_text(path)
             try:
-                plans[digest] = read_plan(path, text) if text is not None else []
+                plans[digest] = read_plan_file(path, text) if text is not None else PlanFile([])
             except ConfigError:
-                plans[digest] = []
-        pairs = plans[digest]
+                plans[digest] = PlanFile([])
+        pairs = plans[digest].pairs
         shard = _shard_of(scheduler, shards_file(site, sites_dir, job.name), job.array_pos)
         if shard is not None:
-            pairs = shard_pairs(pairs, *shard)
+            try:
+                pairs = plans[digest].shard(*shard)
+            except ConfigError:   # a sidecar that disagrees with its plan: the job may run any of them
+                pass
         for pair in pairs:
             owned.setdefault(pair, (job_id, job.state))
     return owned

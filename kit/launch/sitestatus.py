@@ -133,10 +133,10 @@ def claimed_elsewhere(statuses: list[PairStatus], site, scheduler, sites_dir: Pa
 
 def results_dir(site, sites_dir: Path) -> Path:
     """Where kit reads a site's checkpoints here: its results tree, or a remote site's local mirror."""
-    from kit.launch.paths import site_path
+    from kit.launch.paths import site_paths
     from kit.launch.remote import mirror_dir
 
-    return mirror_dir(sites_dir, site.name) if site.is_remote else site_path(site, site.results, sites_dir)
+    return mirror_dir(sites_dir, site.name) if site.is_remote else site_paths(site, sites_dir).results
 
 
 # when sites disagree about a pair, the first state in this list is the one shown

@@ -96,9 +96,9 @@ def weights_root(site: Site, sites_dir: Path) -> str:
                               f"{site.frontend!r}: paths of a remote site are paths on the cluster",
                               fix=f"write it absolute in [site.{site.name}], e.g. /home/<login>/hf-hub")
         return site.weights
-    from kit.launch.paths import site_path
+    from kit.launch.paths import site_paths
 
-    return str(site_path(site, site.weights, sites_dir))
+    return str(site_paths(site, sites_dir).weights)
 
 
 def _repo(root: str, model: str) -> PurePosixPath:

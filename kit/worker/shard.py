@@ -20,7 +20,7 @@ from kit.config.dataset import Dataset
 from kit.config.kinds import get_kind
 from kit.config.roster import Run
 from kit.errors import KitError
-from kit.plan import Pair, group_by_run, shard_pairs
+from kit.plan import Pair, PlanFile, group_by_run
 from kit.results import keys
 from kit.results.identity import PlanExpectations
 from kit.results.status import PairStatus, pair_states
@@ -85,13 +85,15 @@ def run_shard(
     benchmark: Dataset,
     results: Path,
     shard: tuple[int, int] = (0, 1),
+    packed: list[list[Pair]] | None = None,
     force: bool = False,
     cache_dir: Path | None = None,
     progress: Progress = lambda msg: None,
 ) -> ShardReport:
-    """Run this shard's pairs that lack a complete checkpoint; returns what happened."""
+    """Run this shard's pairs that lack a complete checkpoint (`packed`: the plan file's shards, when
+    `kit run` packed them by cost); returns what happened."""
     runner: PairRunner = get_kind(benchmark.kind, str(benchmark.root)).worker_part()
-    report = ShardReport(assigned=shard_pairs(pairs, *shard))
+    report = ShardReport(assigned=PlanFile(list(pairs), packed).shard(*shard))
     todo = pairs_to_run(report, pair_states(results, report.assigned, PlanExpectations(benchmark, runs)), force, progress)
     report.todo = list(todo)
     progress(

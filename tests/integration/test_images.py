@@ -112,9 +112,19 @@ def test_build_is_recorded_with_its_inputs(built):
     assert built.kit_commit and built.kit_commit != "unknown"
 
 
-def test_docker_run_prints_the_version(built):
-    r = subprocess.run(["docker", "run", "--rm", built.tag, "kit", "--version"], capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout.strip() == "kit, version 0.1.0", r.stderr
+def test_the_worker_answers_in_its_image_and_the_container_is_removed(built, demo):
+    from containers import container_exists, exec_in, image_container
+
+    roster, _, cache = demo
+    with image_container(built.tag, volumes=[(str(roster.parent), str(roster.parent), "ro"),
+                                             (str(cache), str(cache), "ro")], env={"HF_HUB_OFFLINE": "1"}) as box:
+        cid = box.get_wrapped_container().id
+        assert exec_in(box, ["kit", "--version"]) == (0, "kit, version 0.1.0\n")
+        code, out = exec_in(box, ["python", "-c", "import transformers; print(transformers.__version__)"])
+        assert code == 0 and out.strip() == "5.17.0", out   # the pin of this image's lock, not the host's
+        code, out = exec_in(box, ["kit", "plan", "--roster", str(roster), "--json"])
+        assert code == 0 and json.loads(out)["status"] == "ok", out
+    assert not container_exists(cid)
 
 
 def test_lint_passes(built, lock_env):
@@ -199,16 +209,18 @@ def demo(work) -> tuple[Path, Path, Path]:
 
 @pytest.fixture(scope="session")
 def shards(converted, demo, lock_env, work) -> dict[str, tuple[Path, object]]:
-    """One shard per artifact form, with the image facts kit.launch.submit passes to a job."""
+    """One shard per artifact form, with the image facts kit.launch.siteplan passes to a job."""
     from kit.config.sites import Site
     from kit.images import execute
-    from kit.launch.submit import _image_for
+    from kit.launch.paths import site_paths
+    from kit.launch.siteplan import resolve_image
 
     roster, hub, cache = demo
     out = {}
     for form, runtime in (("oci", "docker"), ("sif", "apptainer"), ("sqsh", "enroot")):
         site = Site(name="ci", scheduler="local", runtime=runtime, images=lock_env["KIT_IMAGES_DIR"])
-        image, image_env = _image_for(site, NAME, work, Path(lock_env["KIT_IMAGES_LOCK"]))
+        chosen = resolve_image(site, NAME, site_paths(site, work), Path(lock_env["KIT_IMAGES_LOCK"]))
+        image, image_env = chosen.ref, chosen.env
         results = work / f"results-{form}"
         results.mkdir()
         os.chmod(results, 0o777)
@@ -306,8 +318,10 @@ def test_ca_bundle_reaches_pip_and_never_the_image(work, built, lock_env):
         assert lines and not [ln for ln in lines if ln.encode() in data], "a CA certificate line is in the image"
         meta = json.dumps(engine.image_attrs(probe.image_id)) + json.dumps(engine.client().api.history(probe.image_id))
         assert "BEGIN CERTIFICATE" not in meta and not [ln for ln in lines if ln in meta]
-        assert subprocess.run(["docker", "run", "--rm", probe.image_id, "kit", "--version"],
-                              capture_output=True, text=True).returncode == 0
+        from containers import exec_in, image_container
+
+        with image_container(probe.image_id) as box:
+            assert exec_in(box, ["kit", "--version"])[0] == 0
     finally:
         subprocess.run(["docker", "rmi", "-f", "kit/ca-probe:test"], capture_output=True)
     # dropping the probe's build stages left the other images' build cache alone: the session's

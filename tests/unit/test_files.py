@@ -1,0 +1,43 @@
+"""kit.files: atomic writes leave the old file or the new one, and the file gets the mode a plain
+open() would give it (a results tree is read by a team, not only by whoever wrote it)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+
+import pytest
+
+from kit.files import file_sha256, write_bytes_atomic, write_text_atomic
+
+
+@pytest.fixture
+def umask_027():
+    old = os.umask(0o027)
+    yield
+    os.umask(old)
+
+
+def test_a_new_file_gets_the_umask_mode_not_mkstemps_0600(tmp_path, umask_027):
+    path = tmp_path / "results" / "en" / "run.json"
+    write_text_atomic(path, "{}\n")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640 and path.read_text() == "{}\n"
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_replaced_file_keeps_its_mode(tmp_path, umask_027):
+    path = tmp_path / "summary.md"
+    path.write_text("old")
+    path.chmod(0o664)
+    write_bytes_atomic(path, b"new")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o664 and path.read_bytes() == b"new"
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text("old")
+    with pytest.raises(TypeError):
+        write_bytes_atomic(path, object())    # not bytes: fails inside the write
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
+    assert file_sha256(path) == hashlib.sha256(b"old").hexdigest()

@@ -1,0 +1,108 @@
+"""A site's job is resolved once (kit.launch.siteplan): its folders, the image for its runtime, the
+request; the script and the submit command are rendered from that object, and `kit run --dry-run`
+shows which image each job uses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kit.config.project import load_project
+from kit.config.sites import Site, load_sites
+from kit.demo.dataset import write_demo_benchmark
+from kit.errors import ImageError
+from kit.launch.paths import site_paths
+from kit.launch.siteplan import NOT_BUILT, JobGroup, SubmitOptions, build_site_plan, resolve_image
+from kit.plan import Pair, plan_text
+
+REV = "0123456789abcdef0123456789abcdef01234567"
+LOCK = {"kit_images_lock_version": 1, "images": {"transformers-5.17": {
+    "backend": "transformers-5.17", "tag": "kit/transformers-5.17:abc", "image_id": "sha256:" + "a" * 64,
+    "dockerfile_sha256": "b" * 64, "lock_sha256": "c" * 64, "base": "kit/base:bookworm", "kit_version": "0.1.0",
+    "built_at": "2026-11-29T00:00:00Z",
+    "artifacts": {"sif": {"file": "kit-t-aaaaaaaaaaaa.sif", "sha256": "d" * 64}}}}}
+SITES = '''
+[site.box]
+scheduler = "slurm"
+runtime = "{runtime}"
+root = "kit-root"
+results = "out"
+images = "/shared/images"
+weights = "hub"
+'''
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    write_demo_benchmark(tmp_path / "data")
+    (tmp_path / "roster.toml").write_text(
+        f'benchmark = "data"\n[[run]]\nmodel = "org/m-1B"\nrevision = "{REV}"\nbackend = "transformers-5.17"\n'
+        'languages = ["en", "fr"]\n')
+    (tmp_path / "images.lock.json").write_text(json.dumps(LOCK))
+    return tmp_path
+
+
+def test_site_paths_resolve_local_paths_against_the_sites_file_and_keep_remote_ones():
+    local = site_paths(Site(name="l", scheduler="slurm", root="kit", results="/abs/out", weights="hub"), Path("/cfg"))
+    assert (local.root, local.results, local.weights) == (Path("/cfg/kit"), Path("/abs/out"), Path("/cfg/hub"))
+    assert local.plan_file("abc") == Path("/cfg/kit/plans/plan-abc.json")
+    assert local.script("job") == Path("/cfg/kit/jobs/job.sh") and local.shards_file("job") == Path("/cfg/kit/jobs/job.json")
+    remote = site_paths(Site(name="r", scheduler="oar", frontend="lyon.g5k", root="/home/u/kit", images="/home/u/img"),
+                        Path("/cfg"))
+    assert remote.root == Path("/home/u/kit") and remote.weights is None and remote.images == Path("/home/u/img")
+
+
+@pytest.mark.parametrize("runtime,ref,artifact", [
+    ("docker", "kit/transformers-5.17:abc", "oci"),
+    ("apptainer", "/shared/images/kit-t-aaaaaaaaaaaa.sif", "sif"),
+])
+def test_the_built_image_is_chosen_for_the_sites_runtime(sweep, runtime, ref, artifact):
+    site = Site(name="box", scheduler="slurm", runtime=runtime, images="/shared/images")
+    chosen = resolve_image(site, "transformers-5.17", site_paths(site, sweep), sweep / "images.lock.json")
+    assert chosen.ref == ref and chosen.warning is None
+    assert chosen.env["KIT_IMAGE_DIGEST"] == "sha256:" + "a" * 64 and chosen.env["KIT_IMAGE_ARTIFACT"] == artifact
+    assert ("KIT_IMAGE_SHA256" in chosen.env) == (artifact == "sif")
+
+
+def test_an_image_not_built_stops_a_run_but_a_dry_run_shows_a_placeholder(sweep):
+    site = Site(name="box", scheduler="slurm", runtime="enroot", images="/shared/images")
+    paths = site_paths(site, sweep)
+    with pytest.raises(ImageError, match="transformers-5.17"):
+        resolve_image(site, "transformers-5.17", paths, sweep / "missing.lock.json")
+    chosen = resolve_image(site, "transformers-5.17", paths, sweep / "missing.lock.json", dry_run=True)
+    assert chosen.ref == f"/shared/images/kit-transformers-5.17-{NOT_BUILT}.sqsh"
+    assert chosen.env["KIT_IMAGE_DIGEST"] == NOT_BUILT and "placeholder" in chosen.warning
+
+
+def test_the_script_and_command_are_rendered_from_the_one_resolved_plan(sweep):
+    (sweep / "sites.toml").write_text(SITES.format(runtime="apptainer"))
+    site = load_sites(sweep / "sites.toml").get("box")
+    project = load_project(sweep / "roster.toml", None)
+    pairs = (Pair("org/m-1B", "en"), Pair("org/m-1B", "fr"))
+    group = JobGroup("transformers-5.17", pairs, 2, plan_text(list(pairs)), "0123456789ab")
+    job = build_site_plan(project, site, sweep, group, 1, [0, 1], SubmitOptions(walltime="2h",
+                                                                                 images_lock=sweep / "images.lock.json"))
+    assert job.paths.root == sweep / "kit-root" and job.plan_path == sweep / "kit-root/plans/plan-0123456789ab.json"
+    assert job.script_path == sweep / "kit-root/jobs" / f"{job.request.name}.sh"
+    assert job.request.name.endswith("-0123456789ab") and job.request.walltime_s == 7200 and job.request.array_size == 2
+    assert str(job.plan_path) in job.script_text and str(sweep / "out") in job.script_text
+    assert "/shared/images/kit-t-aaaaaaaaaaaa.sif" in job.script_text
+    assert job.env["HF_HUB_CACHE"] == str(sweep / "hub") and job.env["KIT_IMAGE_SHA256"] == "d" * 64
+    assert str(job.script_path) in job.submit_argv and job.log_dir == sweep / "kit-root/logs"
+
+
+def test_a_dry_run_says_which_image_each_job_uses(sweep):
+    (sweep / "sites.toml").write_text(SITES.format(runtime="apptainer"))
+    env = {"KIT_IMAGES_LOCK": str(sweep / "images.lock.json"), "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "box", "--dry-run", "--allow-unpinned"],
+                       cwd=sweep, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert f"# image: /shared/images/kit-t-aaaaaaaaaaaa.sif (digest sha256:{'a' * 64})" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "box", "--dry-run", "--json"],
+                       cwd=sweep, capture_output=True, text=True, env=env)
+    job = json.loads(r.stdout)["data"]["jobs"][0]
+    assert (job["image"], job["image_digest"]) == ("/shared/images/kit-t-aaaaaaaaaaaa.sif", "sha256:" + "a" * 64)

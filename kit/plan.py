@@ -125,7 +125,15 @@ def select_pairs(runs: Sequence["Run"], benchmark: "Dataset", languages: Sequenc
     """Every (run, language) pair of the selected runs, sorted."""
     if languages:
         benchmark.resolve_languages(list(languages))
-    return plan_pairs((run.name, run_languages(run, benchmark, languages)) for run in runs)
+    every = None   # the runs without their own list share one resolution (a stat per language file)
+    out = []
+    for run in runs:
+        if run.languages:
+            out.append((run.name, run_languages(run, benchmark, languages)))
+        else:
+            every = every if every is not None else run_languages(run, benchmark, languages)
+            out.append((run.name, every))
+    return plan_pairs(out)
 
 
 def plan_text(pairs: list[Pair], shards: Sequence[Sequence[Pair]] | None = None) -> str:

@@ -12,6 +12,13 @@ Routes (read from huggingface_hub 2.4's hf_api.py and file_download.py):
 Errors carry the X-Error-Code header the client maps to its exceptions (RepoNotFound,
 RevisionNotFound, EntryNotFound, GatedRepo).
 
+Uploads (read from huggingface_hub 2.4's hf_api.py and _commit_api.py), into `commits`:
+- POST /api/repos/create: records the request (`created`), answers the repo URL;
+- POST /api/validate-yaml: accepts any card;
+- POST /api/{datasets,models}/{repo}/preupload/{rev}: every file "regular" (sent inside the commit);
+- POST /api/{datasets,models}/{repo}/commit/{rev}: the NDJSON commit (header, base64 files), kept as
+  a Commit; answers commitUrl and commitOid.
+
 Faults, for the tests: `cut[path] = n` sends the first n bytes of the next full GET of that file and
 drops the connection; `fail[path] = k` answers the next k GETs of that file with 500; `corrupt`
 serves other bytes of the same size for the files named. Every request is logged in `requests`.
@@ -19,6 +26,7 @@ serves other bytes of the same size for the files named. Every request is logged
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -53,6 +61,16 @@ class Request:
 
 
 @dataclass
+class Commit:
+    """One commit received: the repo, its type, the summary line and each file's bytes by path."""
+
+    repo_id: str
+    repo_type: str
+    summary: str
+    files: dict[str, bytes]
+
+
+@dataclass
 class HubServer:
     """The server; `start()` returns its endpoint URL."""
 
@@ -61,6 +79,8 @@ class HubServer:
     cut: dict[str, int] = field(default_factory=dict)
     fail: dict[str, int] = field(default_factory=dict)
     corrupt: set[str] = field(default_factory=set)
+    created: list[dict] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
 
     def start(self) -> str:
         """Serve on a free port of 127.0.0.1 in a thread; returns the endpoint URL."""
@@ -106,6 +126,35 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._serve(head=False)
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = unquote(urlparse(self.path).path)
+        hub, as_json = self.server_hub, {"Content-Type": "application/json"}
+        if path == "/api/repos/create":
+            req = json.loads(body)
+            repo_id = f"{req['organization']}/{req['name']}" if req.get("organization") else req["name"]
+            hub.created.append({"repo_id": repo_id, **req})
+            prefix = "datasets/" if req.get("type") == "dataset" else ""
+            host = f"http://{self.headers.get('Host')}"
+            return self._reply(200, as_json, json.dumps({"url": f"{host}/{prefix}{repo_id}", "name": repo_id}).encode())
+        if path == "/api/validate-yaml":
+            return self._reply(200, as_json, b'{"errors": [], "warnings": []}')
+        m = re.match(r"^/api/(?P<type>datasets|models)/(?P<repo>[^/]+/[^/]+)/(?P<op>preupload|commit)/[^/]+$", path)
+        if m is None:
+            return self._error(404, "EntryNotFound", False)
+        if m["op"] == "preupload":
+            files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None}
+                     for f in json.loads(body)["files"]]
+            return self._reply(200, as_json, json.dumps({"files": files}).encode())
+        lines = [json.loads(line) for line in body.splitlines() if line.strip()]
+        header = next(line["value"] for line in lines if line["key"] == "header")
+        files = {line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines
+                 if line["key"] == "file"}
+        hub.commits.append(Commit(m["repo"], m["type"][:-1], header.get("summary", ""), files))
+        oid = hashlib.sha1(body).hexdigest()
+        url = f"http://{self.headers.get('Host')}/{m['type']}/{m['repo']}/commit/{oid}"
+        return self._reply(200, as_json, json.dumps({"commitUrl": url, "commitOid": oid}).encode())
 
     def _reply(self, status: int, headers: dict[str, str], body: bytes = b"", head: bool = False) -> None:
         self.server_hub.requests.append(Request(self.command, urlparse(self.path).path, self.headers.get("Range"), status))

@@ -8,8 +8,6 @@ from pathlib import Path
 import click
 
 from kit.cli import common
-from kit.config.project import load_project
-from kit.config.sites import load_sites
 
 
 @click.command()
@@ -36,6 +34,8 @@ def cancel(site_name: str, sites_file: Path, roster: Path, benchmark: Path | Non
       kit cancel --site cluster --model LiquidAI/LFM2.5-2.6B --dry-run
       kit cancel --site cluster
     """
+    from kit.config.project import load_project
+    from kit.config.sites import load_sites
     from kit.launch.cancel import cancel_site
 
     site = load_sites(sites_file).get(site_name)

@@ -23,8 +23,9 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
     """Run the embedded default sweep end to end: no files, no network.
 
     Creates once (cached under the user cache dir, KIT_CACHE_DIR overrides) a tiny
-    random-weight Llama and a tiny reranker laid out like the Hugging Face cache, and a
-    tiny three-language benchmark in the lrb format. Then it plans, submits the shard to
+    Llama and a tiny reranker laid out like the Hugging Face cache, fitted for a few
+    seconds to the demo task (so their scores are above chance and differ by model and
+    language), and a tiny three-language benchmark in the lrb format. Then it plans, submits the shard to
     the `local` site (the same launcher and job script a cluster gets), shows the
     status and writes the report. A second run skips every complete pair.
 

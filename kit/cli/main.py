@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cancel": ("kit.cli.cancel_cmd:cancel", "Cancel a site's queued and running jobs that still own pending pairs."),
     "export": ("kit.cli.export_cmd:export", "Write checkpoints as another tool's result files (lrb), which its loader reads."),
     "weights": ("kit.cli.weights_cmd:weights", "Stage model weights from the Hub, push them to a site, verify them."),
+    "release": ("kit.cli.release_cmd:release", "Write a release folder as lrb publishes one: card, report, items, run files, status."),
+    "publish": ("kit.cli.publish_cmd:publish", "Upload a release folder to a Hugging Face dataset repo (--dry-run lists the files)."),
 }
 GROUPS = ("images", "weights")   # commands with subcommands: the envelope names both words
 

@@ -19,13 +19,18 @@ from kit.cli import common
 @common.models_option
 @click.option("--include-stale", is_flag=True,
               help="Count stale checkpoints too (the summary then says so, file by file).")
+@click.option("--verdicts", "verdict_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Folders of `kit reproduce` verdicts (reproduce-*.json) for the HTML report's reruns (repeatable). "
+                   "Default: the reproduce* folders beside RESULTS.")
 @common.unpinned_option
 @common.json_option
 def report(results: Path, output: Path | None, roster: Path, benchmark: Path | None, models: tuple[str, ...],
-           include_stale: bool, allow_unpinned: bool, as_json: bool) -> None:
+           include_stale: bool, verdict_dirs: tuple[Path, ...], allow_unpinned: bool, as_json: bool) -> None:
     """Write the report of a results folder: for lrb checkpoints leaderboard.csv, aggregates.csv,
     by_language.csv, summary.md and heatmap_f1.png; for a LightEval suite lighteval_scores.csv
-    and summary.md.
+    and summary.md. Both get a static HTML report (index.html, pages/): leaderboard or scores,
+    plots, a page per language and per result with its provenance, MLLOG compliance verdict,
+    reruns and `kit reproduce` command.
 
     Only complete checkpoints count. Refuses to mix runs whose prompt, benchmark digest or
     decoding differ: report those separately (--model).
@@ -43,6 +48,7 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
       kit report results --include-stale --json
     """
     from kit.config.project import load_project
+    from kit.results.cache import CheckpointCache
     from kit.results.identity import PlanExpectations
     from kit.results.report import write_report
 
@@ -53,20 +59,27 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         expect = PlanExpectations(project.benchmark, list(project.roster.run))
     out = output or results / "report"
-    outcome = write_report(results, out, runs=list(models) or None, expect=expect, include_stale=include_stale)
+    cache = CheckpointCache.open(results)   # validated checkpoints, kept for the next command
+    try:
+        outcome = write_report(results, out, runs=list(models) or None, expect=expect, include_stale=include_stale,
+                               verdicts=list(verdict_dirs) or None, validate_all=cache.validate_all)
+    finally:
+        cache.save()
     files = {role: str(path) for role, path in outcome.files.items()}
     failed = bool(outcome.invalid)
     stale_note = ("counted, marked stale in the summary" if outcome.stale_included
                   else "not counted (--include-stale counts them)")
     if as_json:
         common.print_json("report", common.FAILED if failed else common.OK, {
-            "files": files, "pairs": outcome.pairs, "roster_checked": expect is not None,
+            "files": files, "html_index": files.get("html"), "pairs": outcome.pairs, "roster_checked": expect is not None,
             "invalid": [{"path": str(r.path), "reasons": list(r.reasons)} for r in outcome.invalid],
             "stale": [{"path": str(r.path), "reasons": list(r.reasons)} for r in outcome.stale],
             "stale_included": outcome.stale_included})
     else:
         for role, path in files.items():
             click.echo(f"{role:<14} {path}")
+        if "html" in files:
+            click.echo(f"HTML report: {files['html']} (open it in a browser; the folder can be copied as is)")
         click.echo(f"{outcome.pairs} pairs counted; {len(outcome.stale)} stale ({stale_note}); "
                    f"{len(outcome.invalid)} invalid, listed in the summary")
         if expect is None:

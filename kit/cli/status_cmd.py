@@ -8,11 +8,6 @@ from pathlib import Path
 import click
 
 from kit.cli import common
-from kit.config.project import load_project
-from kit.launch.sitestatus import NOT_READ
-from kit.plan import select_pairs
-from kit.results.identity import PlanExpectations
-from kit.results.status import count_states, pair_states, scan_results
 
 
 @click.command()
@@ -56,12 +51,21 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     --json always holds every pair.
 
     \b
+    Verdicts are remembered in the user cache folder, per file identity (size, times, inode),
+    kit version and benchmark, so a second run reads only files that changed (KIT_NO_CACHE=1: off).
+
+    \b
     Examples:
       kit status results --pairs
       kit status results --model LiquidAI/LFM2.5-2.6B --json
       kit status --site nancy --site grenoble
       kit status --all-sites
     """
+    from kit.config.project import load_project
+    from kit.launch.sitestatus import NOT_READ
+    from kit.results.cache import CheckpointCache
+    from kit.results.status import count_states, pair_states, scan_results
+
     ctx = click.get_current_context()
     explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
     if site_names or all_sites:
@@ -71,12 +75,19 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         statuses = statuses_at_sites(project, sites_file, None if all_sites else list(site_names),
                                      project.roster.select(models), common.split_languages(languages))
     elif explicit or roster.exists():
+        from kit.plan import select_pairs
+        from kit.results.identity import PlanExpectations
+
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         runs = project.roster.select(models)
         pairs = select_pairs(runs, project.benchmark, common.split_languages(languages))
-        statuses = pair_states(results, pairs, PlanExpectations(project.benchmark, runs))
+        cache = CheckpointCache.open(results, sections=False)
+        statuses = pair_states(results, pairs, PlanExpectations(project.benchmark, runs), cache.validate_all)
+        cache.save()
     else:
-        statuses = scan_results(results)
+        cache = CheckpointCache.open(results, sections=False)
+        statuses = scan_results(results, cache.validate_all)
+        cache.save()
     errors = sorted({r for s in statuses if s.state == "unknown" for r in s.reasons if NOT_READ in r})
     counts = count_states(statuses)
     if as_json:

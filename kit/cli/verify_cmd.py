@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kit.cli import common
 from kit.errors import ConfigError
-from kit.config.dataset import Dataset
-from kit.results.checkpoint import verify_files
-from kit.results.identity import data_expectation
-from kit.results.store import NON_LANGUAGE_DIRS
+
+if TYPE_CHECKING:
+    from kit.config.dataset import Dataset
 
 
 @click.command()
@@ -30,25 +31,50 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
     files without metadata.language are accepted with a notice. With a benchmark (--benchmark,
     or the one roster.toml here names), each file must also be a result on it: the
     language file's digest, the item ids in order and every expected label.
+    Verdicts are remembered in the user cache folder (KIT_NO_CACHE=1: off); a changed file is
+    always checked again.
 
     \b
     Examples:
       kit verify results/fr/LiquidAI__LFM2.5-350M.json
       kit verify results/ --benchmark data/translations --json
     """
+    from kit.results.cache import CheckpointCache
+    from kit.results.checkpoint import verify_files
+    from kit.results.identity import PlanExpectations
+    from kit.results.store import NON_LANGUAGE_DIRS
+
     files: list[Path] = []
+    roots: dict[Path, Path] = {}     # file -> the results tree its cache is kept for
     for p in paths:
         if p.is_dir():
-            files.extend(sorted(q for q in p.rglob("*.json")
-                                if not q.name.startswith(".") and not NON_LANGUAGE_DIRS & set(q.relative_to(p).parts[:-1])))
+            found = sorted(q for q in p.rglob("*.json")
+                           if not q.name.startswith(".") and not NON_LANGUAGE_DIRS & set(q.relative_to(p).parts[:-1]))
+            files.extend(found)
+            roots.update((q, p) for q in found)
         else:
             files.append(p)
+            roots[p] = p.parent.parent
     if not files:
         raise ConfigError(f"no checkpoint files under {', '.join(map(str, paths))}",
                           fix="pass *.json files or folders holding them")
     dataset = _benchmark(benchmark)
-    outcomes = verify_files(files, (lambda path: data_expectation(dataset, path.parent.name)) if dataset else
-                            (lambda path: None))
+    # what each language's files are held to, read only when a file is validated (not on a cached verdict)
+    expect_of = lru_cache(maxsize=None)(PlanExpectations(dataset).of_language) if dataset else None
+    caches = {root: CheckpointCache.open(root, sections=False) for root in dict.fromkeys(roots.values())}
+    def validate_all(jobs: list) -> list:
+        # each results tree's files through its own cache, back in the order given
+        out: list = [None] * len(jobs)
+        for root, cache in caches.items():
+            mine = [i for i, (path, _) in enumerate(jobs) if roots[path] == root]
+            for i, state in zip(mine, cache.validate_all([jobs[i] for i in mine])):
+                out[i] = state
+        return out
+
+    outcomes = verify_files(files, (lambda path: expect_of(path.parent.name)) if dataset else (lambda path: None),
+                            validate_all)
+    for cache in caches.values():
+        cache.save()
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
     if as_json:
         common.print_json("verify", common.OK if not bad else common.FAILED,
@@ -66,7 +92,7 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
         sys.exit(1)
 
 
-def _benchmark(path: Path | None) -> Dataset | None:
+def _benchmark(path: Path | None) -> "Dataset | None":
     """The benchmark given, or roster.toml's here; None without either."""
     from kit.config.project import load_project
 

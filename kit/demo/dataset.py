@@ -133,6 +133,17 @@ def source_item_id(english: str) -> str:
     return hashlib.sha256(english.encode("utf-8")).hexdigest()[:16]
 
 
+def labelled_sentences() -> list[tuple[str, int, str, str]]:
+    """Every demo item as (language, row index, sentence, label yes/no), languages in LANGUAGES order."""
+    column = {"en": 6, "fr": 7, "de": 8}
+    return [(lang, i, row[column[lang]], row[0]) for lang in LANGUAGES for i, row in enumerate(_ROWS)]
+
+
+def demo_prompt(task: str) -> str:
+    """The demo benchmark's prompt text for `task` (generate or score), with its one `{}`."""
+    return DEFAULT_GENERATE_PROMPT.read_text(encoding="utf-8") if task == "generate" else _RERANKER_PROMPT
+
+
 def _language_csv(language: str) -> bytes:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

@@ -1,4 +1,5 @@
-"""Tiny random-weight models built locally into a Hugging Face hub cache (no network).
+"""Tiny models built locally into a Hugging Face hub cache (no network): random weights from one seed,
+or, with `trained=True` (what `kit demo` uses), then fitted to the demo task by kit.demo.train.
 
 Each model is written as `hub_cache/models--org--name/snapshots/<revision>/` plus
 `refs/main`, the layout `huggingface_hub.snapshot_download(local_files_only=True)` reads,
@@ -80,6 +81,8 @@ CORPUS = (
 )
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
+# config.json key naming the recipe a demo model was fitted with (kit.demo.train); absent: random weights.
+TRAINING_KEY = "kit_demo_training"
 
 
 def build_tiny_llama(
@@ -91,22 +94,39 @@ def build_tiny_llama(
     kv_heads: int = 1,
     layers: int = 2,
     context: int = LLAMA_CONTEXT,
+    trained: bool = False,
 ) -> tuple[str, str]:
     """Build (once) a tiny random Llama causal LM with a chat template; returns (repo_id, revision).
 
     The defaults give head_dim 64, which vLLM's CPU attention also accepts; `context` is
-    max_position_embeddings.
+    max_position_embeddings. `trained` fits it to the demo task first (kit.demo.train), so it
+    answers the demo prompts with yes or no: what `kit demo` uses.
     """
     shape = {"hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
              "num_hidden_layers": layers, "max_position_embeddings": context}
-    return repo_id, _install(Path(hub_cache), repo_id, shape, lambda out: _write_llama(out, shape))
+    wanted = {**shape, TRAINING_KEY: _recipe(trained)}
+    return repo_id, _install(Path(hub_cache), repo_id, wanted, lambda out: _write_llama(out, shape, trained))
 
 
-def build_tiny_classifier(hub_cache: Path, repo_id: str = "kit-demo/tiny-reranker") -> tuple[str, str]:
-    """Build (once) a tiny random BERT sequence classifier (one logit); returns (repo_id, revision)."""
+def build_tiny_classifier(hub_cache: Path, repo_id: str = "kit-demo/tiny-reranker", *,
+                          trained: bool = False) -> tuple[str, str]:
+    """Build (once) a tiny random BERT sequence classifier (one logit); returns (repo_id, revision).
+
+    `trained` fits it to the demo reranker prompt first (kit.demo.train): what `kit demo` uses.
+    """
     shape = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
              "max_position_embeddings": CLASSIFIER_CONTEXT}
-    return repo_id, _install(Path(hub_cache), repo_id, shape, lambda out: _write_classifier(out, shape))
+    wanted = {**shape, TRAINING_KEY: _recipe(trained)}
+    return repo_id, _install(Path(hub_cache), repo_id, wanted, lambda out: _write_classifier(out, shape, trained))
+
+
+def _recipe(trained: bool) -> str | None:
+    """The training recipe recorded in a trained model's config.json; None for random weights."""
+    if not trained:
+        return None
+    from kit.demo.train import RECIPE
+
+    return RECIPE
 
 
 def content_revision(folder: Path) -> str:
@@ -229,7 +249,7 @@ def _umask() -> int:
 # --- model writers -----------------------------------------------------------------------
 
 
-def _write_llama(out: Path, shape: dict[str, int]) -> None:
+def _write_llama(out: Path, shape: dict[str, int], trained: bool = False) -> None:
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     tokenizer = _bpe_tokenizer(shape["max_position_embeddings"])
@@ -240,6 +260,11 @@ def _write_llama(out: Path, shape: dict[str, int]) -> None:
     )
     model = LlamaForCausalLM(config)
     _fill_seeded(model)
+    if trained:
+        from kit.demo.train import fit_llama
+
+        fit_llama(model, tokenizer)
+        model.config.update({TRAINING_KEY: _recipe(True)})
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -249,7 +274,7 @@ def _write_llama(out: Path, shape: dict[str, int]) -> None:
     _normalize_json(out)
 
 
-def _write_classifier(out: Path, shape: dict[str, int]) -> None:
+def _write_classifier(out: Path, shape: dict[str, int], trained: bool = False) -> None:
     from transformers import BertConfig, BertForSequenceClassification
 
     tokenizer = _wordpiece_tokenizer()
@@ -258,6 +283,11 @@ def _write_classifier(out: Path, shape: dict[str, int]) -> None:
     )
     model = BertForSequenceClassification(config)
     _fill_seeded(model)
+    if trained:
+        from kit.demo.train import fit_classifier
+
+        fit_classifier(model, tokenizer)
+        model.config.update({TRAINING_KEY: _recipe(True)})
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     _normalize_json(out)

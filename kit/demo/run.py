@@ -1,7 +1,7 @@
 """`kit demo`: the embedded default sweep, end to end on this machine.
 
-Creates once (cached under the user cache dir) a tiny random-weight Llama and a tiny
-reranker in Hugging Face cache layout, and a tiny three-language benchmark in the lrb
+Creates once (cached under the user cache dir) a tiny Llama and a tiny reranker in Hugging
+Face cache layout, fitted for a few seconds to the demo task (kit.demo.train), and a tiny three-language benchmark in the lrb
 format; writes a roster and a `local` site; then plans, runs the shard through the
 same launcher a cluster uses, shows status and writes the report."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kit.results.store import write_text_atomic
 
-DEMO_VERSION = "v1"
+DEMO_VERSION = "v2"  # v2: the tiny models are fitted to the demo task (kit.demo.train)
 
 
 @dataclass
@@ -90,8 +90,9 @@ def prepare_demo(workdir: Path, progress=lambda msg: None, runtime: str = "host"
     hub = cache / "hub"
     progress(f"demo assets in {cache}")
     benchmark = write_demo_benchmark(cache / "data")
-    llm = build_tiny_llama(hub)
-    reranker = build_tiny_classifier(hub)
+    progress("tiny models: built and fitted to the demo task once (a few seconds), then cached")
+    llm = build_tiny_llama(hub, trained=True)
+    reranker = build_tiny_classifier(hub, trained=True)
     progress(f"tiny models: {llm[0]}@{llm[1][:12]}, {reranker[0]}@{reranker[1][:12]}")
     files = DemoFiles(workdir, cache, hub, benchmark, workdir / "roster.toml", workdir / "sites.toml",
                       workdir / "results", workdir / "results" / "report")

@@ -259,3 +259,16 @@ def run_checks(results: Path, benchmark: Dataset, runs: list[Run], expected: lis
             inp.checkpoints[path] = validate_checkpoint(path, language=path.parent.name)
     return inp, {rule.name: rule.check(inp) for rule in RULES}
 
+
+
+# the rules that need only one pair's own files (its checkpoint and :::MLLOG log), no roster or benchmark
+PAIR_RULES = ("log_matches_checkpoint", "mllog_compliant")
+
+
+def check_pair(path: Path, data: dict) -> list[Finding]:
+    """The findings `kit check` reports for one complete checkpoint under the PAIR_RULES (its log
+    passes mlperf-logging's checker with its kind's ruleset, and records this file's sha256); empty
+    is a PASS of those rules. A missing mlperf-logging is a MissingExtraError."""
+    inp = CheckInput(Path(path).parent.parent, None, [], frozenset(),  # type: ignore[arg-type]  # unread by PAIR_RULES
+                     checkpoints={Path(path): CheckpointState(keys.COMPLETE, data=data)})
+    return [finding for rule in RULES if rule.name in PAIR_RULES for finding in rule.check(inp)]

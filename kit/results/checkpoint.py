@@ -10,10 +10,12 @@ returned, one short line each, naming the key, for the caller to report.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections import Counter
+from itertools import repeat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from kit.results.kinds import ResultKind, kind_of, unknown_kind
 MISSING = "missing"
 LEGACY_LANGUAGE_NOTICE = "legacy lrb file without metadata.language; language not checked"
 
+_ITEM_ID = operator.itemgetter(keys.ITEM_ID)
 _REQUIRED_SECTIONS = {keys.METADATA: dict, keys.METRICS: dict, keys.PREDICTIONS: list}
 
 
@@ -38,11 +41,27 @@ class CheckpointState:
     reasons: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     data: dict[str, Any] | None = None
+    truncated: int | None = None    # predictions with truncated=true, when `data` no longer holds them
 
     @property
     def complete(self) -> bool:
         """True when the checkpoint counts as done."""
         return self.state == keys.COMPLETE
+
+
+def without_predictions(state: CheckpointState) -> CheckpointState:
+    """The state with every section of its data but `predictions`, and how many of those were truncated:
+    what status, verify and report keep, so that memory does not grow with every prediction read."""
+    data = state.data
+    if not isinstance(data, dict) or keys.PREDICTIONS not in data:
+        return state
+    predictions = data[keys.PREDICTIONS]
+    try:   # at C speed when every prediction is an object
+        truncated = sum(map(operator.is_, map(dict.get, predictions, repeat(keys.TRUNCATED)), repeat(True)))
+    except TypeError:
+        truncated = (sum(1 for p in predictions if isinstance(p, dict) and p.get(keys.TRUNCATED) is True)
+                     if isinstance(predictions, list) else 0)
+    return replace(state, data={k: v for k, v in data.items() if k != keys.PREDICTIONS}, truncated=truncated)
 
 
 def read_checkpoint(path: str | os.PathLike[str]) -> CheckpointState:
@@ -109,8 +128,9 @@ def validate_checkpoint(
         return CheckpointState(keys.INVALID, reasons, notices, data)
     shape = _prediction_reasons(kind, predictions)
     reasons += shape
+    ids = list(map(_ITEM_ID, predictions)) if not shape else []
     if not shape:
-        reasons += _duplicate_reasons([p[keys.ITEM_ID] for p in predictions])
+        reasons += _duplicate_reasons(ids)
         differing = kind.metrics_differ(data[keys.METRICS], kind.metrics(predictions))
         if differing:
             reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
@@ -121,18 +141,30 @@ def validate_checkpoint(
             if stale:
                 return CheckpointState(keys.STALE, stale, notices, data)
         if not shape and expect.item_ids is not None:
-            reasons += _item_id_reasons([p[keys.ITEM_ID] for p in predictions], expect.item_ids)
+            reasons += _item_id_reasons(ids, expect.item_ids)
         if not shape and expect.answers is not None:
             reasons += answer_reasons(predictions, expect.answers)
     return CheckpointState(keys.INVALID if reasons else keys.COMPLETE, reasons, notices, data)
 
 
+# Validates a batch of (path, validate_checkpoint keyword arguments) jobs, in order, without predictions:
+# validate_each here, or kit.results.cache.CheckpointCache.validate_all (cached, the rest on every core).
+ValidateAll = Callable[[list[tuple[Path, dict[str, Any]]]], list[CheckpointState]]
+
+
+def validate_each(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
+    """validate_checkpoint(path, **kwargs) for each job, one file at a time, without predictions."""
+    return [without_predictions(validate_checkpoint(path, **kwargs)) for path, kwargs in jobs]
+
+
 def verify_files(paths: Iterable[str | os.PathLike[str]],
                  expect_for: Callable[[Path], Expected | None] = lambda path: None,
+                 validate_all: ValidateAll = validate_each,
                  ) -> list[tuple[Path, CheckpointState]]:
     """Validate each file (structure, path, provenance, metric recomputation, and what
-    `expect_for(path)` holds), in order."""
-    return [(Path(p), validate_checkpoint(p, expect=expect_for(Path(p)))) for p in paths]
+    `expect_for(path)` holds), in order, with `validate_all`; each state is kept without its predictions."""
+    files = [Path(p) for p in paths]
+    return list(zip(files, validate_all([(p, {"expect": expect_for(p)}) for p in files])))
 
 
 def _run_reasons(metadata: Mapping[str, Any], path: Path, run: str | None) -> list[str]:
@@ -182,6 +214,8 @@ def _prediction_reasons(kind: ResultKind, predictions: list[Any]) -> list[str]:
 
 
 def _duplicate_reasons(found: list[str]) -> list[str]:
+    if len(set(found)) == len(found):
+        return []
     duplicated = [item for item, count in Counter(found).items() if count > 1]
     if not duplicated:
         return []

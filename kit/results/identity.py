@@ -11,11 +11,14 @@ is where their effect on the numbers is measured.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kit.config.kinds import get_kind
+from kit.errors import KitError
 from kit.results import keys
 
 if TYPE_CHECKING:
@@ -100,6 +103,12 @@ def edit_reasons(data: Mapping[str, Any]) -> list[str]:
 
 def answer_reasons(predictions: list[Mapping[str, Any]], answers: Mapping[str, Any]) -> list[str]:
     """Predictions whose expected answer is not the benchmark's for that item (first offender named)."""
+    try:   # the common case at C speed: every expected label is the benchmark's (or the id is not in it)
+        expected = list(map(itemgetter(keys.EXPECTED), predictions))
+        if list(map(answers.get, map(itemgetter(keys.ITEM_ID), predictions), expected)) == expected:
+            return []
+    except (KeyError, TypeError):
+        pass
     wrong = [(i, p) for i, p in enumerate(predictions)
              if p.get(keys.ITEM_ID) in answers and p.get(keys.EXPECTED) != answers[p[keys.ITEM_ID]]]
     if not wrong:
@@ -118,20 +127,73 @@ class PlanExpectations:
         self.dataset = dataset
         self.runs = {r.name: r for r in runs or []}
         self._languages: dict[str, tuple[tuple[str, ...], Mapping[str, Any] | None]] = {}
+        self._fingerprints: dict[str, str | None] = {}
 
     def covers(self, pair: "Pair") -> bool:
         """True when the pair's run is one of the runs and its language one of the benchmark's."""
         return pair.run in self.runs and pair.language in self.dataset.languages
 
-    def __call__(self, pair: "Pair") -> Expected:
-        """The expectation of one planned pair."""
-        if pair.language not in self._languages:
-            answers = self.dataset.expected_answers(pair.language)
-            self._languages[pair.language] = (tuple(self.dataset.item_ids(pair.language)), answers)
-        ids, answers = self._languages[pair.language]
+    def __call__(self, pair: "Pair") -> "LazyExpected":
+        """The expectation of one planned pair (an Expected whose ids and answers are read on first use)."""
         run = self.runs.get(pair.run)
         identity = run_identity(run, pair.language, self.dataset) if run is not None else None
-        return Expected(ids, answers, identity)
+        return LazyExpected(self, pair.language, identity)
+
+    def of_language(self, language: str) -> "LazyExpected | None":
+        """What any checkpoint of `language` must hold on this benchmark, whatever its run (as
+        data_expectation, read lazily); None for a language the benchmark does not define."""
+        if language not in self.dataset.languages:
+            return None
+        return LazyExpected(self, language, {keys.BENCHMARK_SHA256: self.dataset.pinned_sha256(language)})
+
+    def language_data(self, language: str) -> tuple[tuple[str, ...], Mapping[str, Any] | None]:
+        """The benchmark's item ids and answers of a language, read once."""
+        if language not in self._languages:
+            answers = self.dataset.expected_answers(language)
+            self._languages[language] = (tuple(self.dataset.item_ids(language)), answers)
+        return self._languages[language]
+
+    def fingerprint(self, language: str) -> str | None:
+        """What the ids and answers of a language come from, without reading its file: the manifest's
+        digest and the file's pin, path, size, times, inode and device (None for a kind whose data
+        files are not named per language: then the ids and answers themselves are the fingerprint)."""
+        if language not in self._fingerprints:
+            where = getattr(self.dataset, "language_path", None)
+            try:
+                path = where(language) if where is not None else None
+                st = os.stat(path) if path is not None else None
+            except (OSError, ValueError, KitError):
+                st = None
+            self._fingerprints[language] = None if st is None else (
+                f"{self.dataset.manifest_sha256}:{self.dataset.pinned_sha256(language)}:{path}:{st.st_size}:"
+                f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}:{st.st_dev}")
+        return self._fingerprints[language]
+
+
+class LazyExpected:
+    """An Expected (same attributes) of a planned pair whose benchmark ids and answers are read when
+    first used, so that a cached verdict (kit.results.cache) needs no language file read; `fingerprint`
+    names them without reading (PlanExpectations.fingerprint)."""
+
+    __slots__ = ("_plan", "_language", "identity")
+
+    def __init__(self, plan: PlanExpectations, language: str, identity: Mapping[str, Any] | None) -> None:
+        self._plan, self._language, self.identity = plan, language, identity
+
+    @property
+    def item_ids(self) -> tuple[str, ...]:
+        """The benchmark's item ids of the language, in order."""
+        return self._plan.language_data(self._language)[0]
+
+    @property
+    def answers(self) -> Mapping[str, Any] | None:
+        """item id -> the benchmark's expected answer."""
+        return self._plan.language_data(self._language)[1]
+
+    @property
+    def fingerprint(self) -> str | None:
+        """What the ids and answers come from (None: use them)."""
+        return self._plan.fingerprint(self._language)
 
 
 def data_expectation(dataset: "Dataset", language: str) -> Expected | None:

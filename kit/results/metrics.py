@@ -9,7 +9,9 @@ so they reproduce the archived lrb metrics bit for bit: `yes` is the positive cl
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from kit.errors import CheckpointError
@@ -25,9 +27,42 @@ def has_verdict(item: Mapping[str, Any]) -> bool:
     return keys.PREDICTED in item and item[keys.PREDICTED] in PREDICTED_LABELS
 
 
+_ROW = itemgetter(keys.ITEM_ID, keys.EXPECTED, keys.PREDICTED)
+_VERDICT = itemgetter(keys.EXPECTED, keys.PREDICTED)
+
+
+def all_well_formed(predictions: Sequence[Any]) -> bool:
+    """True when every prediction is a JSON object with a non-empty string item id, a yes/no `expected`
+    and a verdict (has_verdict): the common case, decided with C-level passes over the list (about
+    20 times faster than item by item). False sends the caller to the item-by-item check that names
+    the faults; it never lets a faulty list through."""
+    try:
+        rows = list(map(_ROW, predictions))   # KeyError: a key is missing; TypeError: not an object
+        if not rows:
+            return True
+        ids, expected, predicted = zip(*rows)
+        return (set(map(type, ids)) == {str} and "" not in ids and set(expected) <= _EXPECTED
+                and set(predicted) <= _PREDICTED)
+    except (KeyError, TypeError):             # TypeError also: an unhashable value
+        return False
+
+
+_EXPECTED, _PREDICTED = frozenset(keys.LABELS), frozenset(PREDICTED_LABELS)
+
+
 def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """Count predictions into the five confusion cells (yes is the positive class)."""
     counts = dict.fromkeys(_CELLS, 0)
+    if not isinstance(predictions, Sequence):
+        predictions = list(predictions)
+    try:   # count the few distinct (expected, predicted) pairs at C speed, then check those
+        pairs = Counter(map(_VERDICT, predictions))
+    except (KeyError, TypeError):   # a key missing, an item not an object, an unhashable value
+        pairs = None
+    if pairs is not None and all(e in keys.LABELS and p in PREDICTED_LABELS for e, p in pairs):
+        for (expected, predicted), n in pairs.items():
+            counts[_cell(expected, predicted)] += n
+        return counts
     for index, item in enumerate(predictions):
         expected, predicted = item.get(keys.EXPECTED), item.get(keys.PREDICTED, "(missing)")
         if expected not in keys.LABELS or not has_verdict(item):

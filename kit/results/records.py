@@ -37,6 +37,7 @@ class CheckpointRecord:
     reasons: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
     data: Mapping[str, Any] | None = field(default=None, repr=False)
+    truncated_count: int | None = None    # when `data` holds no predictions (kit.results.checkpoint.without_predictions)
 
     @property
     def valid(self) -> bool:
@@ -80,6 +81,8 @@ class CheckpointRecord:
     @property
     def truncated(self) -> int:
         """How many predictions hit the token limit."""
+        if self.truncated_count is not None:
+            return self.truncated_count
         return sum(1 for p in (self.data or {}).get(keys.PREDICTIONS) or [] if p.get(keys.TRUNCATED) is True)
 
     @property

@@ -19,11 +19,13 @@ from kit.config.roster import run_from_stem
 from kit.errors import CheckpointError, ConfigError
 from kit.results import keys
 from kit.plan import Pair
-from kit.results.checkpoint import validate_checkpoint
+from kit.results.checkpoint import CheckpointState, ValidateAll, validate_each, without_predictions
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_name
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, groups, select_runs
 from kit.results.store import iter_checkpoint_files
+from kit.results.html_report import write_html_report
+from kit.results.verdicts import default_verdict_dirs
 
 
 @dataclass(frozen=True)
@@ -37,35 +39,46 @@ class ReportOutcome:
     stale_included: bool
 
 
-def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = None) -> list[CheckpointRecord]:
-    """Every `RESULTS/<language>/<run>.json`, validated (against `expect` for the pairs it plans),
-    sorted by path; invalid and stale ones carry reasons."""
+def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = None,
+                        validate_all: ValidateAll = validate_each) -> list[CheckpointRecord]:
+    """Every `RESULTS/<language>/<run>.json`, validated (against `expect` for the pairs it plans) by
+    `validate_all` (kit.results.checkpoint.ValidateAll: one at a time, or a cache's), sorted by path;
+    invalid and stale ones carry reasons. Records keep no predictions, only their truncated count."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise ConfigError(
             f"results folder {str(results_dir)!r} does not exist",
             fix="point at the folder holding <language>/<run>.json checkpoints (e.g. results/)",
         )
-    return [_validate(path, expect) for path in iter_checkpoint_files(results_dir)]
+    paths = iter_checkpoint_files(results_dir)
+    return [_record(path, st) for path, st in zip(paths, validate_all([(path, _job(path, expect)) for path in paths]))]
 
 
-def _validate(path: Path, expect: PlanExpectations | None) -> CheckpointRecord:
+def _job(path: Path, expect: PlanExpectations | None) -> dict:
     # validate_checkpoint always checks metadata.run against the file name and metadata.language
     # against the folder; ids, labels and identity only for a pair the roster plans.
     pair = Pair(run_from_stem(path.stem), path.parent.name)
-    st = validate_checkpoint(path, expect=expect(pair) if expect is not None and expect.covers(pair) else None)
+    return {"expect": expect(pair) if expect is not None and expect.covers(pair) else None}
+
+
+def _record(path: Path, st: CheckpointState) -> CheckpointRecord:
+    st = without_predictions(st)
     data = st.data if st.state in (keys.COMPLETE, keys.STALE) else None
-    return CheckpointRecord(path, path.parent.name, st.state, tuple(st.reasons), tuple(st.notices), data)
+    return CheckpointRecord(path, path.parent.name, st.state, tuple(st.reasons), tuple(st.notices), data,
+                            truncated_count=st.truncated)
 
 
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,
-                 expect: PlanExpectations | None = None, include_stale: bool = False) -> ReportOutcome:
+                 expect: PlanExpectations | None = None, include_stale: bool = False,
+                 verdicts: list[Path] | None = None,
+                 validate_all: ValidateAll = validate_each) -> ReportOutcome:
     """Write the report of the checkpoints under RESULTS (of these runs; all when None) to OUT, by
     their benchmark kind; stale checkpoints (against `expect`) are counted only with `include_stale`,
-    and then named as stale in the summary. Nothing is written when the input is refused (no
+    and then named as stale in the summary; then the HTML report (kit.results.html_report), with the
+    reproduce verdicts in `verdicts` (None: the reproduce* folders beside RESULTS). Nothing is written when the input is refused (no
     complete checkpoint, an unknown run, kinds mixed, checkpoints that are not comparable,
-    matplotlib missing)."""
-    found = collect_checkpoints(results_dir, expect)
+    matplotlib missing). The files are read by `validate_all` (see collect_checkpoints)."""
+    found = collect_checkpoints(results_dir, expect, validate_all)
     stale = [r for r in found if r.state == keys.STALE]
     if include_stale:
         found = [replace(r, state=keys.COMPLETE, notices=(f"{STALE_INCLUDED}: {'; '.join(r.reasons)}", *r.notices))
@@ -84,5 +97,8 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
                           fix=SEPARATE.format(a=a[0].run, b=b[0].run) + ", or keep each benchmark in its own results folder")
     kind = get_kind(by_kind[0][0], str(valid[0].path)).results_part()
     written = kind.write_report(records, Path(out_dir))
+    html = write_html_report(records, Path(out_dir), kind,
+                             default_verdict_dirs(results_dir) if verdicts is None else verdicts)
+    written = replace(written, files={**written.files, "html": html.index})
     return ReportOutcome(written.files, written.pairs, [r for r in records if r.state == keys.INVALID],
                          [r for r in stale if r.run in {x.run for x in records}], include_stale)

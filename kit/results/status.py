@@ -13,7 +13,7 @@ from pathlib import Path
 from kit.config.roster import run_from_stem
 from kit.plan import Pair
 from kit.results import keys
-from kit.results.checkpoint import validate_checkpoint
+from kit.results.checkpoint import ValidateAll, validate_each
 from kit.results.identity import Expected
 from kit.results.store import checkpoint_path, iter_checkpoint_files
 
@@ -45,25 +45,29 @@ def pair_states(
     results: Path,
     pairs: Iterable[Pair],
     expect: Callable[[Pair], Expected] | None = None,
+    validate_all: ValidateAll = validate_each,
 ) -> list[PairStatus]:
     """State of every planned pair from its checkpoint: complete, stale, pending (no file) or invalid,
-    judged against `expect` (kit.results.identity.PlanExpectations) when given."""
+    judged against `expect` (kit.results.identity.PlanExpectations) when given; the files are read by
+    `validate_all` (kit.results.checkpoint.ValidateAll: one at a time, or a cache's)."""
     out = []
-    for pair in sorted(pairs):
-        path = checkpoint_path(results, pair.run, pair.language)
-        st = validate_checkpoint(path, run=pair.run, language=pair.language,
-                                 expect=expect(pair) if expect is not None else None)
+    ordered = sorted(pairs)
+    paths = [checkpoint_path(results, pair.run, pair.language) for pair in ordered]
+    states = validate_all([(path, {"run": pair.run, "language": pair.language,
+                                   "expect": expect(pair) if expect is not None else None})
+                           for pair, path in zip(ordered, paths)])
+    for pair, path, st in zip(ordered, paths, states):
         state = keys.PENDING if st.state == "missing" else st.state
         out.append(PairStatus(pair, state, path, list(st.reasons), list(st.notices)))
     return out
 
 
-def scan_results(results: Path) -> list[PairStatus]:
-    """Without a plan: every checkpoint file found, validated on its own."""
+def scan_results(results: Path, validate_all: ValidateAll = validate_each) -> list[PairStatus]:
+    """Without a plan: every checkpoint file found, validated on its own (with `validate_all`, as pair_states)."""
     out = []
-    for path in iter_checkpoint_files(results):
+    paths = iter_checkpoint_files(results)
+    for path, st in zip(paths, validate_all([(path, {}) for path in paths])):
         pair = Pair(run_from_stem(path.stem), path.parent.name)
-        st = validate_checkpoint(path)
         out.append(PairStatus(pair, st.state, path, list(st.reasons), list(st.notices)))
     return out
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -38,11 +39,16 @@ def kit_commit() -> tuple[str | None, str]:
         text = baked.read_text().strip()
         if text:
             return text, ""
-    src = Path(kit.__file__).resolve().parent.parent
-    if shutil.which("git") and (src / ".git").exists():
+    return _git_describe(str(Path(kit.__file__).resolve().parent.parent))
+
+
+@functools.lru_cache(maxsize=None)
+def _git_describe(src: str) -> tuple[str | None, str]:
+    # once per process: a job describes the source it started from, not once per pair
+    if shutil.which("git") and (Path(src) / ".git").exists():
         try:
             out = subprocess.run(
-                ["git", "-C", str(src), "describe", "--always", "--dirty", "--abbrev=40"],
+                ["git", "-C", src, "describe", "--always", "--dirty", "--abbrev=40"],
                 capture_output=True, text=True, timeout=10, check=True,
             ).stdout.strip()
             return out or None, "git describe printed nothing"

@@ -4,7 +4,8 @@
 # Every Debian package the test suite and the dev services use, installed in one apt run (one
 # `apt-get update`, one dpkg pass) instead of one per service script: shellcheck and git for the
 # tests; docker.io, squashfs tools and debootstrap for images; Slurm, munge, PostgreSQL and OAR
-# for the dev clusters; openssh for the frontend; a C/C++ tool chain and CMake for llama.cpp.
+# for the dev clusters; openssh for the frontend; a C/C++ tool chain and CMake for llama.cpp;
+# chromium (headless) and a font for the HTML report's browser test.
 # No daemon is started (policy-rc.d): the scripts in scripts/dev start their own. Each service
 # script still installs what it needs itself when run alone; this only does it once, up front.
 set -euo pipefail
@@ -19,6 +20,7 @@ PACKAGES=(
   postgresql oar-server oar-server-pgsql oar-node oar-user oar-user-pgsql
   openssh-server openssh-client
   build-essential cmake ninja-build
+  chromium fonts-dejavu-core
 )
 
 kit_require_root

@@ -7,6 +7,7 @@ import json
 import pytest
 from e2e_helpers import kit
 
+from kit.demo.run import DEMO_VERSION
 from kit.results.store import iter_checkpoint_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -62,7 +63,7 @@ def test_verify_accepts_demo_checkpoints_and_status_counts_them(first_demo, demo
 
 def test_worker_is_deterministic_and_keeps_invalid_files(first_demo, demo_env):
     root, env = demo_env
-    env = {**env, "HF_HUB_CACHE": str(root / "cache" / "demo-v1" / "hub")}
+    env = {**env, "HF_HUB_CACHE": str(root / "cache" / f"demo-{DEMO_VERSION}" / "hub")}
     demo = root / "kit-demo"
     for name in ("again1", "again2"):
         r = kit("shard", "--results", name, "--model", "kit-demo/tiny-llama", "--languages", "en", cwd=demo, env=env)
@@ -82,3 +83,24 @@ def test_worker_is_deterministic_and_keeps_invalid_files(first_demo, demo_env):
             cwd=demo, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(path.read_text())["predictions"] == a["predictions"]
+
+
+def test_readme_release_block_runs_on_the_demo(first_demo, demo_env):
+    """README's "Release and publish" commands, as written, after `kit demo` (the fast tier skips them)."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    root, env = demo_env
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Release and publish.*?```bash\n(.*?)```", readme, re.S).group(1)
+    commands = [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
+    assert [c[:2] for c in commands] == [["kit", "demo"], ["kit", "release"], ["kit", "publish"]]
+    for argv in commands[1:]:
+        r = kit(*argv[1:], cwd=root, env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+    release = root / "kit-demo" / "release"
+    assert "Status: complete." in (release / "SNAPSHOT_STATUS.md").read_text()
+    assert "would upload" in r.stdout and "README.md" in r.stdout
+    card = (release / "README.md").read_text()
+    assert "| kit-demo/tiny-llama |" in card and "0.0000 | 0.0000 | 0.0000" not in card   # real scores

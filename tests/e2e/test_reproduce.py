@@ -8,6 +8,8 @@ import shutil
 import pytest
 from e2e_helpers import kit
 
+from kit.demo.run import DEMO_VERSION
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 RESULT = "results/en/kit-demo__tiny-llama.json"
@@ -86,7 +88,7 @@ def test_a_changed_dataset_file_is_refused(work, tmp_path):
 def test_against_an_existing_rerun(work, demo_env):
     d, env = work
     root, _ = demo_env
-    env = {**env, "HF_HUB_CACHE": str(root / "cache" / "demo-v1" / "hub")}
+    env = {**env, "HF_HUB_CACHE": str(root / "cache" / f"demo-{DEMO_VERSION}" / "hub")}
     r = kit("shard", "--roster", str(root / "kit-demo/roster.toml"), "--results", "rerun", "--model",
             "kit-demo/tiny-llama", "--languages", "en", cwd=d, env=env)
     assert r.returncode == 0, r.stderr
@@ -103,6 +105,6 @@ def test_a_result_outside_its_workspace_needs_the_benchmark_named(work, demo_env
     shutil.copytree(d / "results", alone / "results")   # no roster.toml above: nothing names the benchmark
     r = kit("reproduce", RESULT, cwd=alone, env=env)
     assert r.returncode == 2 and "not inside a kit workspace" in r.stderr and "--benchmark" in r.stderr
-    r = kit("reproduce", RESULT, "--benchmark", str(root / "cache/demo-v1/data"),
-            "--weights", str(root / "cache/demo-v1/hub"), cwd=alone, env=env)
+    r = kit("reproduce", RESULT, "--benchmark", str(root / f"cache/demo-{DEMO_VERSION}/data"),
+            "--weights", str(root / f"cache/demo-{DEMO_VERSION}/hub"), cwd=alone, env=env)
     assert r.returncode == 0 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from kit.demo.run import DEMO_VERSION
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,7 +58,7 @@ def workspace(slurm_cluster, tmp_path_factory) -> Path:
     code = "import sys; from kit.demo.run import prepare_demo; prepare_demo(sys.argv[1])"
     r = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
-    hub = root / "cache" / "demo-v1" / "hub"
+    hub = root / "cache" / f"demo-{DEMO_VERSION}" / "hub"
     slow = root / "slow-python"
     slow.write_text(f"#!/bin/sh\n# a worker that outlives any 1-minute walltime\nsleep 600\nexec {sys.executable} \"$@\"\n")
     slow.chmod(0o755)
@@ -235,7 +237,7 @@ def test_docker_runtime_sweep(workspace, cpu_image_env):
         sites.write_text(sites.read_text() + (
             f'\n[site.ci-slurm-docker]\nscheduler = "slurm"\nruntime = "docker"\npartition = "debug"\n'
             f'root = "ci-slurm-docker"\nresults = "ci-slurm-docker/results"\n'
-            f'weights = "{workspace}/cache/demo-v1/hub"\nscratch = "{workspace}/scratch"\ngpus_per_node = 0\n'
+            f'weights = "{workspace}/cache/demo-{DEMO_VERSION}/hub"\nscratch = "{workspace}/scratch"\ngpus_per_node = 0\n'
             f'walltime = "10m"\n'))
     r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "ci-slurm-docker", "--model", MODEL, "--array", "2",
                         "--sites-file", str(sites), "--roster", str(workspace / "roster.toml")],

@@ -78,6 +78,8 @@ BAD = {
     "check": ["results", "--roster", "missing.toml"],
     "cancel": ["--site", "nancy", "--sites-file", "missing.toml"],
     "export": ["lrb", "missing-results", "-o", "out"],
+    "release": ["missing-results", "-o", "out"],
+    "publish": ["not-a-repo-id", "missing-release", "--dry-run"],
     "images build": ["no-such-image"],
     "images convert": ["no-such-image"],
     "images save": ["no-such-image"],
@@ -126,3 +128,13 @@ def test_a_finding_is_failed_not_error(tmp_path, lrb_dir):
     r = kit("verify", str(bad), "--json", cwd=tmp_path)
     env = envelope(r, "verify")
     assert r.returncode == 1 and env["status"] == "failed" and env["data"][0]["state"] == "invalid"
+
+
+def test_release_and_publish_good_input_give_ok_envelopes(tmp_path):
+    from release_helpers import demo_sweep
+
+    demo_sweep(tmp_path)
+    r = kit("release", "results", "-o", "release", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and envelope(r, "release")["status"] == "ok", r.stderr
+    r = kit("publish", "me/lrb", "release", "--dry-run", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and envelope(r, "publish")["data"]["files"], r.stderr

@@ -15,6 +15,7 @@ from kit.results.records import CheckpointRecord, ReportFiles
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
+    from kit.results.html_page import HtmlParts, PageLinks
     from kit.config.roster import Run
 
 
@@ -49,6 +50,11 @@ class ResultKind(ABC):
     @abstractmethod
     def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
         """Write the kind's report of these records (complete ones counted, invalid ones listed)."""
+
+    @abstractmethod
+    def html_parts(self, records: Sequence[CheckpointRecord], links: "PageLinks") -> "HtmlParts":
+        """The kind's sections of the HTML report (kit.results.html_report): the index's overview, a
+        table per language, each result's metrics, and the plots beside the index."""
 
     @abstractmethod
     def pair_identity(self, run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:

@@ -16,6 +16,7 @@ from kit.results.suite_report import write_suite_report
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
+    from kit.results.html_page import HtmlParts, PageLinks
     from kit.config.roster import Run
 
 
@@ -57,6 +58,12 @@ class LightevalKind(ResultKind):
                 keys.DECODING: "greedy" if gen.temperature == 0 else "sampling",
                 "suite": dataset.name, "lighteval_task": dataset.task(language).lighteval,
                 "temperature": gen.temperature, "top_p": gen.top_p}
+
+    def html_parts(self, records: Sequence[CheckpointRecord], links: "PageLinks") -> "HtmlParts":
+        """The score table, a table per task."""
+        from kit.results.suite_html import suite_html
+
+        return suite_html(records, links)
 
     def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
         """lighteval_scores.csv and summary.md."""

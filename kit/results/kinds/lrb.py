@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 from kit.results import keys
 from kit.results.kinds.base import ResultKind
 from kit.results.lrb_report import write_lrb_report
-from kit.results.metrics import compute_metrics, has_verdict, metrics_equal
+from kit.results.metrics import all_well_formed, compute_metrics, has_verdict, metrics_equal
 from kit.results.records import CheckpointRecord, ReportFiles, item_faults
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
+    from kit.results.html_page import HtmlParts, PageLinks
     from kit.config.roster import Run
 
 
@@ -30,6 +31,8 @@ class LrbKind(ResultKind):
     def prediction_faults(self, predictions: Sequence[Any]) -> dict[str, list[int]]:
         """Items that are not objects, or lack a string item id, a yes/no expected label or a
         yes/no/unparsed prediction (null is lrb's unparsed)."""
+        if all_well_formed(predictions):   # the common case, at C speed
+            return {}
         return item_faults(predictions, lambda item: [
             *([f"{keys.EXPECTED} is not yes/no"] if item.get(keys.EXPECTED) not in keys.LABELS else []),
             *([f"{keys.PREDICTED} is not yes/no/unparsed/null"] if not has_verdict(item) else [])])
@@ -55,6 +58,12 @@ class LrbKind(ResultKind):
         return {keys.BENCHMARK_SHA256: dataset.pinned_sha256(language),
                 keys.PROMPT_SHA256: dataset.prompt_for(run).sha256,
                 keys.DECODING: "greedy" if run.task == keys.TASK_GENERATE else "score"}
+
+    def html_parts(self, records: Sequence[CheckpointRecord], links: "PageLinks") -> "HtmlParts":
+        """The leaderboard with F1 intervals, the heatmap and F1-per-language plots, a table per language."""
+        from kit.results.lrb_html import lrb_html
+
+        return lrb_html(records, links)
 
     def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
         """leaderboard.csv, aggregates.csv, by_language.csv, summary.md, heatmap_f1.png."""

@@ -8,6 +8,7 @@ is picked, so importing this module never imports torch or any other heavy libra
 from __future__ import annotations
 
 import abc
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,8 +105,10 @@ class Backend(abc.ABC):
         )
 
 
+@functools.lru_cache(maxsize=None)
 def package_version(dist: str) -> str | None:
-    """The installed version of a distribution, or None when it is not installed."""
+    """The installed version of a distribution, or None when it is not installed (looked up once per
+    process: a job's packages do not change between its pairs)."""
     import importlib.metadata
 
     try:

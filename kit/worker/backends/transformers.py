@@ -94,13 +94,13 @@ class TransformersBackend(Backend):
         texts = render_prompts(tok, prompts)
         # A rendered chat template already holds its special tokens.
         encode = {"add_special_tokens": not uses_chat_template(tok), "return_token_type_ids": False}
-        lengths = [len(ids) for ids in tok(texts, **encode)["input_ids"]]
-        check_lengths(lengths, texts, context_limit(model.config, tok, generation=True), max_new)
+        encoded = tok(texts, **encode)["input_ids"]   # once: the lengths here, the batches below
+        check_lengths([len(ids) for ids in encoded], texts, context_limit(model.config, tok, generation=True), max_new)
         eos = eos_token_ids(model.generation_config, tok)
         out: list[Generation] = []
         for start in range(0, len(texts), self.run.batch_size):
-            batch = tok(texts[start:start + self.run.batch_size], padding=True, return_tensors="pt",
-                        **encode).to(self.device)
+            batch = tok.pad({"input_ids": encoded[start:start + self.run.batch_size]}, padding=True,
+                            return_tensors="pt", return_attention_mask=True).to(self.device)
             with torch.inference_mode():
                 ids = model.generate(**batch, do_sample=False, num_beams=1, repetition_penalty=1.0,
                                      max_new_tokens=max_new, eos_token_id=eos or None,

@@ -1,0 +1,203 @@
+"""kit's benchmark suite: the control plane at release scale against the read + parse limit measured in
+the same run, memory, and start-up against a click hello-world; one Markdown table of figures, each
+with its anchor, the ratio and the goal (issue 15).
+
+    python -m bench            release size: 85 languages x 50 runs = 4,250 checkpoints (a few minutes)
+    python -m bench --quick    a small tree, one run of each, to prove the suite runs (CI)
+
+The tree is synthesized by bench/tree.py (valid kit checkpoints) and kept under build/bench/. "cold"
+runs start with an empty validated-checkpoint cache, "warm" ones reuse what the cold run stored.
+The table is also written to build/bench/last[-quick].md (bench/readme.py copies it into README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.measure import Sample, best_of
+from bench.tree import REPO, Tree, build_tree
+
+BUILD = Path(os.environ.get("KIT_BENCH_DIR") or REPO / "build" / "bench")   # trees, cache, tables
+ANCHORS = Path(__file__).resolve().parent / "anchors"
+RSS_LIMIT_MB = 150.0
+COLUMNS = ("measurement", "kit", "anchor or limit", "ratio", "goal", "met")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: kit's figure, the anchor's, their ratio, and the goal on the ratio."""
+
+    measurement: str
+    kit: float
+    kit_unit: str
+    anchor: float
+    anchor_label: str
+    goal: str
+    met: bool
+
+    @property
+    def ratio(self) -> float:
+        """kit's figure over the anchor's."""
+        return self.kit / self.anchor if self.anchor else float("inf")
+
+    def cells(self) -> list[str]:
+        """The row as table cells."""
+        unit = self.kit_unit
+        fmt = (lambda v: f"{v:.2f} s") if unit == "s" else (lambda v: f"{v:.0f} MB")
+        return [self.measurement, fmt(self.kit), f"{self.anchor_label} {fmt(self.anchor)}", f"{self.ratio:.2f}",
+                self.goal, "yes" if self.met else "NO"]
+
+
+class Suite:
+    """Runs kit's commands and the anchors on one tree, collecting rows."""
+
+    def __init__(self, tree: Tree, repeat: int) -> None:
+        self.tree = tree
+        self.repeat = repeat
+        self.cache = BUILD / "cache"
+        self.env = {**os.environ, "KIT_CACHE_DIR": str(self.cache), "HF_HUB_OFFLINE": "1",
+                    "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "160"}
+        kit_script = Path(sys.executable).parent / "kit"
+        self.kit = [str(kit_script)] if kit_script.is_file() else [sys.executable, "-m", "kit"]
+        self.rows: list[Row] = []
+
+    def run(self, args: list[str], *, cold: bool, repeat: int | None = None) -> Sample:
+        """kit ARGS in the tree's folder; with `cold`, the validated-checkpoint cache is emptied first."""
+        return best_of(self.kit + args, self.tree.root, repeat or self.repeat, self.env,
+                       before=self.clear_cache if cold else (lambda: None))
+
+    def python(self, script: str, *args: str, repeat: int | None = None) -> Sample:
+        """A Python anchor script under bench/anchors/."""
+        return best_of([sys.executable, str(ANCHORS / script), *args], self.tree.root, repeat or self.repeat, self.env)
+
+    def clear_cache(self) -> None:
+        """Forget every validated checkpoint."""
+        shutil.rmtree(self.cache, ignore_errors=True)
+
+    def add(self, measurement: str, kit: float, unit: str, anchor: float, label: str, goal: str,
+            met: Callable[[float, float], bool]) -> None:
+        """Record one row; `met(kit, anchor)` says whether the goal holds."""
+        self.rows.append(Row(measurement, kit, unit, anchor, label, goal, bool(met(kit, anchor))))
+
+
+def within(factor: float) -> Callable[[float, float], bool]:
+    """Goal: kit at most `factor` times the anchor."""
+    return lambda kit, anchor: kit <= factor * anchor
+
+
+def plus(seconds: float) -> Callable[[float, float], bool]:
+    """Goal: kit at most `seconds` over the anchor."""
+    return lambda kit, anchor: kit <= anchor + seconds
+
+
+def under_mb(limit: float) -> Callable[[float, float], bool]:
+    """Goal: kit's peak RSS at most `limit` MB."""
+    return lambda kit, anchor: kit <= limit
+
+
+def measure_all(suite: Suite, progress=print) -> list[Row]:
+    """Every row of the table, in order."""
+    n = suite.tree.files
+    results = str(suite.tree.results)
+    progress(f"bench: {n} checkpoints; anchors")
+    limit = suite.python("read_parse.py", results)
+    hello = suite.python("click_hello.py", "hello", "--help", repeat=max(5, suite.repeat))
+    startup = suite.run(["status", "--help"], cold=False, repeat=max(5, suite.repeat))
+    top = suite.run(["--help"], cold=False, repeat=max(5, suite.repeat))
+    rp = f"read + json.loads of {n} files"
+
+    progress("bench: kit status")
+    status_cold = suite.run(["status", "results"], cold=True)
+    suite.add(f"`kit status` (table), cold, {n} pairs", status_cold.seconds, "s", limit.seconds, rp, "<= 1.3x",
+              within(1.3))
+    status_json = suite.run(["status", "results", "--json"], cold=True)
+    suite.add("`kit status --json`, cold", status_json.seconds, "s", limit.seconds, rp, "<= 1.3x", within(1.3))
+    suite.add("`kit status`, peak RSS", status_cold.rss_mb, "MB", limit.rss_mb, "read + parse", "<= 150 MB",
+              under_mb(RSS_LIMIT_MB))
+    suite.run(["status", "results"], cold=True, repeat=1)     # fills the cache
+    status_warm = suite.run(["status", "results"], cold=False)
+    suite.add("`kit status`, warm (nothing changed)", status_warm.seconds, "s", startup.seconds,
+              "`kit status --help`", "<= start-up + 0.3 s", plus(0.3))
+
+    progress("bench: kit verify")
+    verify_cold = suite.run(["verify", "results"], cold=True)
+    suite.add("`kit verify` on all files, cold", verify_cold.seconds, "s", limit.seconds, rp, "<= 1.3x", within(1.3))
+    suite.add("`kit verify`, peak RSS", verify_cold.rss_mb, "MB", limit.rss_mb, "read + parse", "<= 150 MB",
+              under_mb(RSS_LIMIT_MB))
+    verify_warm = suite.run(["verify", "results"], cold=False)
+    suite.add("`kit verify`, warm", verify_warm.seconds, "s", startup.seconds, "`kit status --help`",
+              "<= start-up + 0.3 s", plus(0.3))
+
+    progress("bench: kit report")
+    out = str(BUILD / "report-out")
+    report_cold = suite.run(["report", "results", "-o", out], cold=True, repeat=1)
+    suite.add("`kit report`, cold (with the heatmap)", report_cold.seconds, "s", limit.seconds, rp, "(none yet)",
+              lambda kit, anchor: True)
+    suite.add("`kit report`, peak RSS", report_cold.rss_mb, "MB", limit.rss_mb, "read + parse", "<= 150 MB",
+              under_mb(RSS_LIMIT_MB))
+    report_warm = suite.run(["report", "results", "-o", out], cold=False, repeat=1)
+    suite.add("`kit report`, warm", report_warm.seconds, "s", limit.seconds, rp, "(none yet)",
+              lambda kit, anchor: True)
+
+    progress("bench: kit plan")
+    plan = suite.run(["plan"], cold=True, repeat=1)
+    suite.add(f"`kit plan` ({suite.tree.languages} CSV digests, {n} checkpoints)", plan.seconds, "s",
+              limit.seconds, rp, "(none yet)", lambda kit, anchor: True)
+
+    progress("bench: start-up")
+    suite.add("`kit status --help`", startup.seconds, "s", hello.seconds, "click hello-world", "<= 1.5x",
+              within(1.5))
+    suite.add("`kit --help`", top.seconds, "s", hello.seconds, "click hello-world", "<= 1.5x", within(1.5))
+    return suite.rows
+
+
+def markdown(rows: list[Row], title: str) -> str:
+    """The table as Markdown, under a one-line title."""
+    lines = [title, "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row.cells()) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def packing_section() -> str:
+    """`--walltime auto` against one job per pair and index shards, simulated (bench/packing.py)."""
+    from bench.packing import LANGUAGES, SEED_TABLE, table
+
+    return (f"Shards packed by predicted cost (`kit run --walltime auto`), simulated on the seed's timing table "
+            f"({len(SEED_TABLE)} runs x {LANGUAGES} languages, 3-8 min of set-up per job, each pair within 20% of "
+            "its recorded time; `python -m bench.packing`). Goal: within 5% of pure compute at the 4 h cap, no job "
+            "killed at its walltime.\n\n" + table() + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build (or reuse) the tree, measure every row, print the table and save it; exit 0."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a 6 x 5 tree, one run of each (CI)")
+    parser.add_argument("--languages", type=int, default=None)
+    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=None, help="runs of each command, best kept")
+    parser.add_argument("--json", dest="json_out", type=Path, default=None, help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    languages = args.languages or (6 if args.quick else 85)
+    runs = args.runs or (5 if args.quick else 50)
+    repeat = args.repeat or (1 if args.quick else 2)
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)   # noqa: E731
+    tree = build_tree(BUILD, languages, runs, progress=say)
+    rows = measure_all(Suite(tree, repeat), progress=say)
+    cores = os.cpu_count()
+    text = markdown(rows, f"kit bench{' --quick' if args.quick else ''}: {tree.files} checkpoints "
+                          f"({languages} languages x {runs} runs x {tree.items} items), {cores} cores, "
+                          f"best of {repeat}")
+    text += "\n" + packing_section()
+    print(text, end="")
+    BUILD.mkdir(parents=True, exist_ok=True)
+    (BUILD / f"last{'-quick' if args.quick else ''}.md").write_text(text)
+    if args.json_out:
+        args.json_out.write_text(json.dumps([asdict(r) | {"ratio": r.ratio} for r in rows], indent=2) + "\n")
+    return 0

@@ -1,0 +1,62 @@
+"""`kit publish`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kit.cli import common
+
+
+@click.command()
+@click.argument("repo_id")
+@click.argument("release", type=click.Path(path_type=Path))
+@click.option("--dry-run", is_flag=True, help="List exactly what would be uploaded; contact nothing.")
+@click.option("--private", is_flag=True, help="Create the dataset repo private (when it does not exist yet).")
+@click.option("--message", default=None, help="The commit message. Default: names the release and its file count.")
+@click.option("--token-file", type=click.Path(path_type=Path), default=None, envvar="KIT_HF_TOKEN_FILE",
+              help="A mode-600 file holding the Hub token. Default: huggingface_hub's own login (hf auth login).")
+@click.option("--endpoint", default=None, envvar="HF_ENDPOINT", help="The Hub's URL (default: huggingface_hub's).")
+@common.json_option
+def publish(repo_id: str, release: Path, dry_run: bool, private: bool, message: str | None, token_file: Path | None,
+            endpoint: str | None, as_json: bool) -> None:
+    """Upload a release folder (kit release) to a Hugging Face dataset repo, in one commit.
+
+    Every file of RELEASE goes up except archives and leftovers: hidden files and
+    folders (.superseded/, claim files, kit's .kit-release.json), *.tmp, *.part and
+    *.lock. A file that looks like a secret (.netrc, a token file, text holding an
+    hf_... token) stops the publish before anything is sent. The upload is
+    huggingface_hub's HfApi: create_repo(repo_type="dataset", exist_ok=True), then one
+    create_commit of exactly the listed files. --dry-run lists them and contacts nothing.
+
+    kit's tests check it with a fake HfApi and with the real HfApi against a local
+    stand-in hub (tests/hubserver.py, tests/unit/test_release.py); they never reach
+    the real Hub.
+
+    \b
+    Examples:
+      kit publish me/lrb-results release --dry-run
+      kit publish me/lrb-results release --token-file ~/.config/kit/hf_token
+      kit publish me/lrb-results release --dry-run --json
+    """
+    from kit.results.publish import check_repo_id, default_api, plan_publish
+    from kit.results.publish import publish as upload
+
+    check_repo_id(repo_id)
+    plan = plan_publish(release)
+    url = None
+    if not dry_run:
+        url = upload(repo_id, plan, default_api(token_file, endpoint), private=private, message=message)
+    if as_json:
+        common.print_json("publish", common.OK, {"repo_id": repo_id, "dry_run": dry_run, "commit_url": url,
+                                                 **plan.as_dict()})
+        return
+    size = sum(plan.files.values())
+    verb = "would upload" if dry_run else "uploaded"
+    click.echo(f"{verb} {len(plan.files)} files ({size:,} bytes) from {release} to dataset {repo_id}"
+               + (f": {url}" if url else ""))
+    for rel, n in plan.files.items():
+        click.echo(f"  {rel}  ({n:,} bytes)")
+    for rel, why in plan.skipped.items():
+        click.echo(f"  skipped {rel}: {why}")

@@ -1,0 +1,246 @@
+"""A cache of validated checkpoints, so that `kit status`, `verify` and `report` re-read only what changed.
+
+Two JSON files per results tree (by its real path: verdicts, and the sections reports read) under the user's cache folder
+(KIT_CACHE_DIR/checkpoints, else platformdirs' user cache dir for kit; KIT_NO_CACHE=1 turns it off):
+it lives with the user, not the results, so a read-only or shared results folder works, a copied
+folder starts afresh, and no other user can write verdicts that this one trusts.
+
+An entry is used only when everything the verdict depended on is unchanged, else the file is
+validated again (a cache never hides a changed file):
+- the file: size, mtime_ns, ctime_ns, inode and device (stat before reading, so a write during the
+  read leaves a key that no longer matches); a file changed less than RACY_SECONDS before it was
+  read is not stored (timestamps are coarse: a second write in the same tick would look the same);
+- kit: its version and the size and mtime of the sources validation runs (a code change revalidates);
+- the expectation: the run and language asked for, and a digest of the benchmark ids, answers and
+  run identity the file was held to (kit.results.identity.Expected).
+A verdict is stored with the checkpoint's sections other than `predictions` and its count of
+truncated predictions: what status, verify and report need, so nothing holds every prediction.
+
+A cache file that cannot be read or does not parse is ignored and rebuilt; each is written whole to
+a temporary file and renamed in, under a file lock (filelock), merging what other processes stored
+meanwhile. Failing to write it is never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import kit
+from kit.results.checkpoint import CheckpointState
+from kit.results.identity import Expected
+from kit.results.parallel import validate_many
+
+CACHE_FORMAT = 2
+RACY_SECONDS = 2.0
+
+
+def cache_folder() -> Path | None:
+    """Where cache files go; None when KIT_NO_CACHE is set."""
+    if os.environ.get("KIT_NO_CACHE", "").strip() not in ("", "0"):
+        return None
+    base = os.environ.get("KIT_CACHE_DIR")
+    if not base:
+        from platformdirs import user_cache_dir
+
+        base = user_cache_dir("kit")
+    return Path(base) / "checkpoints"
+
+
+def code_identity() -> str:
+    """kit's version and the size and mtime of the sources validation runs (kit/results, kit/config,
+    kit/safejson.py), so that a changed kit, released or not, validates again."""
+    package = Path(kit.__file__).resolve().parent
+    sources = [*package.joinpath("results").rglob("*.py"), *package.joinpath("config").glob("*.py"),
+               package / "safejson.py"]
+    parts = [kit.__version__, str(CACHE_FORMAT)]
+    for path in sorted(sources):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        parts.append(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def file_identity(st: os.stat_result) -> list[int]:
+    """The facts of a file that any write changes: size, mtime_ns, ctime_ns, inode, device."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+class CheckpointCache:
+    """The validated checkpoints of one results tree; `validate` is validate_checkpoint with a memory.
+    With `folder` None nothing is read or stored (every call validates). Verdicts and sections are kept
+    in two files: with `sections` False (status, verify) only the small verdict file is read, and a
+    cached state comes back with no data."""
+
+    def __init__(self, results: Path, folder: Path | None, *, sections: bool = True) -> None:
+        self.results = Path(results)
+        self.code = code_identity()
+        self.sections = sections
+        real = os.path.realpath(self.results)
+        self.file = folder / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.json" if folder else None
+        self.entries: dict[str, dict[str, Any]] = self._load(self.file) if self.file else {}
+        self.data: dict[str, dict[str, Any]] = self._load(self._data_file) if self.file and sections else {}
+        self.changed: dict[str, dict[str, Any]] = {}
+        self.changed_data: dict[str, dict[str, Any]] = {}
+        self._digests: dict[tuple[int, int], tuple[Any, Any, str]] = {}
+
+    @classmethod
+    def open(cls, results: Path, *, sections: bool = True) -> "CheckpointCache":
+        """The cache of a results tree, in cache_folder(); `sections` False when no caller reads a state's data."""
+        return cls(results, cache_folder(), sections=sections)
+
+    @property
+    def _data_file(self) -> Path:
+        assert self.file is not None
+        return self.file.with_suffix(".sections.json")
+
+    def validate(self, path: Path, *, run: str | None = None, language: str | None = None,
+                 expect: Expected | None = None) -> CheckpointState:
+        """validate_checkpoint(path, run=, language=, expect=), without predictions (see without_predictions),
+        from the cache when nothing it depended on changed."""
+        return self.validate_all([(Path(path), {"run": run, "language": language, "expect": expect})])[0]
+
+    def validate_all(self, jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
+        """validate for each (path, validate_checkpoint keyword arguments) job, in order
+        (kit.results.checkpoint.ValidateAll): cached verdicts where they hold, the rest validated on
+        every usable core (kit.results.parallel) and stored."""
+        out: list[CheckpointState | None] = []
+        misses = []
+        for index, (path, kwargs) in enumerate(jobs):
+            path = Path(path)
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode) or self.file is None:
+                misses.append((index, path, kwargs, None))
+                out.append(None)
+                continue
+            found = (self._name(path), file_identity(st),
+                     self._verdict_key(kwargs.get("run"), kwargs.get("language"), kwargs.get("expect")), st)
+            hit = self._lookup(*found[:3])
+            out.append(hit)
+            if hit is None:
+                misses.append((index, path, kwargs, found))
+        if misses:
+            checked_at = time.time()
+            states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses])
+            for (index, _, _, found), state in zip(misses, states):
+                out[index] = state
+                if found is not None and checked_at - max(found[3].st_mtime, found[3].st_ctime) > RACY_SECONDS:
+                    self._store(*found[:3], state)
+        return out   # type: ignore[return-value]   # every None was filled
+
+    def save(self) -> None:
+        """Write what this process validated into the cache files (merged with what is there now)."""
+        if self.file is None or not self.changed:
+            return
+        try:
+            from filelock import FileLock, Timeout
+
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with FileLock(str(self.file) + ".lock", timeout=10):
+                    entries = self._load(self.file)
+                    for name, entry in self.changed.items():
+                        old = entries.get(name)
+                        if isinstance(old, dict) and old.get("file") == entry["file"] and isinstance(old.get("verdicts"), dict):
+                            entry = {**entry, "verdicts": {**old["verdicts"], **entry["verdicts"]}}
+                        entries[name] = entry
+                    if self.changed_data:
+                        data = self._load(self._data_file)
+                        data.update(self.changed_data)
+                        self._write(self._data_file, data)
+                    self._write(self.file, entries)
+            except Timeout:
+                return
+        except OSError:
+            return
+        self.changed, self.changed_data = {}, {}
+
+    def _name(self, path: Path) -> str:
+        # the entry's name only has to be stable: the key holds the inode and device
+        text, root = os.fspath(path), os.fspath(self.results).rstrip(os.sep) + os.sep
+        return text[len(root):] if text.startswith(root) else os.path.abspath(text)
+
+    def _verdict_key(self, run: str | None, language: str | None, expect: Expected | None) -> str:
+        return json.dumps([run, language, self._expect_digest(expect)])
+
+    def _expect_digest(self, expect: Expected | None) -> str | None:
+        if expect is None:
+            return None
+        identity = json.dumps(expect.identity, sort_keys=True, default=repr) if expect.identity is not None else None
+        # a planned pair names its language data without reading it (kit.results.identity.LazyExpected)
+        fingerprint = getattr(expect, "fingerprint", None)
+        if isinstance(fingerprint, str):
+            return hashlib.sha256(f"file\0{fingerprint}\0{identity}".encode()).hexdigest()
+        # else the same benchmark language gives the same ids and answers objects: digest them once
+        ids, answers = expect.item_ids, expect.answers
+        memo = (id(ids), id(answers))
+        known = self._digests.get(memo)
+        if known is None or known[0] is not ids or known[1] is not answers:
+            text = json.dumps([ids, sorted(answers.items()) if answers is not None else None], default=repr)
+            known = (ids, answers, hashlib.sha256(text.encode()).hexdigest())
+            self._digests[memo] = known
+        return hashlib.sha256(f"data\0{known[2]}\0{identity}".encode()).hexdigest()
+
+    def _lookup(self, name: str, ident: list[int], verdict_key: str) -> CheckpointState | None:
+        entry = self.entries.get(name)
+        try:
+            if entry is None or entry["file"] != ident:
+                return None
+            verdict = entry["verdicts"].get(verdict_key)
+            if verdict is None:
+                return None
+            state, reasons, notices = verdict
+            if not (isinstance(state, str) and isinstance(reasons, list) and isinstance(notices, list)):
+                return None
+            data, truncated = None, None
+            if self.sections:
+                kept = self.data.get(name)
+                if not isinstance(kept, dict) or kept.get("file") != ident:
+                    return None
+                data, truncated = kept["summary"], kept["truncated"]
+                if not (data is None or isinstance(data, dict)) or not isinstance(truncated, int):
+                    return None
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return CheckpointState(state, list(reasons), list(notices), data, truncated=truncated)
+
+    def _store(self, name: str, ident: list[int], verdict_key: str, state: CheckpointState) -> None:
+        entry = self.entries.get(name)
+        if not isinstance(entry, dict) or entry.get("file") != ident or not isinstance(entry.get("verdicts"), dict):
+            entry = {"file": ident, "verdicts": {}}
+        entry["verdicts"][verdict_key] = [state.state, list(state.reasons), list(state.notices)]
+        self.entries[name] = entry
+        self.changed[name] = entry
+        kept = {"file": ident, "summary": state.data, "truncated": state.truncated or 0}
+        self.data[name] = kept
+        self.changed_data[name] = kept
+
+    def _load(self, file: Path) -> dict[str, dict[str, Any]]:
+        try:
+            doc = json.loads(file.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT or doc.get("code") != self.code:
+            return {}
+        entries = doc.get("entries")
+        return entries if isinstance(entries, dict) else {}
+
+    def _write(self, file: Path, entries: dict[str, dict[str, Any]]) -> None:
+        doc = {"format": CACHE_FORMAT, "code": self.code, "results": os.path.realpath(self.results),
+               "entries": entries}
+        tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, file)
+        finally:
+            tmp.unlink(missing_ok=True)

@@ -1,0 +1,170 @@
+"""The pieces of kit's static HTML report: escaped cells and tables, the page frame, and where each
+page lies. Standard library only; no JavaScript. Every text that comes from a result file goes
+through `esc` (result files are untrusted input), every link is relative, so the report works from
+a file:// URL and when its folder is copied elsewhere.
+
+Layout of the report folder (OUT):
+    index.html              the kind's overview (leaderboard or scores), plots, files not counted
+    *.png                   plots, beside the index
+    pages/result-*.html     one page per counted checkpoint (run x language)
+    pages/language-*.html   one page per language (a LightEval suite: per task)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import quote
+
+INDEX = "index.html"
+PAGES = "pages"
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 80em; padding: 0 1em; color: #1a1a1a; }
+nav { margin-bottom: 1em; } nav a { margin-right: 1em; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; display: block; overflow-x: auto; } caption { text-align: left; font-weight: bold; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
+th { background: #e8eef6; } tr:nth-child(even) td { background: #f7f7f7; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+code, pre { font-family: ui-monospace, monospace; overflow-wrap: anywhere; }
+pre { background: #f2f2f2; padding: 0.6em; white-space: pre-wrap; }
+.pass { color: #11702b; font-weight: bold; } .fail { color: #b00020; font-weight: bold; }
+.note { color: #555; } img { max-width: 100%; }
+"""
+
+
+def esc(value: Any) -> str:
+    """A value as HTML text: None as an em dash, everything else str()'d and escaped (quotes too)."""
+    return "—" if value is None else html.escape(str(value), quote=True)
+
+
+def code(value: Any) -> str:
+    """A value as escaped <code>."""
+    return f"<code>{esc(value)}</code>"
+
+
+def link(href: str, text: Any) -> str:
+    """An <a> with an href kit made (relative, already URL-quoted) and escaped text."""
+    return f'<a href="{html.escape(href, quote=True)}">{esc(text)}</a>'
+
+
+def image(src: str, alt: str) -> str:
+    """An <img> of a file beside the page, linked to the file itself (full size)."""
+    src = html.escape(src, quote=True)
+    return f'<a href="{src}"><img src="{src}" alt="{esc(alt)}"></a>'
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell holding HTML that kit built (links, code); plain values are escaped instead."""
+
+    markup: str
+    numeric: bool = False
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> str:
+    """An HTML table: escaped headers, each cell escaped unless it is a Cell; numbers right-aligned."""
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = []
+    for row in rows:
+        cells = []
+        for value in row:
+            if isinstance(value, Cell):
+                cells.append(f'<td class="num">{value.markup}</td>' if value.numeric else f"<td>{value.markup}</td>")
+            elif isinstance(value, (int, float)) and not isinstance(value, bool) or _is_number(value):
+                cells.append(f'<td class="num">{esc(value)}</td>')
+            else:
+                cells.append(f"<td>{esc(value)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>\n"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, str) and bool(re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", value))
+
+
+def key_values(items: Iterable[tuple[str, Any]], caption: str | None = None) -> str:
+    """A two-column table of (key, value) pairs, values as escaped <code>."""
+    return table(("key", "value"), ((k, Cell(code(v))) for k, v in items), caption)
+
+
+def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested objects as (dotted key, leaf value) pairs in key order; lists and scalars are leaves."""
+    if isinstance(data, Mapping) and data:
+        out: list[tuple[str, Any]] = []
+        for key in sorted(data, key=str):
+            out += flatten(data[key], f"{prefix}.{key}" if prefix else str(key))
+        return out
+    return [(prefix, data)]
+
+
+def page(title: str, body: str, nav: Sequence[tuple[str, str]] = ()) -> str:
+    """A whole HTML page: escaped title, inline CSS, a navigation bar of (href, text) links, the body."""
+    bar = "<nav>" + " ".join(link(h, t) for h, t in nav) + "</nav>\n" if nav else ""
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{bar}"
+            f"<h1>{esc(title)}</h1>\n{body}</body>\n</html>\n")
+
+
+def slug(kind: str, name: str) -> str:
+    """A page file name for a name from a result file: safe characters only, made unique by a digest
+    of the whole name (two names that read alike after sanitizing still get two pages)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")[:60]
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{kind}-{safe}-{digest}.html" if safe else f"{kind}-{digest}.html"
+
+
+@dataclass(frozen=True)
+class PageLinks:
+    """Where each page and file of the report is, as a relative href from the index (root "") or
+    from a page in pages/ (root "../")."""
+
+    results: Mapping[str, str] = field(default_factory=dict)     # record name (lang/file.json) -> page file
+    languages: Mapping[str, str] = field(default_factory=dict)   # language -> page file
+    root: str = ""
+
+    def result(self, name: str) -> str | None:
+        """The href of a result's page (None when it has none)."""
+        page_file = self.results.get(name)
+        return None if page_file is None else f"{self.root}{PAGES}/{quote(page_file)}"
+
+    def language(self, language: str) -> str | None:
+        """The href of a language's page (None when it has none)."""
+        page_file = self.languages.get(language)
+        return None if page_file is None else f"{self.root}{PAGES}/{quote(page_file)}"
+
+    def file(self, name: str) -> str:
+        """The href of a file beside the index (a plot, a CSV)."""
+        return self.root + quote(name)
+
+    def index(self) -> str:
+        """The href of the index."""
+        return self.root + INDEX
+
+    def from_page(self) -> "PageLinks":
+        """The same links as seen from a page in pages/."""
+        return replace(self, root="../")
+
+
+def maybe_link(href: str | None, text: Any) -> Cell:
+    """A cell linking to href, or the escaped text alone when there is no page."""
+    return Cell(esc(text) if href is None else link(href, text))
+
+
+@dataclass(frozen=True)
+class HtmlParts:
+    """What a benchmark kind contributes to the HTML report (ResultKind.html_parts): the index's
+    body, each language page's body, each result page's metrics section (by record name), and the
+    plot files to write beside the index (name -> PNG bytes)."""
+
+    title: str
+    index: str
+    languages: dict[str, str]
+    results: dict[str, str]
+    images: dict[str, bytes] = field(default_factory=dict)

@@ -1,0 +1,183 @@
+"""`kit report`'s static HTML report: an index (the kind's overview and plots, the reruns, the files
+not counted), a page per language and a page per counted result with its metrics, full provenance,
+MLLOG compliance verdict (kit check's pair rules), reruns and the `kit reproduce` command to paste.
+The kind's sections come from ResultKind.html_parts; everything here is common to the kinds.
+Every file is written atomically; the pages are the same bytes for the same inputs."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit.errors import MissingExtraError
+from kit.results import keys
+from kit.results.check import check_pair
+from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, code, esc, flatten, image, key_values,
+                                   link, maybe_link, page, slug, table)
+from kit.results.html_plots import agreement_png
+from kit.results.kinds.base import ResultKind
+from kit.results.records import CheckpointRecord
+from kit.results.store import write_bytes_atomic, write_text_atomic
+from kit.results.verdicts import Verdict, read_verdicts
+
+AGREEMENT_PLOT = "verdict_agreement.png"
+# the provenance a reviewer looks for first (DESIGN.md section 5), before the full record
+KEY_PROVENANCE = (
+    ("image digest", "image.digest"), ("image artifact", "image.artifact"),
+    ("artifact sha256", "image.artifact_sha256"), ("lock sha256", "image.lock_sha256"),
+    ("model", "model.id"), ("model revision", "model.revision"),
+    ("weights manifest sha256", "model.weights_manifest_sha256"),
+    ("data file sha256", "data.file_sha256"), ("manifest sha256", "data.manifest_sha256"),
+    ("prompt sha256", "data.prompt_sha256"), ("GPU", "hardware.gpu_name"), ("GPU count", "hardware.gpu_count"),
+    ("driver", "hardware.driver"), ("CUDA", "hardware.cuda"), ("site", "job.site"), ("scheduler", "job.scheduler"),
+    ("job id", "job.job_id"), ("array index", "job.array_index"), ("node", "job.node"), ("runtime", "job.runtime"),
+    ("kit version", "kit_version"), ("kit commit", "kit_commit"),
+)
+
+
+@dataclass(frozen=True)
+class HtmlReport:
+    """Where the HTML report is: its index, every page and plot it wrote."""
+
+    index: Path
+    pages: list[Path]
+    images: list[Path]
+
+
+def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: ResultKind,
+                      verdict_dirs: Sequence[Path] = ()) -> HtmlReport:
+    """Write OUT/index.html, OUT/pages/*.html and the plots for these records (complete ones get
+    pages, invalid ones are listed with their reasons), with the reproduce verdicts found in
+    `verdict_dirs`."""
+    out_dir = Path(out_dir)
+    valid = [r for r in records if r.valid]
+    links = PageLinks({r.name: slug("result", r.name) for r in valid},
+                      {lang: slug("language", lang) for lang in sorted({r.language for r in valid})})
+    parts = kind.html_parts(records, links)
+    verdicts, unread = read_verdicts(verdict_dirs)
+    verdicts = [v for v in verdicts if v.key in links.results]
+    images = dict(parts.images)
+    reruns, plot = _reruns_section(verdicts, unread, links)
+    if plot is not None:
+        images[AGREEMENT_PLOT] = plot
+
+    plots = []   # first, so that no page names a file not there yet
+    for name, data in sorted(images.items()):
+        write_bytes_atomic(out_dir / name, data)
+        plots.append(out_dir / name)
+    if plot is None and (out_dir / AGREEMENT_PLOT).is_file():
+        (out_dir / AGREEMENT_PLOT).unlink()   # an earlier report's reruns
+    written: list[Path] = []
+    for language, body in parts.languages.items():
+        title = f"{parts.title}: {language}"
+        nav = [(links.from_page().index(), "index")]
+        written.append(_write(out_dir / PAGES / links.languages[language], page(title, body, nav)))
+    for record in valid:
+        written.append(_write(out_dir / PAGES / links.results[record.name],
+                              _result_page(record, parts, links.from_page(),
+                                           [v for v in verdicts if v.key == record.name])))
+    index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns)))
+    _remove_old_pages(out_dir / PAGES, set(written))
+    return HtmlReport(index, written, plots)
+
+
+def _remove_old_pages(folder: Path, keep: set[Path]) -> None:
+    # pages of results an earlier report counted and this one does not: a copied report must not
+    # carry them (only kit's own page names are touched)
+    for old in folder.glob("*.html"):
+        if old not in keep and old.name.startswith(("result-", "language-")) and not old.is_symlink():
+            old.unlink()
+
+
+def _write(path: Path, text: str) -> Path:
+    write_text_atomic(path, text)
+    return path
+
+
+def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: PageLinks, reruns: str) -> str:
+    valid = [r for r in records if r.valid]
+    invalid = [r for r in records if not r.valid]
+    head = (f"<p>{len({r.run for r in valid})} runs, {len({r.language for r in valid})} languages (a suite: tasks), "
+            f"{len(valid)} results counted; {len(invalid)} files not counted (invalid or stale). "
+            f"The same numbers as the CSV files and summary.md beside this page.</p>\n")
+    languages = ("<h2>Pages</h2>\n<p>Languages (a suite: tasks): " + ", ".join(link(links.language(lang) or "", lang)
+                                                             for lang in sorted(links.languages)) + "</p>\n")
+    results = table(("result", "run", keys.LANGUAGE),
+                    ([maybe_link(links.result(r.name), r.name), r.run, maybe_link(links.language(r.language), r.language)]
+                     for r in sorted(valid, key=lambda r: (r.run, r.language))), caption="Results")
+    not_counted = "".join(f"<li>{code(r.name)} ({esc(r.state)}): {esc('; '.join(r.reasons) or 'no reason given')}</li>\n"
+                          for r in invalid) or "<li>None.</li>\n"
+    stale = [r for r in valid if r.notices]
+    notices = ("<h2>Notices</h2>\n<ul>\n" + "".join(f"<li>{code(r.name)}: {esc(n)}</li>\n" for r in stale for n in r.notices)
+               + "</ul>\n") if stale else ""
+    return (head + parts.index + reruns + languages + results
+            + f"<h2>Files not counted ({len(invalid)})</h2>\n<ul>\n{not_counted}</ul>\n" + notices)
+
+
+def _reruns_section(verdicts: list[Verdict], unread: list[tuple[Path, str]], links: PageLinks) -> tuple[str, bytes | None]:
+    out = ["<h2>Reruns (kit reproduce)</h2>\n"]
+    plot = None
+    if not verdicts:
+        out.append("<p>No reruns: no <code>kit reproduce</code> verdict (reproduce-*.json) of these results was found, "
+                   "so there is no cross-hardware agreement to show.</p>\n")
+    else:
+        rows = [(f"{v.key}: {v.hardware('recorded')} -> {v.hardware('rerun')}", v.agreement, v.verdict) for v in verdicts]
+        tolerance = verdicts[0].tolerance.get("agreement")
+        try:
+            plot = agreement_png(rows, float(tolerance) if isinstance(tolerance, (int, float)) else None)
+            out.append(f"<p>{image(links.file(AGREEMENT_PLOT), 'per-item agreement of each rerun')}</p>\n")
+        except MissingExtraError as exc:
+            out.append(f"<p class=\"note\">No plot: {esc(exc.one_line())}</p>\n")
+        out.append(_verdict_table(verdicts, links))
+    if unread:
+        out.append("<p>Verdict files not read:</p>\n<ul>\n" + "".join(
+            f"<li>{code(p.name)}: {esc(why)}</li>\n" for p, why in unread) + "</ul>\n")
+    return "".join(out), plot
+
+
+def _verdict_table(verdicts: list[Verdict], links: PageLinks) -> str:
+    return table(("result", "verdict", "agreement", "recorded on", "rerun on", "verdict file"),
+                 ([maybe_link(links.result(v.key), v.key), v.verdict, f"{v.agreement:.2%}", v.hardware("recorded"),
+                   v.hardware("rerun"), v.path.name] for v in verdicts))
+
+
+def _result_page(record: CheckpointRecord, parts: HtmlParts, links: PageLinks, verdicts: list[Verdict]) -> str:
+    nav = [(links.index(), "index"), (links.language(record.language) or links.index(), f"language {record.language}")]
+    data = record.data or {}
+    provenance = data.get(keys.PROVENANCE)
+    flat = dict(flatten(provenance)) if isinstance(provenance, dict) else {}
+    body = [table(("run", keys.LANGUAGE, "file"), [[record.run, Cell(link(links.language(record.language) or links.index(),
+                                                                          record.language)), record.name]]),
+            parts.results.get(record.name, ""), _compliance(record)]
+    body.append("<h2>Reproduce</h2>\n<p>From the folder <code>kit report</code> ran in (REPRODUCE.md, section 4); "
+                "a result out of its workspace also needs <code>--benchmark DIR --weights DIR</code>:</p>\n"
+                f"<pre>{esc(shlex.join(['kit', 'reproduce', str(record.path)]))}</pre>\n")
+    if verdicts:
+        body.append("<h2>Reruns</h2>\n" + _verdict_table(verdicts, links))
+    if not flat:
+        body.append("<h2>Provenance</h2>\n<p>None recorded (an lrb file from before kit).</p>\n")
+    else:
+        unknown = provenance.get("unknown") if isinstance(provenance.get("unknown"), dict) else {}
+        body.append("<h2>Provenance</h2>\n" + key_values(
+            ((label, flat.get(k) if flat.get(k) is not None or k not in unknown else f"null: {unknown[k]}")
+             for label, k in KEY_PROVENANCE), caption="the key facts (null: why kit could not know)"))
+        body.append(key_values(flatten(provenance, "provenance"), caption="the full record"))
+    body.append(key_values(flatten(record.metadata, "metadata"), caption="metadata"))
+    if record.notices:
+        body.append("<h2>Notices</h2>\n<ul>\n" + "".join(f"<li>{esc(n)}</li>\n" for n in record.notices) + "</ul>\n")
+    return page(f"{record.run} [{record.language}]", "".join(body), nav)
+
+
+def _compliance(record: CheckpointRecord) -> str:
+    head = "<h2>MLLOG compliance (kit check)</h2>\n"
+    try:
+        findings = check_pair(record.path, dict(record.data or {}))
+    except MissingExtraError as exc:
+        return head + f"<p class=\"note\">Not checked: {esc(exc.one_line())}</p>\n"
+    if not findings:
+        return head + ("<p><span class=\"pass\">PASS</span>: the :::MLLOG log passes mlperf-logging's compliance "
+                       "checker with the kind's ruleset and records this file's sha256.</p>\n")
+    return head + "<p><span class=\"fail\">FAIL</span></p>\n<ul>\n" + "".join(
+        f"<li>{esc(f.line())}</li>\n" for f in findings) + "</ul>\n"

@@ -1,0 +1,103 @@
+"""`kit publish`: a release folder (kit release) uploaded to a Hugging Face dataset repo in one commit.
+
+What goes up is listed first, file by file: every file of the release except archives and leftovers
+(anything hidden, such as .superseded/, .kit-release.json and claim files; *.tmp, *.part, *.lock).
+A file that looks like a secret stops the publish before anything is sent: a .netrc, a file named
+like a token (token, hf_token, *.token), or text holding a Hugging Face token (hf_ and 30+ letters or
+digits). The upload is one `HfApi.create_commit` of exactly the listed files (each path as is, no
+pattern matching), after `create_repo(..., repo_type="dataset", exist_ok=True)`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.errors import ConfigError
+
+SKIPPED_SUFFIXES = (".tmp", ".part", ".lock", ".claim", ".pyc")
+SECRET_NAMES = re.compile(r"^(\.?netrc|_netrc|\.?git-credentials|(hf_|hf-|huggingface_)?token(s)?(\.txt)?|.*\.token)$",
+                          re.IGNORECASE)
+HF_TOKEN = re.compile(rb"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}")
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+SCAN_BYTES = 8 << 20   # a token hides in text; larger files (figures, weights) are read in part
+
+
+@dataclass
+class PublishPlan:
+    """The files to upload (path in the repo -> size) and those left out with why."""
+
+    release: Path
+    files: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"release": str(self.release), "files": self.files, "skipped": self.skipped,
+                "bytes": sum(self.files.values())}
+
+
+def check_repo_id(repo_id: str) -> str:
+    """The repo id when it reads as owner/name; a ConfigError otherwise."""
+    if not REPO_ID.match(repo_id) or ".." in repo_id:
+        raise ConfigError(f"repo id {repo_id!r} is not owner/name", fix="pass the dataset repo as owner/name, e.g. me/lrb-results")
+    return repo_id
+
+
+def plan_publish(release: Path) -> PublishPlan:
+    """What publishing RELEASE would upload; a ConfigError for a folder that is not a release or holds a secret."""
+    release = Path(release)
+    if not release.is_dir():
+        raise ConfigError(f"release folder {str(release)!r} does not exist", fix="write it with `kit release RESULTS -o DIR`")
+    if not (release / "README.md").is_file():
+        raise ConfigError(f"{release}: no README.md (dataset card), so not a release folder",
+                          fix="write it with `kit release RESULTS -o DIR`, then publish that folder")
+    plan = PublishPlan(release)
+    for path in sorted(release.rglob("*")):
+        rel = path.relative_to(release).as_posix()
+        if SECRET_NAMES.match(path.name):
+            raise ConfigError(f"{path}: refusing to publish a folder holding a credentials file",
+                              fix="move it out of the release folder (tokens never belong in a release)")
+        if not path.is_file() or path.is_symlink():
+            if path.is_symlink():
+                plan.skipped[rel] = "a symbolic link"
+            continue
+        hidden = any(part.startswith(".") for part in Path(rel).parts)
+        if hidden or path.name.endswith(SKIPPED_SUFFIXES):
+            plan.skipped[rel] = "hidden (archive, claim or kit's own record)" if hidden else "a temporary or lock file"
+            continue
+        with open(path, "rb") as fh:
+            if HF_TOKEN.search(fh.read(SCAN_BYTES)):
+                raise ConfigError(f"{path}: holds text that looks like a Hugging Face token (hf_...)",
+                                  fix="remove the token from the file (and revoke it), then publish again")
+        plan.files[rel] = path.stat().st_size
+    if not plan.files:
+        raise ConfigError(f"{release}: nothing to publish", fix="write the release with `kit release RESULTS -o DIR`")
+    return plan
+
+
+def publish(repo_id: str, plan: PublishPlan, api: Any, *, private: bool = False,
+            message: str | None = None) -> str:
+    """Create the dataset repo if needed and upload exactly the planned files in one commit; the commit URL."""
+    from huggingface_hub import CommitOperationAdd
+
+    check_repo_id(repo_id)
+    api.create_repo(repo_id=repo_id, repo_type="dataset", private=private, exist_ok=True)
+    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(plan.release / rel)) for rel in plan.files]
+    info = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations,
+                             commit_message=message or f"Publish {plan.release.name} ({len(operations)} files) with kit")
+    return str(getattr(info, "commit_url", None) or info)
+
+
+def default_api(token_file: Path | None = None, endpoint: str | None = None) -> Any:
+    """huggingface_hub's HfApi, with the token of a mode-600 file when given (else the client's own login)."""
+    from huggingface_hub import HfApi
+
+    token = None
+    if token_file is not None:
+        from kit.weights.token import read_token_file
+
+        token = read_token_file(Path(token_file))
+    return HfApi(endpoint=endpoint, token=token)

@@ -1,0 +1,232 @@
+"""`kit release`: a results tree turned into a release folder laid out as lrb publishes one.
+
+RELEASE/
+  README.md              dataset card (kit.results.release_card): scores, prompts verbatim, reproducibility
+  SNAPSHOT_STATUS.md     complete or in progress, with each run's coverage (kit.results.snapshot_status)
+  leaderboard.csv ...    kit's report of the complete checkpoints (kit.results.report.write_report)
+  data/train.csv         one row per item per run-language: ids, gold, prediction, score
+  <language>/<run>.json  lrb's own result files (kit.results.lrb_export)
+  checkpoints/           kit's checkpoints and :::MLLOG logs as written, for `kit reproduce`
+  REPRODUCE.md           kit's reviewer guide, when kit runs from its source tree
+  .kit-release.json      what kit wrote (hidden: never published), so --force replaces only a release
+
+Only complete checkpoints go in; an invalid one stops the release (nothing written), a stale one
+(with a roster) is left out and named in the status. The folder is built beside RELEASE and renamed
+into place, so a reader never sees half a release.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.errors import ConfigError
+from kit.files import write_bytes_atomic, write_text_atomic
+from kit.results import keys
+from kit.results.kinds import kind_name, kind_of
+from kit.results.kinds.lrb import LRB
+from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_card
+from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text, unplanned_statuses
+
+MARKER = ".kit-release.json"
+ITEM_COLUMNS = ("run", "model_id", "language", "item_id", "expected", "predicted", "correct", "score_yes",
+                "parse_mode", "truncated")
+_REPRODUCE_GUIDE = Path(__file__).resolve().parents[2] / "REPRODUCE.md"
+
+
+@dataclass
+class ReleaseOutcome:
+    """What a release holds: its folder, files (relative, sorted), status and per-run coverage."""
+
+    release: Path
+    files: list[str]
+    complete: bool
+    coverage: list[Coverage]
+    left_out: dict[str, list[str]] = field(default_factory=dict)   # stale checkpoint -> reasons
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form for --json."""
+        return {"release": str(self.release), "status": "complete" if self.complete else "in progress",
+                "files": self.files, "coverage": [c.as_dict() for c in self.coverage], "left_out": self.left_out}
+
+
+def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: list[Any] | None = None,
+                  name: str | None = None, license_id: str = "mit", force: bool = False) -> ReleaseOutcome:
+    """Write the release folder of RESULTS to RELEASE. `benchmark` (a loaded lrb benchmark) gives the prompt
+    texts; `runs` (roster runs) the planned pairs; without them, every run found times every language found."""
+    results, release = Path(results), Path(release)
+    _check_places(results, release, force)
+    states, planned = _read_states(results, benchmark, runs)
+    complete = [s for s in states if s.state == keys.COMPLETE]
+    if not complete:
+        raise ConfigError(f"{results}: no complete checkpoint to release",
+                          fix="run `kit status` on it; point at the folder holding <language>/<run>.json")
+    datas = {s.path: json.loads(s.path.read_text(encoding="utf-8")) for s in complete}
+    prompts = _prompts(datas, benchmark, results)
+    covered = coverage(states)
+    done = all(c.done for c in covered)
+    title = name or (getattr(benchmark, "name", None) if benchmark is not None else None) or results.resolve().name
+    tmp = release.parent / f".{release.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir(parents=True)
+    try:
+        _fill(tmp, results, complete, datas, prompts, covered, done, planned, title, license_id, benchmark, runs)
+        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file() and p.name != MARKER)
+        _swap_in(tmp, release)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    left = {str(s.path): list(s.reasons) for s in states if s.state == keys.STALE}
+    return ReleaseOutcome(release, files, done, covered, left)
+
+
+def _check_places(results: Path, release: Path, force: bool) -> None:
+    if not results.is_dir():
+        raise ConfigError(f"results folder {str(results)!r} does not exist",
+                          fix="point at the folder holding <language>/<run>.json checkpoints (e.g. results/)")
+    a, b = results.resolve(), release.resolve()
+    if a == b or a in b.parents or b in a.parents:
+        raise ConfigError(f"{release}: the release folder overlaps the results folder {results}",
+                          fix="write the release outside RESULTS, e.g. -o release")
+    if release.exists() and (not release.is_dir() or any(release.iterdir())):
+        if not force:
+            raise ConfigError(f"{release}: already exists", fix="choose a new folder, or pass --force to replace a release")
+        if not (release / MARKER).is_file():
+            raise ConfigError(f"{release}: exists and is not a release kit wrote (no {MARKER})",
+                              fix="choose another folder; --force replaces only a folder `kit release` wrote")
+
+
+def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple[list[Any], bool]:
+    """Each pair's state (kit.results.status), and whether they were planned from a roster."""
+    from kit.results.status import pair_states, scan_results
+
+    if benchmark is not None and runs:
+        from kit.plan import select_pairs
+        from kit.results.identity import PlanExpectations
+
+        states = pair_states(results, select_pairs(runs, benchmark, None), PlanExpectations(benchmark, runs))
+        planned = {s.path for s in states}
+        extra = [s for s in scan_results(results) if s.path not in planned]   # found but not planned
+        _refuse_invalid(states + extra)
+        return sorted(states + extra, key=lambda s: (s.pair.run, s.pair.language)), True
+    found = scan_results(results)
+    _refuse_invalid(found)
+    return (unplanned_statuses(results, found) if found else []), False
+
+
+def _refuse_invalid(states: list[Any]) -> None:
+    invalid = [s for s in states if s.state == keys.INVALID]
+    if invalid:
+        first = invalid[0]
+        raise ConfigError(f"{first.path}: invalid checkpoint ({'; '.join(first.reasons) or 'unreadable'})"
+                          + (f", and {len(invalid) - 1} more" if len(invalid) > 1 else ""),
+                          fix="rerun the pair (kit shard --force) or move the file out of RESULTS, then release again")
+
+
+def _prompts(datas: dict[Path, dict], benchmark: Any, results: Path) -> list[CardPrompt]:
+    """Every prompt the checkpoints used, read from the benchmark folder and matched by sha256."""
+    wanted: dict[str, tuple[str, set[str]]] = {}
+    for path, data in datas.items():
+        meta = data[keys.METADATA]
+        if kind_of(data) is not LRB:
+            raise ConfigError(f"{path}: a {kind_name(data)} checkpoint; kit release writes lrb's layout",
+                              fix="release only lrb results (keep each benchmark in its own results folder)")
+        sha = str(meta.get(keys.PROMPT_SHA256))
+        wanted.setdefault(sha, (str(meta.get(keys.TASK, keys.TASK_GENERATE)), set()))[1].add(meta.get(keys.RUN) or "")
+    if benchmark is None:
+        raise ConfigError(f"{results}: the card needs the prompt texts, and no benchmark folder was given",
+                          fix="pass --benchmark DIR (the sweep's benchmark folder) or --roster roster.toml")
+    root = Path(benchmark.root)
+    texts = {}
+    for path in sorted(root.rglob("*.txt")):
+        data = path.read_bytes()
+        texts.setdefault(hashlib.sha256(data).hexdigest(), (path.relative_to(root).as_posix(), data))
+    out = []
+    for sha, (task, runs) in sorted(wanted.items(), key=lambda kv: (kv[1][0], kv[0])):
+        if sha not in texts:
+            example = next(p for p, d in datas.items() if str(d[keys.METADATA].get(keys.PROMPT_SHA256)) == sha)
+            raise ConfigError(f"{example}: metadata.prompt_sha256 {sha} matches no prompt file in {root}",
+                              fix="pass --benchmark with the folder of the prompt files the sweep used")
+        rel, data = texts[sha]
+        out.append(CardPrompt(rel, task, sha, data.decode("utf-8"), tuple(sorted(runs))))
+    return out
+
+
+def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict], prompts: list[CardPrompt],
+          covered: list[Coverage], done: bool, planned: bool, title: str, license_id: str, benchmark: Any,
+          runs: list[Any] | None) -> None:
+    """Write every file of the release into the empty folder `tmp`."""
+    from kit.results.lrb_export import lrb_result
+    from kit.results.report import write_report
+    from kit.results.store import checkpoint_path, dumps_checkpoint
+
+    expect = None
+    if benchmark is not None and runs:
+        from kit.results.identity import PlanExpectations
+
+        expect = PlanExpectations(benchmark, runs)
+    write_report(results, tmp, expect=expect)
+    for s in complete:
+        data = datas[s.path]
+        lrb = lrb_result(data, s.pair.language)
+        meta = lrb[keys.METADATA]
+        write_text_atomic(checkpoint_path(tmp, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]),
+                          dumps_checkpoint(lrb))
+        for source in (s.path, s.path.with_suffix(".mllog")):
+            if source.is_file():
+                write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes())
+    write_text_atomic(tmp / VIEWER_FILE, _items_csv(complete, datas))
+    write_text_atomic(tmp / "SNAPSHOT_STATUS.md", snapshot_status_text(title, covered, planned))
+    guide = _REPRODUCE_GUIDE.is_file()
+    if guide:
+        write_bytes_atomic(tmp / "REPRODUCE.md", _REPRODUCE_GUIDE.read_bytes())
+    status_line = ("Complete snapshot." if done else
+                   "Snapshot in progress, not the final release (see `SNAPSHOT_STATUS.md`).")
+    pairs = [CardPair(s.pair.run, s.pair.language, datas[s.path][keys.METADATA], datas[s.path][keys.METRICS],
+                      datas[s.path].get(keys.PROVENANCE) or {}) for s in complete]
+    languages = {s.pair.language for s in complete}
+    top = {"README.md", *(p.name + ("/" if p.is_dir() else "") for p in tmp.iterdir() if p.name not in languages)}
+    listed = [*sorted(top - {"data/"}), VIEWER_FILE, "<language>/<run>.json"]
+    write_text_atomic(tmp / "README.md", dataset_card(title, license_id, pairs, prompts, status_line, listed, guide))
+    from kit.files import file_sha256
+
+    inventory = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+    write_text_atomic(tmp / MARKER, json.dumps({"kit_release": 1, "files": inventory}, indent=2, sort_keys=True) + "\n")
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in tmp.rglob("*"):   # atomic writes leave 0600 files; a release is meant to be read by others
+        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~mask)
+
+
+def _items_csv(complete: list[Any], datas: dict[Path, dict]) -> str:
+    """data/train.csv: one row per item per complete run-language pair."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(ITEM_COLUMNS)
+    for s in sorted(complete, key=lambda s: (s.pair.run, s.pair.language)):
+        data = datas[s.path]
+        model = data[keys.METADATA].get(keys.MODEL_ID)
+        for item in data[keys.PREDICTIONS]:
+            score = item.get(keys.SCORE_YES)
+            writer.writerow([s.pair.run, model, s.pair.language, item[keys.ITEM_ID], item[keys.EXPECTED],
+                             item[keys.PREDICTED], str(item[keys.PREDICTED] == item[keys.EXPECTED]).lower(),
+                             "" if score is None else repr(float(score)), item.get(keys.PARSE_MODE) or "",
+                             str(item.get(keys.TRUNCATED) is True).lower()])
+    return out.getvalue()
+
+
+def _swap_in(tmp: Path, release: Path) -> None:
+    """Rename the finished folder into place; a release there before is moved aside, then removed."""
+    old = None
+    if release.exists():
+        old = release.parent / f".{release.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+        os.rename(release, old)
+    os.rename(tmp, release)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,85 @@
+"""The verdicts `kit reproduce` wrote (reproduce-<run>-<language>.json, kit.repro.verdict_report), read
+back for the report: which result was rerun, where, and how closely it agreed. Verdict files are
+untrusted input like checkpoints: a file that does not parse or lacks a field is listed, not used."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit import safejson
+
+VERDICT_GLOB = "reproduce-*.json"
+# where `kit reproduce` writes by default, and where REPRODUCE.md has it write: a folder beside RESULTS
+DEFAULT_DIRS_GLOB = "reproduce*"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One rerun of one result: its verdict, per-item agreement and the two environments."""
+
+    path: Path
+    result: str                   # the result file as given to `kit reproduce`
+    language: str
+    stem: str                     # the result's file name without .json
+    verdict: str
+    agreement: float
+    tolerance: Mapping[str, Any] = field(default_factory=dict)
+    recorded: Mapping[str, Any] = field(default_factory=dict)
+    rerun: Mapping[str, Any] = field(default_factory=dict)
+    deltas: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        """The record name (`<language>/<file>.json`) of the result it reran."""
+        return f"{self.language}/{self.stem}.json"
+
+    def hardware(self, side: str) -> str:
+        """'gpu on site/runtime' of the recorded or rerun side."""
+        env = self.recorded if side == "recorded" else self.rerun
+        return f"{env.get('gpu') or 'no GPU'} on {env.get('site') or '?'}/{env.get('runtime') or '?'}"
+
+
+def default_verdict_dirs(results_dir: Path) -> list[Path]:
+    """The folders beside RESULTS named reproduce* (where REPRODUCE.md's commands write verdicts)."""
+    parent = Path(results_dir).resolve().parent
+    return sorted(p for p in parent.glob(DEFAULT_DIRS_GLOB) if p.is_dir() and not p.is_symlink())
+
+
+def read_verdicts(dirs: Iterable[Path]) -> tuple[list[Verdict], list[tuple[Path, str]]]:
+    """Every reproduce-*.json in these folders: (the verdicts read, sorted by result then file;
+    [(file, why it was not read)])."""
+    found, bad = [], []
+    for folder in dirs:
+        for path in sorted(Path(folder).glob(VERDICT_GLOB)):
+            try:
+                found.append(_verdict(path))
+            except (OSError, ValueError, TypeError, KeyError) as exc:
+                bad.append((path, f"{type(exc).__name__}: {exc}"[:300]))
+    return sorted(found, key=lambda v: (v.key, str(v.path))), bad
+
+
+def _verdict(path: Path) -> Verdict:
+    if path.is_symlink() or not path.is_file():
+        raise ValueError("not a regular file")
+    data = safejson.loads(path.read_bytes().decode("utf-8"))
+    if not isinstance(data, dict):
+        raise TypeError("not a JSON object")
+    result, verdict, agreement = data["result"], data["verdict"], data["agreement"]
+    if not isinstance(result, str) or not isinstance(verdict, str):
+        raise TypeError("result and verdict must be strings")
+    if isinstance(agreement, bool) or not isinstance(agreement, (int, float)) or not 0 <= agreement <= 1:
+        raise ValueError(f"agreement {agreement!r} is not a fraction")
+    envs = data.get("environments")
+    envs = envs if isinstance(envs, dict) else {}
+    where = Path(result)
+    return Verdict(path, result, where.parent.name, where.stem, verdict, float(agreement),
+                   _mapping(data.get("tolerance")), _mapping(envs.get("recorded")), _mapping(envs.get("rerun")),
+                   _mapping(data.get("metric_deltas")), str(data.get("note") or ""))
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,52 @@
+"""`python -m bench --quick` runs and prints every row of the table with numbers (no timing asserted:
+speed goals live in the bench output), and bench/readme.py rewrites only README's marked section."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from bench.readme import END, START, replace_section  # noqa: E402
+
+ROWS = ("`kit status` (table), cold", "`kit status --json`, cold", "`kit status`, peak RSS", "`kit status`, warm",
+        "`kit verify` on all files, cold", "`kit verify`, peak RSS", "`kit verify`, warm", "`kit report`, cold",
+        "`kit report`, peak RSS", "`kit report`, warm", "`kit plan`", "`kit status --help`", "`kit --help`")
+
+
+@pytest.mark.timeout(300)
+def test_quick_bench_prints_every_row_with_a_numeric_ratio(tmp_path):
+    env = {**os.environ, "KIT_BENCH_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--languages", "3", "--runs", "2"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert lines[0].startswith("| measurement | kit | anchor or limit | ratio")
+    body = lines[1:]
+    for name in ROWS:
+        row = next((line for line in body if line.startswith(f"| {name}")), None)
+        assert row is not None, f"no row {name!r} in:\n{done.stdout}"
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        assert re.fullmatch(r"\d+(\.\d+)? (s|MB)", cells[1]), row
+        assert re.fullmatch(r"\d+\.\d\d", cells[3]), row
+    assert (tmp_path / "last-quick.md").read_text() in done.stdout
+
+
+def test_readme_section_is_replaced_between_the_markers_only():
+    readme = f"# kit\n\n## Performance\n\n{START}\nold table\n{END}\n\n## Tests\n"
+    out = replace_section(readme, "| new |\n")
+    assert out == f"# kit\n\n## Performance\n\n{START}\n| new |\n{END}\n\n## Tests\n"
+    with pytest.raises(ValueError):
+        replace_section("# kit\n", "| new |\n")
+
+
+def test_readme_holds_the_markers():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert START in text and END in text

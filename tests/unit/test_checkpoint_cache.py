@@ -1,0 +1,306 @@
+"""The validated-checkpoint cache (kit.results.cache): it never hides a changed file, ignores a corrupt
+cache file, works on a read-only results folder, and keeps verdicts per expectation."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from conftest_checkpoints import make_checkpoint, predictions_of, rewrite
+
+from kit.results import cache as cache_mod
+from kit.results import keys, parallel
+from kit.results.cache import CheckpointCache
+from kit.results.identity import Expected
+
+Y, N = keys.YES, keys.NO
+RUN = "org/model"
+
+
+@pytest.fixture(autouse=True)
+def no_racy_window(monkeypatch):
+    """Files written by the test are seconds old at most: store them anyway."""
+    monkeypatch.setattr(cache_mod, "RACY_SECONDS", -1.0)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    results = tmp_path / "results"
+    path = make_checkpoint(results, RUN, "fr", predictions_of([(Y, Y), (N, N), (Y, N)]))
+    return results, path, tmp_path / "cache"
+
+
+def counting(monkeypatch):
+    """Count the real validations behind the cache."""
+    calls = []
+    real = parallel.validate_checkpoint
+
+    def spy(path, **kw):
+        calls.append(path)
+        return real(path, **kw)
+
+    monkeypatch.setattr(parallel, "validate_checkpoint", spy)
+    return calls
+
+
+def fresh(results, folder):
+    c = CheckpointCache(results, folder)
+    return c
+
+
+def test_a_warm_run_does_not_revalidate_and_gives_the_same_verdict(tree, monkeypatch):
+    results, path, folder = tree
+    calls = counting(monkeypatch)
+    first = fresh(results, folder)
+    cold = first.validate(path)
+    first.save()
+    warm = fresh(results, folder).validate(path)
+    assert len(calls) == 1
+    assert cold.state == warm.state == keys.COMPLETE
+    assert keys.PREDICTIONS not in warm.data and warm.data[keys.METADATA][keys.RUN] == RUN
+    assert warm.truncated == cold.truncated == 0
+    lean = CheckpointCache(results, folder, sections=False).validate(path)
+    assert lean.state == keys.COMPLETE and lean.data is None
+    assert len(calls) == 1
+
+
+def test_same_size_new_content_and_mtime_is_revalidated(tree, monkeypatch):
+    results, path, folder = tree
+    c = fresh(results, folder)
+    assert c.validate(path).complete
+    c.save()
+    before = path.stat()
+    text = path.read_text()
+    flipped = text.replace('"predicted": "yes"', '"predicted": "nop"', 1)   # same length, now invalid
+    assert len(flipped) == len(text) and flipped != text
+    path.write_text(flipped)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    assert fresh(results, folder).validate(path).state == keys.INVALID
+
+
+def test_same_mtime_new_size_and_inode_is_revalidated(tree):
+    results, path, folder = tree
+    c = fresh(results, folder)
+    assert c.validate(path).complete
+    c.save()
+    before = path.stat()
+    other = path.with_name("new.tmp")
+    rewrite(path, lambda d: d[keys.PREDICTIONS][0].update({keys.PREDICTED: N}))   # metrics now wrong
+    os.replace(path, other)
+    other.rename(path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_mtime_ns == before.st_mtime_ns
+    state = fresh(results, folder).validate(path)
+    assert state.state == keys.INVALID and "metrics do not recompute" in state.reasons[0]
+
+
+def test_a_changed_file_is_revalidated_even_with_the_same_stat_but_new_ctime(tree, monkeypatch):
+    results, path, folder = tree
+    c = fresh(results, folder)
+    c.validate(path)
+    c.save()
+    calls = counting(monkeypatch)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))   # same mtime and size; ctime moves
+    fresh(results, folder).validate(path)
+    assert len(calls) == 1
+
+
+def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tree, monkeypatch):
+    results, path, folder = tree
+    c = fresh(results, folder)
+    c.validate(path)
+    c.save()
+    (cache_file,) = [p for p in folder.glob("*.json") if not p.name.endswith(".sections.json")]
+    sections = cache_file.with_suffix(".sections.json")
+    good = {p: p.read_bytes() for p in (cache_file, sections)}
+    entry = c.entries["fr/org__model.json"]
+    fmt = cache_mod.CACHE_FORMAT
+    for target, junk in ((cache_file, b"{not json"), (cache_file, b"[]"), (sections, b"\x00\xff"),
+                         (cache_file, json.dumps({"format": fmt, "code": c.code, "entries": {
+                             "fr/org__model.json": {"file": "x", "verdicts": 3}}}).encode()),
+                         (cache_file, json.dumps({"format": fmt, "code": c.code, "entries": {"fr/org__model.json": {
+                             "file": entry["file"],
+                             "verdicts": {k: ["complete", "no", None] for k in entry["verdicts"]}}}}).encode()),
+                         (sections, json.dumps({"format": fmt, "code": c.code, "entries": {"fr/org__model.json": {
+                             "file": entry["file"], "summary": [], "truncated": "many"}}}).encode())):
+        for p, text in good.items():
+            p.write_bytes(text)
+        target.write_bytes(junk)
+        calls = counting(monkeypatch)
+        again = fresh(results, folder)
+        assert again.validate(path).complete
+        assert len(calls) == 1
+        again.save()
+        assert json.loads(cache_file.read_bytes())["entries"]["fr/org__model.json"]["verdicts"]
+
+
+def test_a_read_only_results_folder_works(tree, monkeypatch):
+    results, path, folder = tree
+    calls = counting(monkeypatch)
+    for p in (path, path.parent, results):
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        c = fresh(results, folder)
+        assert c.validate(path).complete
+        c.save()
+        assert fresh(results, folder).validate(path).complete
+    finally:
+        for p in (results, path.parent, path):
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    assert len(calls) == 1
+    assert not any(p.name.startswith(".") for p in results.rglob("*"))
+
+
+def test_an_unwritable_cache_folder_is_not_an_error(tree):
+    results, path, _ = tree
+    blocker = results.parent / "blocked"
+    blocker.write_text("a file where the cache folder would be")
+    c = fresh(results, blocker / "checkpoints")
+    assert c.validate(path).complete
+    c.save()
+
+
+def test_verdicts_are_kept_per_expectation(tree, monkeypatch):
+    results, path, folder = tree
+    ids = tuple(f"item-{i:03d}" for i in range(3))
+    c = fresh(results, folder)
+    assert c.validate(path, expect=Expected(item_ids=ids)).complete
+    assert c.validate(path, expect=Expected(item_ids=ids[::-1])).state == keys.INVALID
+    assert c.validate(path, run="org/other").state == keys.INVALID
+    c.save()
+    calls = counting(monkeypatch)
+    warm = fresh(results, folder)
+    assert warm.validate(path, expect=Expected(item_ids=ids)).complete
+    assert warm.validate(path, expect=Expected(item_ids=ids[::-1])).state == keys.INVALID
+    assert warm.validate(path, run="org/other").state == keys.INVALID
+    assert warm.validate(path, expect=Expected(item_ids=ids, identity={keys.RUN: RUN})).complete
+    assert len(calls) == 1   # only the new expectation
+
+
+def test_a_fresh_file_is_not_stored(tree, monkeypatch):
+    results, path, folder = tree
+    monkeypatch.setattr(cache_mod, "RACY_SECONDS", 3600.0)
+    c = fresh(results, folder)
+    c.validate(path)
+    assert not c.changed
+
+
+def test_kit_no_cache_turns_it_off(tree, monkeypatch):
+    results, path, folder = tree
+    monkeypatch.setenv("KIT_CACHE_DIR", str(folder))
+    monkeypatch.setenv("KIT_NO_CACHE", "1")
+    c = CheckpointCache.open(results)
+    c.validate(path)
+    c.save()
+    assert not folder.exists()
+    monkeypatch.delenv("KIT_NO_CACHE")
+    assert CheckpointCache.open(results).file.parent == folder / "checkpoints"
+
+
+def test_a_missing_file_is_missing(tree):
+    results, path, folder = tree
+    assert fresh(results, folder).validate(path.with_name("absent.json")).state == "missing"
+
+
+def test_status_verify_and_report_use_the_cache_and_see_a_changed_file(tree, monkeypatch):
+    from click.testing import CliRunner
+
+    from kit.cli.main import cli
+
+    results, path, folder = tree
+    make_checkpoint(results, RUN, "de", predictions_of([(Y, Y), (N, Y)]))
+    monkeypatch.setenv("KIT_CACHE_DIR", str(folder))
+    monkeypatch.chdir(results.parent)
+    runner = CliRunner()
+
+    def status():
+        out = runner.invoke(cli, ["status", str(results), "--json"])
+        return {p["language"]: p["state"] for p in json.loads(out.output)["data"]["pairs"]}
+
+    assert status() == {"de": "complete", "fr": "complete"}
+    assert list((folder / "checkpoints").glob("*.json"))
+    calls = counting(monkeypatch)
+    assert status() == {"de": "complete", "fr": "complete"}
+    assert runner.invoke(cli, ["verify", str(results)]).exit_code == 0
+    assert calls == []
+    rewrite(path, lambda d: d[keys.METRICS].update({keys.ACCURACY: 0.5}))
+    assert status() == {"de": "complete", "fr": "invalid"}
+    assert len(calls) == 1
+    out = runner.invoke(cli, ["verify", str(results)])
+    assert out.exit_code == 1 and "FAIL" in out.output and len(calls) == 1   # the verdict was cached
+    report = runner.invoke(cli, ["report", str(results), "-o", str(results.parent / "out")])
+    assert "fr/org__model.json" in report.output + (report.stderr_bytes or b"").decode()
+
+
+def test_two_processes_saving_keep_each_others_verdicts(tree, monkeypatch):
+    results, path, folder = tree
+    other = make_checkpoint(results, RUN, "de", predictions_of([(Y, Y)]))
+    a, b = fresh(results, folder), fresh(results, folder)     # both opened before either saved
+    a.validate(path)
+    b.validate(other)
+    b.validate(path, run="org/other")
+    a.save()
+    b.save()
+    calls = counting(monkeypatch)
+    merged = fresh(results, folder)
+    merged.validate(path)
+    merged.validate(other)
+    merged.validate(path, run="org/other")
+    assert calls == []
+
+
+def test_a_pool_of_workers_gives_the_same_states_in_order(tmp_path, monkeypatch):
+    from kit.results.checkpoint import validate_each
+
+    results = tmp_path / "results"
+    paths = [make_checkpoint(results, f"org/m{i}", lang, predictions_of([(Y, Y), (N, Y)]))
+             for i in range(3) for lang in ("de", "fr")]
+    rewrite(paths[2], lambda d: d[keys.METRICS].update({keys.F1: 0.25}))
+    jobs = [(p, {"run": None}) for p in paths] + [(results / "fr" / "absent.json", {})]
+    monkeypatch.setattr(parallel, "MIN_FILES", 2)
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    pooled = parallel.validate_many(jobs)
+    assert pooled == validate_each(jobs)
+    assert [s.state for s in pooled] == ["complete"] * 2 + ["invalid"] + ["complete"] * 3 + ["missing"]
+    c = fresh(results, tmp_path / "cache")
+    assert [s.state for s in c.validate_all(jobs)] == [s.state for s in pooled]
+    c.save()
+    calls = counting(monkeypatch)
+    assert fresh(results, tmp_path / "cache").validate_all(jobs) == [
+        type(s)(s.state, s.reasons, s.notices, None if s.data is None else s.data, s.truncated) for s in pooled]
+    assert [p for p in calls] == [results / "fr" / "absent.json"]
+
+
+def test_a_changed_benchmark_file_is_never_hidden_by_cached_verdicts(tmp_path, monkeypatch):
+    import sys
+
+    from click.testing import CliRunner
+
+    from kit.cli.main import cli
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench.tree import build_tree
+
+    tree = build_tree(tmp_path, 2, 2, items=20, progress=lambda msg: None)
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tree.root)
+    runner = CliRunner()
+    for command in (["status", "results", "--json"], ["verify", "results", "--json"]):
+        assert runner.invoke(cli, command).exit_code == 0
+        calls = counting(monkeypatch)
+        assert runner.invoke(cli, command).exit_code == 0
+        assert calls == []                                        # warm: nothing read again
+        monkeypatch.undo()
+        monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.chdir(tree.root)
+        monkeypatch.setattr(cache_mod, "RACY_SECONDS", -1.0)
+    csv = next(tree.benchmark.rglob("*.csv"))
+    text = csv.read_text()
+    csv.write_text(text.replace("field", "fiELD", 1))             # same size, other bytes
+    for command in (["status", "results", "--json"], ["verify", "results", "--json"]):
+        out = runner.invoke(cli, command)
+        assert out.exit_code != 0 and "sha256" in str(out.exception), out.output   # refused, as uncached

@@ -1,0 +1,185 @@
+"""`kit release` (the release folder lrb publishes) and `kit publish` up to the Hub client call."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from release_helpers import demo_sweep
+
+from kit.cli.main import main
+from kit.demo.dataset import demo_prompt
+from kit.results import publish as publish_mod
+
+
+def run_kit(*args: str, cwd: Path | None = None) -> SimpleNamespace:
+    """Run kit's main (its one error printer included) in `cwd`: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd, code = os.getcwd(), 0
+    try:
+        if cwd:
+            os.chdir(cwd)
+        with redirect_stdout(out), redirect_stderr(err):
+            main(list(args))
+    except SystemExit as exc:
+        code = exc.code or 0
+    finally:
+        os.chdir(old_cwd)
+    return SimpleNamespace(exit_code=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    return demo_sweep(tmp_path)
+
+
+def test_release_writes_lrb_layout_card_items_status(sweep):
+    out = sweep.root / "release"
+    r = run_kit("release", "results", "-o", "release", "--json", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    env = json.loads(r.stdout)
+    assert env["status"] == "ok" and env["data"]["status"] == "complete"
+    for rel in ("README.md", "SNAPSHOT_STATUS.md", "leaderboard.csv", "aggregates.csv", "data/train.csv",
+                "en/kit-demo__tiny-llama.json", "checkpoints/en/kit-demo__tiny-llama.json", ".kit-release.json"):
+        assert (out / rel).is_file(), rel
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\nlicense: mit\n") and "path: data/train.csv" in card
+    assert demo_prompt("generate") in card                      # verbatim
+    assert "kit reproduce checkpoints/<language>/<run>.json" in card and "REPRODUCE.md" in card
+    assert "| kit-demo/tiny-llama | kit-demo/tiny-llama | " + "a" * 40 in card
+    assert "| kit-demo/tiny-llama | 0.0000 | 1.0000 | 1.0000 |" in card     # F1 by language: de all wrong
+    status = (out / "SNAPSHOT_STATUS.md").read_text(encoding="utf-8")
+    assert "Status: complete." in status and "`kit-demo/tiny-llama`: complete, 3/3 languages" in status
+    rows = list(csv.DictReader((out / "data/train.csv").open(encoding="utf-8")))
+    assert len(rows) == 60 and {r["language"] for r in rows} == {"de", "en", "fr"}
+    assert all(r["correct"] == ("false" if r["language"] == "de" else "true") for r in rows)
+    assert set(env["data"]["files"]) >= {"README.md", "data/train.csv"} and ".kit-release.json" not in env["data"]["files"]
+
+
+def test_release_of_a_sweep_in_progress_says_so(sweep):
+    (sweep.results / "fr" / "kit-demo__tiny-llama.json").unlink()
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    status = (sweep.root / "release" / "SNAPSHOT_STATUS.md").read_text(encoding="utf-8")
+    assert "in progress; not the final release" in status and "2/3 languages; not complete: fr (pending)" in status
+    assert "Snapshot in progress" in (sweep.root / "release" / "README.md").read_text(encoding="utf-8")
+
+
+def test_invalid_checkpoint_stops_the_release_and_writes_nothing(sweep):
+    path = sweep.results / "en" / "kit-demo__tiny-llama.json"
+    path.write_text(path.read_text()[:50])
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 2 and str(Path("results/en/kit-demo__tiny-llama.json")) in r.stderr and "fix:" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in sweep.root.iterdir()) == ["data", "results", "roster.toml"]
+
+
+def test_release_refuses_an_existing_folder_unless_it_is_a_release(sweep):
+    (sweep.root / "mine").mkdir()
+    (sweep.root / "mine" / "notes.txt").write_text("keep")
+    for extra in ([], ["--force"]):
+        r = run_kit("release", "results", "-o", "mine", *extra, cwd=sweep.root)
+        assert r.exit_code == 2 and "mine" in r.stderr
+    assert (sweep.root / "mine" / "notes.txt").read_text() == "keep"
+    assert run_kit("release", "results", "-o", "rel", cwd=sweep.root).exit_code == 0
+    assert run_kit("release", "results", "-o", "rel", cwd=sweep.root).exit_code == 2
+    assert run_kit("release", "results", "-o", "rel", "--force", cwd=sweep.root).exit_code == 0
+
+
+def test_release_needs_the_prompts(sweep):
+    sweep.roster.rename(sweep.root / "elsewhere.toml")
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 2 and "--benchmark" in r.stderr
+    r = run_kit("release", "results", "-o", "release", "--benchmark", "data", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    assert "every run found times every language found" in (sweep.root / "release/SNAPSHOT_STATUS.md").read_text()
+
+
+@pytest.fixture
+def release(sweep):
+    assert run_kit("release", "results", "-o", "release", cwd=sweep.root).exit_code == 0
+    rel = sweep.root / "release"
+    (rel / ".superseded").mkdir()
+    (rel / ".superseded" / "old.json").write_text("{}")
+    (rel / "en" / ".kit-demo__tiny-llama.claim").write_text("")
+    (rel / "leftover.tmp").write_text("")
+    return rel
+
+
+def test_publish_dry_run_lists_exactly_the_release_files(release):
+    r = run_kit("publish", "me/lrb", str(release), "--dry-run", "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    assert "README.md" in data["files"] and "data/train.csv" in data["files"]
+    assert not any(f.startswith(".") or "/." in f or f.endswith(".tmp") for f in data["files"])
+    assert set(data["skipped"]) == {".kit-release.json", ".superseded/old.json", "en/.kit-demo__tiny-llama.claim",
+                                    "leftover.tmp"}
+
+
+@pytest.mark.parametrize("name,text", [(".netrc", "machine huggingface.co password x"), ("hf_token", "x"),
+                                       ("notes.md", "token: hf_" + "A1b2" * 9)])
+def test_publish_refuses_what_looks_like_a_secret(release, name, text):
+    (release / name).write_text(text)
+    r = run_kit("publish", "me/lrb", str(release), "--dry-run")
+    assert r.exit_code == 2 and name in r.stderr and "fix:" in r.stderr
+
+
+def test_publish_sends_the_listed_files_in_one_dataset_commit(release, monkeypatch):
+    calls = []
+
+    class FakeApi:
+        def create_repo(self, **kw):
+            calls.append(("create_repo", kw))
+
+        def create_commit(self, **kw):
+            calls.append(("create_commit", kw))
+            return type("Info", (), {"commit_url": "https://hub.example/datasets/me/lrb/commit/1"})()
+
+    monkeypatch.setattr(publish_mod, "default_api", lambda token_file=None, endpoint=None: FakeApi())
+    r = run_kit("publish", "me/lrb", str(release), "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    (name, create), (name2, commit) = calls
+    assert name == "create_repo" and create == {"repo_id": "me/lrb", "repo_type": "dataset", "private": False,
+                                                "exist_ok": True}
+    assert name2 == "create_commit" and commit["repo_type"] == "dataset"
+    sent = [op.path_in_repo for op in commit["operations"]]
+    assert sent == list(data["files"]) and data["commit_url"].endswith("/commit/1")
+    assert all(Path(op.path_or_fileobj).read_bytes() == (release / op.path_in_repo).read_bytes()
+               for op in commit["operations"])
+
+
+@pytest.mark.parametrize("args", [["not-a-repo", "release", "--dry-run"], ["me/lrb", "missing", "--dry-run"]])
+def test_publish_bad_input_is_one_line_exit_2(release, args):
+    r = run_kit("publish", *args, cwd=release.parent)
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_publish_uploads_to_a_hub_server(release, monkeypatch):
+    """The real HfApi against tests/hubserver.py: one dataset commit holding exactly the listed files."""
+    from hubserver import HubServer, go_online
+
+    go_online(monkeypatch)
+    hub = HubServer({})
+    endpoint = hub.start()
+    try:
+        token = release.parent / "token-file"
+        token.write_text("hf_test")
+        token.chmod(0o600)
+        r = run_kit("publish", "me/lrb", str(release), "--endpoint", endpoint, "--token-file", str(token), "--json")
+    finally:
+        hub.stop()
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    assert [c["repo_id"] for c in hub.created] == ["me/lrb"] and hub.created[0]["type"] == "dataset"
+    (commit,) = hub.commits
+    assert commit.repo_id == "me/lrb" and commit.repo_type == "dataset"
+    assert sorted(commit.files) == sorted(data["files"])
+    assert all(commit.files[rel] == (release / rel).read_bytes() for rel in commit.files)
+    assert data["commit_url"].startswith(endpoint)

@@ -58,9 +58,10 @@ class Row:
 class Suite:
     """Runs kit's commands and the anchors on one tree, collecting rows."""
 
-    def __init__(self, tree: Tree, repeat: int) -> None:
+    def __init__(self, tree: Tree, repeat: int, worker_languages: int = 8) -> None:
         self.tree = tree
         self.repeat = repeat
+        self.worker_languages = worker_languages   # languages of 300 prompts the worker row runs
         self.cache = BUILD / "cache"
         self.env = {**os.environ, "KIT_CACHE_DIR": str(self.cache), "HF_HUB_OFFLINE": "1",
                     "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "160"}
@@ -151,6 +152,17 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
     suite.add(f"`kit plan` ({suite.tree.languages} CSV digests, {n} checkpoints)", plan.seconds, "s",
               limit.seconds, rp, "(none yet)", lambda kit, anchor: True)
 
+    progress("bench: worker vs the bare loop")
+    from bench.tree import language_codes
+    from bench.worker import measure_worker
+
+    langs = language_codes(suite.tree.languages)[:suite.worker_languages]
+    w = measure_worker(BUILD / "worker", suite.tree.benchmark, langs, suite.repeat, suite.env)
+    suite.add(f"worker, {w.pairs} pairs of the tiny Llama ({w.prompts} prompts, batch 16), answers "
+              + ("identical" if w.identical else "DIFFERENT"), w.kit.seconds, "s", w.bare.seconds,
+              "bare transformers loop", "<= 1.02x, same answers",
+              lambda kit, anchor: w.identical and kit <= 1.02 * anchor)
+
     progress("bench: start-up")
     suite.add("`kit status --help`", startup.seconds, "s", hello.seconds, "click hello-world", "<= 1.5x",
               within(1.5))
@@ -189,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     repeat = args.repeat or (1 if args.quick else 2)
     say = lambda msg: print(msg, file=sys.stderr, flush=True)   # noqa: E731
     tree = build_tree(BUILD, languages, runs, progress=say)
-    rows = measure_all(Suite(tree, repeat), progress=say)
+    rows = measure_all(Suite(tree, repeat, worker_languages=1 if args.quick else 8), progress=say)
     cores = os.cpu_count()
     text = markdown(rows, f"kit bench{' --quick' if args.quick else ''}: {tree.files} checkpoints "
                           f"({languages} languages x {runs} runs x {tree.items} items), {cores} cores, "

@@ -78,7 +78,7 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
         written.append(_write(out_dir / PAGES / links.results[record.name],
                               _result_page(record, parts, links.from_page(),
                                            [v for v in verdicts if v.key == record.name])))
-    index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns)))
+    index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns, kind.units)))
     _remove_old_pages(out_dir / PAGES, set(written))
     return HtmlReport(index, written, plots)
 
@@ -96,13 +96,14 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: PageLinks, reruns: str) -> str:
+def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: PageLinks, reruns: str,
+                units: str = "languages") -> str:
     valid = [r for r in records if r.valid]
     invalid = [r for r in records if not r.valid]
-    head = (f"<p>{len({r.run for r in valid})} runs, {len({r.language for r in valid})} languages (a suite: tasks), "
+    head = (f"<p>{len({r.run for r in valid})} runs, {len({r.language for r in valid})} {units}, "
             f"{len(valid)} results counted; {len(invalid)} files not counted (invalid or stale). "
             f"The same numbers as the CSV files and summary.md beside this page.</p>\n")
-    languages = ("<h2>Pages</h2>\n<p>Languages (a suite: tasks): " + ", ".join(link(links.language(lang) or "", lang)
+    languages = (f"<h2>Pages</h2>\n<p>{units.capitalize()}: " + ", ".join(link(links.language(lang) or "", lang)
                                                              for lang in sorted(links.languages)) + "</p>\n")
     results = table(("result", "run", keys.LANGUAGE),
                     ([maybe_link(links.result(r.name), r.name), r.run, maybe_link(links.language(r.language), r.language)]

@@ -39,12 +39,15 @@ def f1_intervals(valid: Sequence[CheckpointRecord], resamples: int = RESAMPLES) 
         import numpy as np
     except ImportError as exc:
         raise MissingExtraError("kit report's confidence intervals", "numpy", "report") from exc
-    draws = {r.name: _draws(np, r, resamples) for r in valid}
     tail = (1 - CONFIDENCE) / 2 * 100
-    pairs = {name: _bounds(np, d, tail) for name, d in draws.items()}
-    # languages in name order: the sum's rounding must not depend on the order files were read
-    runs = {run: _bounds(np, np.mean([draws[r.name] for r in sorted(group, key=lambda r: r.name)], axis=0), tail)
-            for run, group in groups(list(valid), lambda r: r.run)}
+    pairs: dict[str, tuple[float, float]] = {}
+    runs: dict[str, tuple[float, float]] = {}
+    for run, group in groups(list(valid), lambda r: r.run):   # one run's draws in memory at a time
+        # languages in name order: the sum's rounding must not depend on the order files were read
+        draws = [_draws(np, r, resamples) for r in sorted(group, key=lambda r: r.name)]
+        for record, d in zip(sorted(group, key=lambda r: r.name), draws):
+            pairs[record.name] = _bounds(np, d, tail)
+        runs[run] = _bounds(np, np.mean(draws, axis=0), tail)
     return F1Intervals(pairs, runs)
 
 

@@ -18,14 +18,17 @@ from bench.readme import END, START, replace_section  # noqa: E402
 
 ROWS = ("`kit status` (table), cold", "`kit status --json`, cold", "`kit status`, peak RSS", "`kit status`, warm",
         "`kit verify` on all files, cold", "`kit verify`, peak RSS", "`kit verify`, warm", "`kit report`, cold",
-        "`kit report`, peak RSS", "`kit report`, warm", "`kit plan`", "`kit status --help`", "`kit --help`")
+        "`kit report`, peak RSS", "`kit report`, warm", "`kit plan`", "worker, 1 pairs of the tiny Llama",
+        "`kit status --help`", "`kit --help`")
+PACKING = ("one job per pair", "kit index shards, walltime 4 h", "kit cost-packed, --walltime auto (cap 4 h)")
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.slow   # the worker row loads torch and runs the tiny model
+@pytest.mark.timeout(400)
 def test_quick_bench_prints_every_row_with_a_numeric_ratio(tmp_path):
     env = {**os.environ, "KIT_BENCH_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--languages", "3", "--runs", "2"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=280)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=380)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("| ")]
     assert lines[0].startswith("| measurement | kit | anchor or limit | ratio")
@@ -36,6 +39,10 @@ def test_quick_bench_prints_every_row_with_a_numeric_ratio(tmp_path):
         cells = [c.strip() for c in row.strip("|").split(" | ")]
         assert re.fullmatch(r"\d+(\.\d+)? (s|MB)", cells[1]), row
         assert re.fullmatch(r"\d+\.\d\d", cells[3]), row
+    assert "answers identical" in next(line for line in body if "tiny Llama" in line)   # same prompts, same text
+    for name in PACKING:
+        row = next((line for line in body if line.startswith(f"| {name}")), None)
+        assert row is not None and re.search(r"\| \d+ \| \d+\.\d \| \d\.\d{3} \| \d+\.\d\d h \| \d+ \|$", row), row
     assert (tmp_path / "last-quick.md").read_text() in done.stdout
 
 

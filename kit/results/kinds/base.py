@@ -30,6 +30,8 @@ class ResultKind(ABC):
     # reproduce tolerance applies to
     agreement_field: str
     bounded: str
+    # what one checkpoint of a run covers, in the plural ("languages" for lrb, "tasks" for a suite)
+    units: str = "languages"
 
     @abstractmethod
     def prediction_faults(self, predictions: Sequence[Any]) -> dict[str, list[int]]:

@@ -28,6 +28,7 @@ class LightevalKind(ResultKind):
     ruleset = "mllog_ruleset_lighteval.yaml"
     agreement_field = keys.ITEM_METRICS
     bounded = "largest task metric"
+    units = "tasks"
 
     def prediction_faults(self, predictions: Sequence[Any]) -> dict[str, list[int]]:
         """Items without an item id or numeric item metrics, or naming other metrics than item 0."""

@@ -64,7 +64,13 @@ def plan_overview(
         langs = bench.resolve_languages(languages)
     loaded = {lang: bench.load_language(lang) for lang in langs}
     assigned = shard_pairs(pairs, *shard) if pairs else []
-    states = pair_states(results, assigned, PlanExpectations(bench, runs)) if assigned else []
+    states = []
+    if assigned:
+        from kit.results.cache import CheckpointCache
+
+        cache = CheckpointCache.open(results, sections=False)
+        states = pair_states(results, assigned, PlanExpectations(bench, runs), cache.validate_all)
+        cache.save()
     # each run's own prompt (lrb gives each kind of model its own); with no run, every prompt the benchmark has
     prompt_digests = ({r.name: bench.prompt_for(r).sha256 for r in runs} if runs
                       else {kind: p.sha256 for kind, p in sorted(bench.prompts.items())})

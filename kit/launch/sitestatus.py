@@ -172,7 +172,11 @@ def checkpoint_states(project, sites, sites_dir: Path, pairs) -> list[PairStatus
     anywhere wins, then invalid; a remote site never synced counts as having nothing yet."""
     per_site = {}
     expect = PlanExpectations(project.benchmark, list(project.roster.run))
+    from kit.results.cache import CheckpointCache
+
     for site in sites:
         folder = results_dir(site, sites_dir)
-        per_site[site.name] = pair_states(folder, pairs, expect)
+        cache = CheckpointCache.open(folder, sections=False)
+        per_site[site.name] = pair_states(folder, pairs, expect, cache.validate_all)
+        cache.save()
     return merge_sites(per_site)

@@ -200,7 +200,7 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
     write_text_atomic(tmp / MARKER, json.dumps({"kit_release": 1, "files": inventory}, indent=2, sort_keys=True) + "\n")
     mask = os.umask(0)
     os.umask(mask)
-    for path in tmp.rglob("*"):   # atomic writes leave 0600 files; a release is meant to be read by others
+    for path in tmp.rglob("*"):   # built in a mkdtemp folder (0700); a release is meant to be read by others
         os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~mask)
 
 

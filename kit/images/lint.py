@@ -1,7 +1,8 @@
 """`kit images lint`: checks of a built image against what every kit image must be.
 
 Each check is a named predicate over facts gathered once: the image config, its history, the
-Dockerfile, and one in-image probe (`docker run`) plus the entry point (`kit --version`)."""
+Dockerfile, two in-image probes (`docker run`: imports and versions; ldd over every shared object of
+the Python environment) plus the entry point (`kit --version`)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,34 @@ for m in sys.argv[1:]:
         importlib.import_module(m); out["modules"][m] = "ok"
     except Exception as e:
         out["modules"][m] = f"{type(e).__name__}: {e}"[:200]
+try:
+    import torch
+    out["torch_cuda"] = torch.version.cuda
+except ImportError:
+    out["torch_cuda"] = "absent"
 print("KIT-PROBE " + json.dumps(out))
 """
+
+# Every shared object under the Python environment, through ldd: what does not resolve, by library.
+LIB_PROBE = r"""
+import json, os, subprocess, sys
+missing, files = {}, 0
+for top, _, names in os.walk(sys.prefix):
+    for name in names:
+        path = os.path.join(top, name)
+        if not (name.endswith(".so") or ".so." in name) or os.path.islink(path):
+            continue
+        files += 1
+        # a wheel's bundled libraries (auditwheel's *.libs folders) load each other by soname once the
+        # first is loaded: its own folder counts as resolving, as it does at import
+        r = subprocess.run(["ldd", path], capture_output=True, text=True, env={**os.environ, "LD_LIBRARY_PATH": top})
+        for line in r.stdout.splitlines():
+            if "=> not found" in line:
+                missing.setdefault(line.split("=>")[0].strip(), []).append(path)
+print("KIT-LIBS " + json.dumps({"prefix": sys.prefix, "files": files, "missing": missing}))
+"""
+# The driver's own libraries come from the host at run time (--nv, Pyxis, the NVIDIA toolkit).
+DRIVER_LIBS = re.compile(r"^(libcuda\.so|libnvidia-|libcudadebugger\.so)")
 
 
 @dataclass
@@ -62,6 +89,7 @@ class Facts:
     dockerfile: str
     probe: dict[str, Any]
     entry: tuple[int, str]
+    libraries: dict[str, Any] | None = None   # LIB_PROBE's answer
 
 
 def _env(facts: Facts) -> dict[str, str]:
@@ -130,8 +158,38 @@ def check_engine(f: Facts) -> Finding:
     return Finding("engine", bool(mods) and not bad, f"imports {', '.join(mods)}" if not bad else f"failed: {bad}")
 
 
+def check_libraries(f: Facts) -> Finding:
+    """Every shared object of the Python environment resolves its libraries (ldd), the driver's aside."""
+    return libraries_finding(f.libraries)
+
+
+def libraries_finding(found: dict[str, Any] | None) -> Finding:
+    """The `libraries` finding of a LIB_PROBE answer."""
+    if not found:
+        return Finding("libraries", False, "the library probe gave no answer (no ldd in the image?)")
+    missing = {lib: paths for lib, paths in (found.get("missing") or {}).items() if not DRIVER_LIBS.match(lib)}
+    driver = sorted(lib for lib in (found.get("missing") or {}) if DRIVER_LIBS.match(lib))
+    if missing:
+        shown = "; ".join(f"{lib} (needed by {paths[0]}{f' and {len(paths) - 1} more' if len(paths) > 1 else ''})"
+                          for lib, paths in sorted(missing.items())[:5])
+        return Finding("libraries", False, f"{len(missing)} libraries not found: {shown}")
+    return Finding("libraries", True, f"{found.get('files')} shared objects under {found.get('prefix')} resolve"
+                   + (f" (the driver's {', '.join(driver)} come from the host)" if driver else ""))
+
+
+def check_torch_cuda(f: Facts) -> Finding:
+    """torch's CUDA build is the image's declared CUDA (none for a CPU variant)."""
+    got, declared = f.probe.get("torch_cuda"), f.target.spec.cuda or None
+    if got == "absent":
+        return Finding("torch-cuda", True, "no torch in the image")
+    ok = (got is None and declared is None) or (got is not None and declared is not None
+                                               and str(got).split(".")[:2] == declared.split(".")[:2])
+    return Finding("torch-cuda", ok, f"torch.version.cuda = {got!r}, the image declares cuda = {declared!r}")
+
+
 CHECKS: list[Callable[[Facts], Finding]] = [check_gpu_env, check_cuda_arch, check_kit_import, check_entry_point,
-                                            check_commit, check_lock, check_no_build_inputs, check_engine]
+                                            check_commit, check_lock, check_no_build_inputs, check_engine,
+                                            check_libraries, check_torch_cuda]
 
 
 def gather(t: Target, built: BuiltImage) -> Facts:
@@ -144,7 +202,14 @@ def gather(t: Target, built: BuiltImage) -> Facts:
     probe = json.loads(line[len("KIT-PROBE "):]) if line else {}
     e = run_oci(built.image_id, ["kit", "--version"], [], {})
     return Facts(t, built, attrs.get("Config") or {}, history, t.path(t.spec.dockerfile).read_text(), probe,
-                 (e.status, e.stdout + e.stderr))
+                 (e.status, e.stdout + e.stderr), probe_libraries(built.image_id))
+
+
+def probe_libraries(image: str) -> dict[str, Any] | None:
+    """LIB_PROBE's answer inside an image (its python3's environment), or None when it gave none."""
+    r = run_oci(image, ["python3", "-c", LIB_PROBE], [], {})
+    line = next((x for x in r.stdout.splitlines() if x.startswith("KIT-LIBS ")), None)
+    return json.loads(line[len("KIT-LIBS "):]) if line else None
 
 
 def lint(t: Target, built: BuiltImage) -> list[Finding]:

@@ -23,6 +23,7 @@ from kit.images.spec import Target
 ENGINE_MODULES = {"transformers": ["torch", "transformers"], "vllm": ["vllm"], "llama_cpp": ["llama_cpp"],
                   "gliner2": ["gliner2"], "gliclass": ["gliclass"]}
 GPU_ENV = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
+ARCH_LABEL = "org.kit.cuda-architectures"   # the image's record of the CUDA architectures it was compiled for
 _NATIVE = re.compile(r"CUDA_ARCHITECTURES[= ]*[\"']?(native|all|all-major)\b|GGML_NATIVE=ON", re.I)
 
 PROBE = r"""
@@ -114,7 +115,11 @@ def check_cuda_arch(f: Facts) -> Finding:
         return Finding("cuda-arch", False, f"host-dependent CUDA arch: {', '.join(sorted(set(hits)))}")
     if wants_list and not arch:
         return Finding("cuda-arch", False, "the Dockerfile compiles CUDA but no CMAKE_CUDA_ARCHITECTURES list was passed")
-    return Finding("cuda-arch", True, f"explicit list {arch}" if arch else "no CUDA compilation")
+    recorded = (f.config.get("Labels") or {}).get(ARCH_LABEL)
+    if arch and recorded != arch:
+        return Finding("cuda-arch", False, f"built for {arch} but the image's {ARCH_LABEL} label says {recorded!r}")
+    return Finding("cuda-arch", True, f"explicit list {arch}, recorded in the image's {ARCH_LABEL} label" if arch
+                   else "no CUDA compilation")
 
 
 def check_kit_import(f: Facts) -> Finding:

@@ -17,7 +17,17 @@ test:  ## set up and run the whole test suite (starts the services it needs)
 	bash scripts/test.sh
 
 test-fast: venv  ## the fast tier: pure logic, generated scripts, config errors (< 5 min)
-	$(VENV)/bin/python -m pytest -m "not slow and not integration and not e2e"
+	$(VENV)/bin/python -m pytest -m "not slow and not integration and not e2e and not images"
+
+.PHONY: bench bench-quick bench-readme
+bench: venv  ## the benchmark suite at release size (4,250 checkpoints; a few minutes): figures, anchors, ratios
+	$(VENV)/bin/python -m bench
+
+bench-quick: venv  ## the benchmark suite on a small tree, one run of each (proves it runs; CI)
+	$(VENV)/bin/python -m bench --quick
+
+bench-readme:  ## copy the last `make bench` table into README.md's Performance section
+	$(VENV)/bin/python bench/readme.py
 
 # ---------------------------------------------------------------- images (containers/images.toml)
 # Backend images from hashed locks, built with the docker SDK, converted to SIF and sqsh
@@ -42,6 +52,14 @@ images: $(addprefix image-,$(IMAGES))  ## build the six backend images (CUDA, he
 
 image-transformers-5.17-cpu: venv  ## the CPU variant CI builds, offline from a cached wheelhouse
 	$(KIT) images build transformers-5.17 --variant cpu --wheelhouse $(WHEELHOUSE)
+
+.PHONY: images-cpu test-images
+images-cpu: venv  ## the CPU variants of all six images, one at a time, offline (root; sizes and seconds)
+	KIT_WHEELHOUSE=$(WHEELHOUSE) bash scripts/images/cpu-images.sh
+
+test-images: venv  ## the images tier (never in CI): build what is missing, then a sweep with a pair per image
+	KIT_IMAGES_TIER=1 KIT_WHEELHOUSE=$(WHEELHOUSE) HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TESTCONTAINERS_RYUK_DISABLED=true \
+	  $(VENV)/bin/python -m pytest -m images tests/images --durations=20
 
 image-%: venv
 	$(KIT) images build $*

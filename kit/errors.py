@@ -43,6 +43,13 @@ class ImageError(KitError):
     """An image could not be built, converted, found or verified."""
 
 
+class NoImageError(KitError):
+    """A run's backend has no built image (or no artifact) for a site's container runtime. Exit
+    code 2: nothing was planned or submitted."""
+
+    exit_code = 2
+
+
 class CheckpointError(KitError):
     """A checkpoint is invalid, or would be overwritten without --force."""
 

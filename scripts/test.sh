@@ -10,7 +10,8 @@
 #       llama.cpp  the llama-cpp-python wheel (compiled once per machine) and .venv-llamacpp
 #       engines    .venv-vllm, .venv-gliner2, .venv-gliclass
 #     tests: the fast tier (no service), then the slow, integration and e2e tiers in one pytest
-#     run, the engine tests last. A test that needs a service or venv still being set up waits for
+#     run, the engine tests last (never the images tier, tests/images: `make test-images`). A test
+#     that needs a service or venv still being set up waits for
 #     it on the set-up script's lock (every set-up script is idempotent and locked), never builds
 #     it twice; a background step that failed is run again by the test that needs it.
 #   scripts/test.sh ARGS...    .venv (and, as root on Debian, the packages), then one pytest run
@@ -99,7 +100,7 @@ if [ "$root_on_debian" = 1 ]; then
 fi
 
 rc=0
-phase "tests: fast tier (no service)" .venv/bin/python -m pytest -m "not slow and not integration and not e2e" \
+phase "tests: fast tier (no service)" .venv/bin/python -m pytest -m "not slow and not integration and not e2e and not images" \
   --durations=10 || rc=$?
 # The rest in one run, the tests of the engine venvs last: by then their background set-up is done
 # or nearly (a test that needs a venv or service still being set up waits for it on its lock).
@@ -107,7 +108,7 @@ main=(tests/e2e tests/unit tests/faults) engines=()
 for f in tests/integration/test_*.py; do
   case $f in */test_backends_*) engines+=("$f") ;; *) main+=("$f") ;; esac
 done
-phase "tests: slow, integration, e2e tiers" .venv/bin/python -m pytest -m "slow or integration or e2e" \
+phase "tests: slow, integration, e2e tiers" .venv/bin/python -m pytest -m "(slow or integration or e2e) and not images" \
   --durations=30 "${main[@]}" "${engines[@]}" || rc=$?
 # A background step that failed was run again by the tests that needed it (they pass or fail on
 # their own); its log is still worth a look.

@@ -25,8 +25,20 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under CI=true, which counts as a failure: {reason}"
 
 
+def pytest_collection_modifyitems(config, items):
+    """The images tier (tests/images, marker `images`: six image builds) runs only when asked for
+    with KIT_IMAGES_TIER=1 (`make test-images`); any other run deselects it, whatever its -m says,
+    so no tier expression (nor CI=true, where a skip fails) can start those builds by accident."""
+    if os.environ.get("KIT_IMAGES_TIER") == "1":
+        return
+    keep = [item for item in items if "images" not in item.keywords]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if "images" in item.keywords])
+        items[:] = keep
+
+
 # A test's tier is its first marker in this order; a test with none of them is in the fast tier.
-TIERS = ("e2e", "integration", "slow")
+TIERS = ("images", "e2e", "integration", "slow")
 _tier_times: dict[str, list[float]] = {}   # tier -> [seconds, passed, failed]
 
 
@@ -47,7 +59,7 @@ def pytest_terminal_summary(terminalreporter):
         return
     terminalreporter.write_sep("-", "time by tier")
     lines = []
-    for tier in ("fast", "slow", "integration", "e2e"):
+    for tier in ("fast", "slow", "integration", "e2e", "images"):
         if tier in _tier_times:
             seconds, passed, failed = _tier_times[tier]
             terminalreporter.write_line(f"{tier:<12} {seconds:8.1f} s  {passed} passed, {failed} failed")

@@ -7,9 +7,6 @@ from pathlib import Path
 import click
 
 from kit.cli import common
-from kit.config.project import load_project
-from kit.launch.overview import plan_overview
-from kit.plan import parse_shard
 from kit.results import keys
 
 
@@ -22,10 +19,17 @@ from kit.results import keys
               help="Show only shard I of N (pairs whose index mod N is I).")
 @click.option("--results", type=click.Path(path_type=Path), default="results", show_default=True,
               help="Results tree to count complete / pending / invalid checkpoints in.")
+@click.option("--site", "site_name", default=None, metavar="NAME",
+              help="Also show the image each run uses at this site (its runtime's artifact), and refuse "
+                   "(exit 2) a run whose backend has no built image for that runtime.")
+@common.sites_option
+@click.option("--images-lock", type=click.Path(path_type=Path), default=None,
+              help="Lock of built images (default: KIT_IMAGES_LOCK, else containers/images.lock.json).")
 @common.unpinned_option
 @common.json_option
 def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None, shard_text: str,
-         results: Path, allow_unpinned: bool, as_json: bool) -> None:
+         results: Path, site_name: str | None, sites_file: Path, images_lock: Path | None, allow_unpinned: bool,
+         as_json: bool) -> None:
     """Show what a sweep consists of, before any model is loaded.
 
     Prints the runs, the languages with their prompt counts and file digests (each
@@ -37,15 +41,30 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
       kit plan --roster roster.toml
       kit plan --benchmark data --languages en,fr,ja     (no roster: the dataset alone)
       kit plan --model LiquidAI/LFM2.5-2.6B --shard 1/4 --json
+      kit plan --site local     (and the image of each run for the site's runtime)
     """
+    from kit.config.project import load_project
+    from kit.launch.overview import plan_overview
+    from kit.plan import parse_shard
+
     shard = parse_shard(shard_text)
     explicit_roster = click.get_current_context().get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned,
                            roster_required=explicit_roster or bool(models))
     runs = project.roster.select(models) if project.roster.run else []
     ov = plan_overview(project, runs, common.split_languages(languages), shard, results)
+    images = []
+    if site_name is not None:
+        from kit.config.sites import load_sites
+        from kit.launch.plan_images import run_images
+
+        site = load_sites(sites_file).get(site_name)
+        images = run_images(site, runs, sites_file.resolve().parent, images_lock)
     if as_json:
-        common.print_json("plan", common.OK, ov.as_dict())
+        data = ov.as_dict()
+        if site_name is not None:
+            data["images"] = [i.as_dict() for i in images]
+        common.print_json("plan", common.OK, data)
         return
     echo = click.echo
     echo(f"benchmark  {project.benchmark.root}  ({project.benchmark.describe()})")
@@ -64,3 +83,7 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
     for st in ov.states:
         if st.state in (keys.INVALID, keys.STALE):
             echo(f"  {st.state:<8} {st.path}: {'; '.join(st.reasons)}")
+    if site_name is not None:
+        echo(f"images     site {site_name} ({site.runtime}): {len(images)} runs")
+        for i in images:
+            echo(f"  {i.run}  {i.backend}  " + (f"{i.ref}  {i.digest}" if i.ref else "host venv (no image)"))

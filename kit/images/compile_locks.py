@@ -4,7 +4,9 @@ Each lock `X.lock` is compiled from `X.in` beside it. A runtime lock (an image's
 takes kit's own dependencies from pyproject.toml with the image's extra (`kit_extra`: `worker`,
 or the engine's, e.g. `gliner2`), so kit can be installed in the image with --no-deps. Locks are compiled for the image's Python on
 x86_64 manylinux_2_28 (glibc 2.28+: Debian 12, Ubuntu 22.04/24.04) without installing anything.
-An existing lock's pins are kept unless `upgrade` is set, so regeneration is stable."""
+An existing lock's pins are kept unless `upgrade` is set, so regeneration is stable. A lock whose
+compile_args are ["{prebuilt}"] pins a wheel built on this machine and is written by the script
+that prepares it (gguf's CPU wheel: scripts/images/gguf-cpu-wheel.sh), never compiled here."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from kit.images.spec import Target, all_targets
 PLATFORM = "x86_64-manylinux_2_28"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 COMPILE_COMMAND = "make locks"
+PREBUILT = "{prebuilt}"
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ def job_for(t: Target, lock: str, *, upgrade: bool, env: dict[str, str], uv: lis
     argv = [*uv, "pip", "compile"]
     if lock == t.spec.lock:
         argv += ["pyproject.toml", "--extra", t.spec.kit_extra]
-    argv += [str(source), "--generate-hashes", "--python-version", t.spec.python, "--python-platform", PLATFORM,
+    platform = PLATFORM if t.spec.glibc == "2.28" else f"x86_64-manylinux_{t.spec.glibc.replace('.', '_')}"
+    argv += [str(source), "--generate-hashes", "--python-version", t.spec.python, "--python-platform", platform,
              "--custom-compile-command", COMPILE_COMMAND, "--output-file", lock, "--quiet"]
     argv += expand(t.spec.compile_args.get(lock, []), env)
     if upgrade:
@@ -89,6 +93,8 @@ def lock_jobs(images_file: Path, names: list[str] | None = None, *, upgrade: boo
     seen: dict[str, LockJob] = {}
     for t in targets:
         for lock in t.spec.locks():
+            if t.spec.compile_args.get(lock) == [PREBUILT]:
+                continue
             if lock not in seen:
                 seen[lock] = job_for(t, lock, upgrade=upgrade, env=env, uv=uv)
     return list(seen.values())

@@ -32,13 +32,17 @@ class Outcome:
     stderr: str
 
 
+# as kit.launch.runtimes.docker: vLLM's engine needs more /dev/shm than Docker's 64 MiB (a cap, not an allocation)
+SHM_SIZE = "16g"
+
+
 def run_oci(image: str, argv: list[str], binds: list[str], env: dict[str, str], user: str = "1000:1000") -> Outcome:
     """docker run --rm of the image."""
     import docker.types
 
     c = engine.client().containers.create(
         image, command=argv, user=user, environment={"HOME": "/tmp", **env}, detach=True,
-        mounts=[docker.types.Mount(b, b, type="bind") for b in binds])
+        mounts=[docker.types.Mount(b, b, type="bind") for b in binds], shm_size=SHM_SIZE)
     try:
         c.start()
         status = c.wait(timeout=3600).get("StatusCode", 1)

@@ -25,6 +25,12 @@ PLATFORMS = [a for x in range(28, 4, -1) for a in ("--platform", f"manylinux_2_{
     a for p in ("manylinux2014", "manylinux2010", "manylinux1") for a in ("--platform", f"{p}_x86_64")]
 
 
+def platforms(glibc: str) -> list[str]:
+    """pip download's --platform options for an image whose base has this glibc (e.g. "2.36")."""
+    newest = int(glibc.split(".")[1])
+    return [a for x in range(newest, 28, -1) for a in ("--platform", f"manylinux_2_{x}_x86_64")] + PLATFORMS
+
+
 def lock_hashes(path: Path) -> dict[str, set[str]]:
     """name==version -> its allowed sha256 hashes, from a hash-pinned requirements lock."""
     out: dict[str, set[str]] = {}
@@ -91,7 +97,7 @@ def _download(t: Target, folder: Path, progress) -> None:
             continue
         progress(f"wheelhouse: pip download -r {lock}")
         argv = [sys.executable, "-m", "pip", "download", "--require-hashes", "--no-deps", "--dest", str(folder),
-                "--python-version", t.spec.python, "--implementation", "cp", *PLATFORMS, "-r", str(path), "--progress-bar", "off", "--disable-pip-version-check"]
+                "--python-version", t.spec.python, "--implementation", "cp", *platforms(t.spec.glibc), "-r", str(path), "--progress-bar", "off", "--disable-pip-version-check"]
         # build locks may hold an sdist (gguf's llama-cpp-python); its hash is still checked
         argv += [] if lock in t.spec.build_locks else ["--only-binary", ":all:"]
         r = subprocess.run(argv, capture_output=True, text=True)

@@ -32,7 +32,7 @@ def test_subcommand_help_imports_neither_docker_nor_spython():
 
 @pytest.mark.parametrize("args,words", [
     (("images", "build", "sglang"), ["images.toml", "'sglang'", "gguf"]),
-    (("images", "build", "gguf", "--variant", "cpu"), ["'cpu'", "variant"]),
+    (("images", "build", "gguf", "--variant", "rocm"), ["'rocm'", "variant", "cpu"]),   # names the variants there are
     (("images", "verify", "nope"), ["'nope'"]),
 ])
 def test_bad_names_exit_2_naming_the_file_and_choices(args, words):

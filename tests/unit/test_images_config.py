@@ -42,14 +42,17 @@ def test_every_lock_pins_every_package_with_hashes(t):
             assert hashes, f"{lock}: {req} has no --hash"
             assert "==" in req
         text = t.path(lock).read_text()
-        assert "make locks" in text.splitlines()[1]  # the documented regeneration command
+        assert "make locks" in text.splitlines()[1]  # the documented regeneration command (or why not)
         assert "/opt/" not in text and "file://" not in text  # no machine paths leak into locks
 
 
 @pytest.mark.parametrize("t", targets(), ids=lambda t: f"{t.name}:{t.variant or 'default'}")
 def test_dockerfile_rules(t):
     text = t.path(t.spec.dockerfile).read_text()
-    assert re.search(r"^ARG BASE_IMAGE=\S+@sha256:[0-9a-f]{64}$", text, re.M), "base pinned by digest"
+    # a Dockerfile of a CPU variant alone (gguf's) builds on the local bootstrapped base, which has no digest
+    cpu_only = t.variant == "cpu" and t.spec.dockerfile.endswith(".cpu")
+    assert re.search(r"^ARG BASE_IMAGE=\S+@sha256:[0-9a-f]{64}$", text, re.M) or (
+        cpu_only and re.search(r"^ARG BASE_IMAGE=kit/base:bookworm$", text, re.M)), "base pinned by digest"
     assert "NVIDIA_VISIBLE_DEVICES=all" in text and "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in text
     assert "--require-hashes" in text
     # kit itself, with the commit baked where provenance reads it
@@ -108,5 +111,18 @@ def test_unknown_image_or_variant_names_the_choices():
         spec.target("sglang", None, IMAGES)
     assert "sglang" in exc.value.one_line() and "gguf" in exc.value.one_line()
     with pytest.raises(ConfigError) as exc:
-        spec.target("gguf", "cpu", IMAGES)
-    assert "'cpu'" in exc.value.one_line() and "none" in exc.value.one_line()
+        spec.target("gguf", "rocm", IMAGES)
+    assert "'rocm'" in exc.value.one_line() and "cpu" in exc.value.one_line()
+
+
+@pytest.mark.parametrize("name", sorted(BACKENDS))
+def test_every_image_has_a_cpu_variant_on_the_bootstrapped_base(name):
+    t = spec.target(name, "cpu", IMAGES)
+    # kit/base:bookworm, or it plus a Debian library (vllm: kit/base:bookworm-numa, scripts/images/base-plus.sh)
+    assert t.spec.base.startswith("kit/base:bookworm") and t.spec.python == "3.11" and t.spec.cuda is None
+    assert t.tag.endswith("-cpu") and t.tag != spec.target(name, None, IMAGES).tag
+    pins = lock_hashes(t.path(t.spec.lock))
+    assert all(not r.startswith("torch==") or r.endswith("+cpu") for r in pins), name
+    assert not any(r.startswith(("nvidia-", "vllm==")) for r in pins), name   # nothing CUDA in a CPU lock
+    if t.spec.dockerfile != spec.target(name, None, IMAGES).spec.dockerfile:   # gguf: its own Dockerfile and args
+        assert "CMAKE_CUDA_ARCHITECTURES" not in t.spec.build_args and "BUILD_IMAGE" not in t.spec.build_args

@@ -4,7 +4,8 @@ Folders are bound at the same path so every path in the command stays valid; the
 container runs as the submitting user; variables are passed by name (`-e NAME`), so
 their values never appear on the command line. With `--gpus all` the container sees every
 GPU of the node; CUDA_VISIBLE_DEVICES (set by Slurm for the job's GPUs) is passed in so
-the worker uses only its own. Settings (sites.toml)::
+the worker uses only its own. /dev/shm is capped at 16g (`--shm-size`): Docker's 64 MiB
+default stops vLLM's engine. Settings (sites.toml)::
 
     [site.workstation]
     scheduler = "slurm"
@@ -19,13 +20,19 @@ from kit.launch.runtimes.base import (GPU_ENV, Runtime, RuntimeContext, image_id
                                       register_runtime)
 
 
+SHM_SIZE = "16g"
+
+
 @register_runtime("docker")
 class DockerRuntime(Runtime):
     """docker run --rm [--gpus all] -e NAME ... -v P:P ... IMAGE kit ..."""
 
     def worker_argv(self, ctx: RuntimeContext) -> list[str]:
         """The docker command line (user and group filled in by the job script)."""
-        argv = ["docker", "run", "--rm", "--init", "--user", Expand("${KIT_UID}:${KIT_GID}"), "-e", "HOME=/tmp"]
+        # /dev/shm: Docker's default 64 MiB stops vLLM's engine (its shared-memory queues want 160 MiB
+        # even for a tiny model on CPU; NCCL wants more): a cap, taken from memory only when used
+        argv = ["docker", "run", "--rm", "--init", "--user", Expand("${KIT_UID}:${KIT_GID}"), "--shm-size", SHM_SIZE,
+                "-e", "HOME=/tmp"]
         if self.site.gpus_per_node:
             argv += ["--gpus", "all"]
         for name in dict.fromkeys([*ctx.env_names, *GPU_ENV]):

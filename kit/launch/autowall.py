@@ -72,7 +72,9 @@ def auto_size(pairs: Sequence[Pair], history: Sequence[PairTime], sites: Sequenc
     if costs:
         cap = min(site_cap(site, now) for site in sites)
         loads_of = prediction.load_seconds
-        count, shards = fewest_shards(costs, cap, loads_of, most=most)
+        _, shards = fewest_shards(costs, cap, loads_of, most=most)
+        shards = [shard for shard in shards if shard]   # an empty shard would only burn an array task
+        count = len(shards)
         loads = shard_loads(shards, costs, loads_of)
         walltime = job_walltime(shards, costs, loads_of)
         note = (f"walltime auto: {len(costs)} pairs predicted at {sum(costs.values()) / 3600:.2f} GPU-hours from "

@@ -167,3 +167,17 @@ def test_the_worker_runs_exactly_its_packed_shard(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert json.loads(r.stdout)["data"]["written"] == 2
     assert sorted(p.parent.name for p in (tmp_path / "results").glob("*/org__model-a.json")) == ["en", "fr"]
+
+
+def test_auto_never_plans_an_empty_shard():
+    from kit.launch.autowall import auto_size
+
+    # one pair longer than the cap and two tiny ones: packing asks for more shards than it fills
+    history = [PairTime("big", "en", 20000.0), PairTime("a", "en", 5.0), PairTime("b", "en", 5.0)]
+    pairs = [Pair("big", "en"), Pair("a", "en"), Pair("b", "en")]
+    site = Site(name="s", scheduler="slurm", walltime="1:00:00")
+    plan = auto_size(pairs, history, [site], datetime(2026, 12, 1, 12, 0, tzinfo=PARIS), None)
+    (group,) = plan.groups
+    assert group.count == len(group.shards) and all(group.shards)
+    assert sorted(p for s in group.shards for p in s) == sorted(pairs)
+    assert "one pair alone is predicted longer" in group.note

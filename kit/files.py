@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -71,3 +73,16 @@ def _umask() -> int:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write text (UTF-8, '\n' line ends as given) atomically, as write_bytes_atomic."""
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def replace_folder(staged: Path, dest: Path) -> None:
+    """Rename a finished folder into place; a folder there before is moved aside first, then removed,
+    so `dest` is at every instant the old folder or the new one."""
+    staged, dest = Path(staged), Path(dest)
+    old = None
+    if dest.exists():
+        old = dest.parent / f".{dest.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+        os.rename(dest, old)
+    os.rename(staged, dest)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

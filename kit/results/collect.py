@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kit.config.roster import run_from_stem
 from kit.errors import CheckpointError, ConfigError
+from kit.files import replace_folder
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import read_checkpoint, validate_checkpoint
@@ -113,13 +114,7 @@ def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> 
                 (stage / SYSTEMS_DIR).mkdir(exist_ok=True)
                 shutil.copy2(desc, stage / SYSTEMS_DIR / desc.name)
         _fsync_tree(stage)
-        old = None
-        if output.exists():
-            old = output.parent / f".{output.name}.old-{os.getpid()}"
-            os.rename(output, old)
-        os.rename(stage, output)
-        if old is not None:
-            shutil.rmtree(old)
+        replace_folder(stage, output)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

@@ -33,7 +33,7 @@ from kit.results.kinds import kind_of
 from kit.results.kinds.lrb import LRB
 from kit.results.metrics import compute_metrics, verdict
 from kit.results.records import recorded_run
-from kit.results.store import checkpoint_path, dumps_checkpoint, iter_checkpoint_files, write_text_atomic
+from kit.results.store import check_outside, checkpoint_path, dumps_checkpoint, iter_checkpoint_files, write_text_atomic
 
 # lrb's metadata record: the keys it requires, and the optional ones copied when a file has them
 LRB_REQUIRED = (
@@ -66,10 +66,7 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
     if not files:
         raise ConfigError(f"{results}: no checkpoint files (RESULTS/<language>/<run>.json)",
                           fix="pass the results folder of a sweep")
-    a, b = results.resolve(), out.resolve()
-    if a == b or a in b.parents or b in a.parents:
-        raise ConfigError(f"{out}: the export folder overlaps the results folder {results}",
-                          fix="write the lrb files to a folder outside RESULTS, e.g. -o lrb-results")
+    check_outside(results, out, "the export folder", "lrb-results")
     export = LrbExport()
     converted: dict[Path, dict[str, Any]] = {}
     for path in files:

@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError
-from kit.files import write_bytes_atomic, write_text_atomic
+from kit.files import replace_folder, write_bytes_atomic, write_text_atomic
 from kit.results import keys
 from kit.results.kinds import kind_name, kind_of
 from kit.results.kinds.lrb import LRB
 from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_card
+from kit.results.store import check_outside
 from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text, unplanned_statuses
 
 MARKER = ".kit-release.json"
@@ -79,7 +80,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
     try:
         _fill(tmp, results, complete, datas, prompts, covered, done, planned, title, license_id, benchmark, runs)
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file() and p.name != MARKER)
-        _swap_in(tmp, release)
+        replace_folder(tmp, release)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     left = {str(s.path): list(s.reasons) for s in states if s.state == keys.STALE}
@@ -90,10 +91,7 @@ def _check_places(results: Path, release: Path, force: bool) -> None:
     if not results.is_dir():
         raise ConfigError(f"results folder {str(results)!r} does not exist",
                           fix="point at the folder holding <language>/<run>.json checkpoints (e.g. results/)")
-    a, b = results.resolve(), release.resolve()
-    if a == b or a in b.parents or b in a.parents:
-        raise ConfigError(f"{release}: the release folder overlaps the results folder {results}",
-                          fix="write the release outside RESULTS, e.g. -o release")
+    check_outside(results, release, "the release folder", "release")
     if release.exists() and (not release.is_dir() or any(release.iterdir())):
         if not force:
             raise ConfigError(f"{release}: already exists", fix="choose a new folder, or pass --force to replace a release")
@@ -219,14 +217,3 @@ def _items_csv(complete: list[Any], datas: dict[Path, dict]) -> str:
                              "" if score is None else repr(float(score)), item.get(keys.PARSE_MODE) or "",
                              str(item.get(keys.TRUNCATED) is True).lower()])
     return out.getvalue()
-
-
-def _swap_in(tmp: Path, release: Path) -> None:
-    """Rename the finished folder into place; a release there before is moved aside, then removed."""
-    old = None
-    if release.exists():
-        old = release.parent / f".{release.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
-        os.rename(release, old)
-    os.rename(tmp, release)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from kit.files import file_sha256, write_bytes_atomic, write_text_atomic
+from kit.files import file_sha256, replace_folder, write_bytes_atomic, write_text_atomic
 
 
 @pytest.fixture
@@ -41,3 +41,17 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         write_bytes_atomic(path, object())    # not bytes: fails inside the write
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
     assert file_sha256(path) == hashlib.sha256(b"old").hexdigest()
+
+
+def test_a_staged_folder_replaces_the_old_one_and_leaves_nothing_aside(tmp_path):
+    dest, staged = tmp_path / "release", tmp_path / ".release.tmp"
+    dest.mkdir()
+    (dest / "old.txt").write_text("old")
+    staged.mkdir()
+    (staged / "new.txt").write_text("new")
+    replace_folder(staged, dest)
+    assert [p.name for p in dest.iterdir()] == ["new.txt"] and sorted(p.name for p in tmp_path.iterdir()) == ["release"]
+    fresh = tmp_path / ".fresh"
+    fresh.mkdir()
+    replace_folder(fresh, tmp_path / "first")      # nothing there before
+    assert (tmp_path / "first").is_dir() and not fresh.exists()

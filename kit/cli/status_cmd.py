@@ -62,18 +62,18 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
       kit status --all-sites
     """
     from kit.config.project import load_project
-    from kit.launch.sitestatus import NOT_READ
     from kit.results.cache import CheckpointCache
     from kit.results.status import count_states, pair_states, scan_results
 
     ctx = click.get_current_context()
     explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
     if site_names or all_sites:
-        from kit.launch.sitestatus import statuses_at_sites
+        from kit.launch.sitestatus import NOT_READ, statuses_at_sites
 
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         statuses = statuses_at_sites(project, sites_file, None if all_sites else list(site_names),
                                      project.roster.select(models), common.split_languages(languages))
+        errors = sorted({r for s in statuses if s.state == "unknown" for r in s.reasons if NOT_READ in r})
     elif explicit or roster.exists():
         from kit.plan import select_pairs
         from kit.results.identity import PlanExpectations
@@ -84,11 +84,12 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         cache = CheckpointCache.open(results, sections=False)
         statuses = pair_states(results, pairs, PlanExpectations(project.benchmark, runs), cache.validate_all)
         cache.save()
+        errors = []   # only a site can leave its checkpoints unread
     else:
         cache = CheckpointCache.open(results, sections=False)
         statuses = scan_results(results, cache.validate_all)
         cache.save()
-    errors = sorted({r for s in statuses if s.state == "unknown" for r in s.reasons if NOT_READ in r})
+        errors = []
     counts = count_states(statuses)
     if as_json:
         common.print_json("status", common.FAILED if errors else common.OK,

@@ -14,7 +14,7 @@ import csv
 import hashlib
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -181,6 +181,8 @@ class Benchmark:
     manifest_sha256: str
     prompts: dict[str, Prompt]
     config_path: Path | None = None
+    # prompt_for's answers by run (id -> (run, prompt)): a sweep asks once per pair, thousands of times
+    _run_prompts: dict[int, tuple[Any, Prompt]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     kind = "lrb"
 
@@ -320,6 +322,14 @@ class Benchmark:
     def prompt_for(self, run: "Run") -> Prompt:
         """The prompt template a run's pairs are built from: the file the run names, else the benchmark's
         prompt for the run's kind (lrb's defaults, kit.config.prompts); a missing one is a ConfigError."""
+        known = self._run_prompts.get(id(run))
+        if known is not None and known[0] is run:
+            return known[1]
+        prompt = self._prompt_for(run)
+        self._run_prompts[id(run)] = (run, prompt)
+        return prompt
+
+    def _prompt_for(self, run: "Run") -> Prompt:
         if run.prompt is not None:
             return read_prompt(self.root / run.prompt, run.task, named_by=f"run {run.name!r}: prompt")
         kind = prompt_kind(run.task, run.backend, run.options)

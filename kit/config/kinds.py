@@ -15,6 +15,7 @@ registered here.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,7 @@ def load_benchmark(path: Path) -> Dataset:
     return kind.load(root, config)
 
 
+@functools.cache   # thousands of pairs ask for the same part: import and look it up once
 def _attribute(dotted: str) -> Any:
     module, _, name = dotted.partition(":")
     return getattr(importlib.import_module(module), name)

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import kit
+from kit import safejson
 from kit.results.checkpoint import CheckpointState
-from kit.results.identity import Expected
+from kit.results.identity import Expected, identity_text
 from kit.results.parallel import validate_many
 
 CACHE_FORMAT = 2
@@ -171,12 +172,14 @@ class CheckpointCache:
         return text[len(root):] if text.startswith(root) else os.path.abspath(text)
 
     def _verdict_key(self, run: str | None, language: str | None, expect: Expected | None) -> str:
-        return json.dumps([run, language, self._expect_digest(expect)])
+        return f"{run!r}\0{language!r}\0{self._expect_digest(expect)}"
 
     def _expect_digest(self, expect: Expected | None) -> str | None:
         if expect is None:
             return None
-        identity = json.dumps(expect.identity, sort_keys=True, default=repr) if expect.identity is not None else None
+        identity = getattr(expect, "identity_key", None)
+        if not isinstance(identity, str):
+            identity = identity_text(expect.identity) if expect.identity is not None else None
         # a planned pair names its language data without reading it (kit.results.identity.LazyExpected)
         fingerprint = getattr(expect, "fingerprint", None)
         if isinstance(fingerprint, str):
@@ -227,7 +230,7 @@ class CheckpointCache:
 
     def _load(self, file: Path) -> dict[str, dict[str, Any]]:
         try:
-            doc = json.loads(file.read_bytes())
+            doc = safejson.loads_own(file.read_bytes())
         except (OSError, ValueError):
             return {}
         if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT or doc.get("code") != self.code:

@@ -76,7 +76,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> CheckpointState:
     if not path.is_file():
         return _invalid("not a regular file")
     try:
-        data = safejson.loads(path.read_bytes().decode("utf-8"))
+        data = safejson.loads_utf8(path.read_bytes())
     except UnicodeDecodeError as exc:
         return _invalid(f"not valid UTF-8 (byte {exc.start})")
     except ValueError as exc:
@@ -140,10 +140,14 @@ def validate_checkpoint(
             stale = stale_reasons(metadata, expect.identity, legacy=keys.PROVENANCE not in data)
             if stale:
                 return CheckpointState(keys.STALE, stale, notices, data)
+        in_order = None
         if not shape and expect.item_ids is not None:
-            reasons += _item_id_reasons(ids, expect.item_ids)
+            id_reasons = _item_id_reasons(ids, expect.item_ids)
+            reasons += id_reasons
+            if not id_reasons:   # the benchmark's ids, in its order
+                in_order = getattr(expect, "answers_in_order", None)
         if not shape and expect.answers is not None:
-            reasons += answer_reasons(predictions, expect.answers)
+            reasons += answer_reasons(predictions, expect.answers, in_order)
     return CheckpointState(keys.INVALID if reasons else keys.COMPLETE, reasons, notices, data)
 
 

@@ -11,6 +11,7 @@ is where their effect on the numbers is measured.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from operator import itemgetter
@@ -59,13 +60,27 @@ def prediction_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_identity(run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:
     """The metadata a checkpoint of (run, language) must record to be current (see the module doc)."""
+    return {**run_part(run), **language_part(run, language, dataset)}
+
+
+def run_part(run: "Run") -> dict[str, Any]:
+    """The part of run_identity that is the same for every language of the run."""
     return {
         keys.MODEL_ID: run.model_id, keys.RUN: run.name, keys.MODEL_REVISION: run.revision,
         keys.BACKEND: run.backend, keys.TASK: run.task, keys.DTYPE: run.dtype,
         keys.MAX_NEW_TOKENS: run.max_new_tokens, keys.SEED: run.seed,
         keys.OPTIONS: prediction_options(run.options), keys.TRUST_REMOTE_CODE: run.trust_remote_code,
-        **get_kind(dataset.kind, str(dataset.root)).results_part().pair_identity(run, language, dataset),
     }
+
+
+def language_part(run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:
+    """The part of run_identity the benchmark kind adds for one language (data and prompt digests...)."""
+    return get_kind(dataset.kind, str(dataset.root)).results_part().pair_identity(run, language, dataset)
+
+
+def identity_text(identity: Mapping[str, Any] | None) -> str:
+    """An identity as canonical JSON text (keys sorted; values JSON does not hold by their repr)."""
+    return json.dumps(identity, sort_keys=True, default=repr)
 
 
 def stale_reasons(metadata: Mapping[str, Any], identity: Mapping[str, Any], *, legacy: bool) -> list[str]:
@@ -101,10 +116,15 @@ def edit_reasons(data: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def answer_reasons(predictions: list[Mapping[str, Any]], answers: Mapping[str, Any]) -> list[str]:
-    """Predictions whose expected answer is not the benchmark's for that item (first offender named)."""
+def answer_reasons(predictions: list[Mapping[str, Any]], answers: Mapping[str, Any],
+                   in_order: list[Any] | None = None) -> list[str]:
+    """Predictions whose expected answer is not the benchmark's for that item (first offender named).
+    `in_order`: the benchmark's answers in the predictions' order, when their ids are known to be the
+    benchmark's, in order (one list comparison then clears them)."""
     try:   # the common case at C speed: every expected label is the benchmark's (or the id is not in it)
         expected = list(map(itemgetter(keys.EXPECTED), predictions))
+        if expected == in_order:
+            return []
         if list(map(answers.get, map(itemgetter(keys.ITEM_ID), predictions), expected)) == expected:
             return []
     except (KeyError, TypeError):
@@ -128,6 +148,8 @@ class PlanExpectations:
         self.runs = {r.name: r for r in runs or []}
         self._languages: dict[str, tuple[tuple[str, ...], Mapping[str, Any] | None]] = {}
         self._fingerprints: dict[str, str | None] = {}
+        self._run_parts: dict[str, tuple[dict[str, Any], str]] = {}
+        self._in_order: dict[str, list[Any] | None] = {}
 
     def covers(self, pair: "Pair") -> bool:
         """True when the pair's run is one of the runs and its language one of the benchmark's."""
@@ -136,8 +158,15 @@ class PlanExpectations:
     def __call__(self, pair: "Pair") -> "LazyExpected":
         """The expectation of one planned pair (an Expected whose ids and answers are read on first use)."""
         run = self.runs.get(pair.run)
-        identity = run_identity(run, pair.language, self.dataset) if run is not None else None
-        return LazyExpected(self, pair.language, identity)
+        if run is None:
+            return LazyExpected(self, pair.language, None)
+        if run.name not in self._run_parts:   # thousands of pairs share a few runs: build their part once
+            part = run_part(run)
+            self._run_parts[run.name] = (part, identity_text(part))
+        part, part_text = self._run_parts[run.name]
+        extra = language_part(run, pair.language, self.dataset)
+        # repr, not JSON: a few flat values per pair, and the key only has to change when they do
+        return LazyExpected(self, pair.language, {**part, **extra}, f"{part_text}\0{sorted(extra.items())!r}")
 
     def of_language(self, language: str) -> "LazyExpected | None":
         """What any checkpoint of `language` must hold on this benchmark, whatever its run (as
@@ -152,6 +181,13 @@ class PlanExpectations:
             answers = self.dataset.expected_answers(language)
             self._languages[language] = (tuple(self.dataset.item_ids(language)), answers)
         return self._languages[language]
+
+    def answers_in_order(self, language: str) -> list[Any] | None:
+        """The benchmark's answers of a language in the order of its item ids (None without answers)."""
+        if language not in self._in_order:
+            ids, answers = self.language_data(language)
+            self._in_order[language] = None if answers is None else [answers.get(i) for i in ids]
+        return self._in_order[language]
 
     def fingerprint(self, language: str) -> str | None:
         """What the ids and answers of a language come from, without reading its file: the manifest's
@@ -175,10 +211,13 @@ class LazyExpected:
     first used, so that a cached verdict (kit.results.cache) needs no language file read; `fingerprint`
     names them without reading (PlanExpectations.fingerprint)."""
 
-    __slots__ = ("_plan", "_language", "identity")
+    __slots__ = ("_plan", "_language", "identity", "identity_key")
 
-    def __init__(self, plan: PlanExpectations, language: str, identity: Mapping[str, Any] | None) -> None:
+    def __init__(self, plan: PlanExpectations, language: str, identity: Mapping[str, Any] | None,
+                 identity_key: str | None = None) -> None:
         self._plan, self._language, self.identity = plan, language, identity
+        # text that changes whenever the identity does (kit.results.cache keys verdicts by it); None: derive it
+        self.identity_key = identity_key
 
     @property
     def item_ids(self) -> tuple[str, ...]:
@@ -189,6 +228,11 @@ class LazyExpected:
     def answers(self) -> Mapping[str, Any] | None:
         """item id -> the benchmark's expected answer."""
         return self._plan.language_data(self._language)[1]
+
+    @property
+    def answers_in_order(self) -> list[Any] | None:
+        """The benchmark's answers in the order of its item ids."""
+        return self._plan.answers_in_order(self._language)
 
     @property
     def fingerprint(self) -> str | None:

@@ -27,7 +27,7 @@ def has_verdict(item: Mapping[str, Any]) -> bool:
     return keys.PREDICTED in item and item[keys.PREDICTED] in PREDICTED_LABELS
 
 
-_ROW = itemgetter(keys.ITEM_ID, keys.EXPECTED, keys.PREDICTED)
+_ID, _EXPECTED_OF, _PREDICTED_OF = itemgetter(keys.ITEM_ID), itemgetter(keys.EXPECTED), itemgetter(keys.PREDICTED)
 _VERDICT = itemgetter(keys.EXPECTED, keys.PREDICTED)
 
 
@@ -37,12 +37,12 @@ def all_well_formed(predictions: Sequence[Any]) -> bool:
     20 times faster than item by item). False sends the caller to the item-by-item check that names
     the faults; it never lets a faulty list through."""
     try:
-        rows = list(map(_ROW, predictions))   # KeyError: a key is missing; TypeError: not an object
-        if not rows:
+        ids = list(map(_ID, predictions))     # KeyError: a key is missing; TypeError: not an object
+        if not ids:
             return True
-        ids, expected, predicted = zip(*rows)
-        return (set(map(type, ids)) == {str} and "" not in ids and set(expected) <= _EXPECTED
-                and set(predicted) <= _PREDICTED)
+        "".join(ids)                          # TypeError: an id that is not a string
+        return ("" not in ids and set(map(_EXPECTED_OF, predictions)) <= _EXPECTED
+                and set(map(_PREDICTED_OF, predictions)) <= _PREDICTED)
     except (KeyError, TypeError):             # TypeError also: an unhashable value
         return False
 

@@ -36,7 +36,7 @@ def validate_many(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointSta
     for _, kwargs in jobs:   # read each language's benchmark data once, here, for every worker
         expect = kwargs.get("expect")
         if expect is not None:
-            expect.item_ids, expect.answers   # noqa: B018 (a LazyExpected reads them now)
+            expect.item_ids, expect.answers, getattr(expect, "answers_in_order", None)   # noqa: B018 (read now)
     global _JOBS
     _JOBS = jobs
     try:

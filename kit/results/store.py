@@ -21,7 +21,7 @@ def checkpoint_path(results: Path, run: str, language: str) -> Path:
     for part in (language, stem):
         if not part or part in (".", "..") or "/" in part or "\\" in part or "\0" in part or part.startswith("."):
             raise ConfigError(f"unsafe run or language name {part!r} for a checkpoint path", fix="use plain ids such as 'org/name' and 'fr'")
-    return Path(results) / language / f"{stem}.json"
+    return (results if isinstance(results, Path) else Path(results)).joinpath(language, f"{stem}.json")
 
 
 def dumps_checkpoint(data: dict[str, Any]) -> str:

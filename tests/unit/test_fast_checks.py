@@ -66,3 +66,13 @@ def test_fast_answer_check_agrees():
 def test_truncated_count_counts_only_true(predictions, count):
     state = without_predictions(CheckpointState(keys.COMPLETE, data={keys.PREDICTIONS: predictions, "x": 1}))
     assert state.truncated == count and state.data == {"x": 1}
+
+
+def test_answers_in_the_benchmarks_order_clear_in_one_comparison_and_a_wrong_one_is_still_named():
+    preds = [{keys.ITEM_ID: "a", keys.EXPECTED: "yes"}, {keys.ITEM_ID: "b", keys.EXPECTED: "no"}]
+    answers = {"a": "yes", "b": "no"}
+    assert answer_reasons(preds, answers, ["yes", "no"]) == []
+    wrong = [preds[0], {keys.ITEM_ID: "b", keys.EXPECTED: "yes"}]
+    assert "item 'b'" in answer_reasons(wrong, answers, ["yes", "no"])[0]
+    # a list that differs sends the check on to the per-item rule
+    assert answer_reasons(preds, answers, ["no", "no"]) == []

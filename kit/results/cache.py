@@ -28,6 +28,7 @@ import json
 import os
 import stat
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,18 @@ from kit import safejson
 from kit.results.checkpoint import CheckpointState
 from kit.results.identity import Expected, identity_text
 from kit.results.parallel import validate_many
+
+
+def shared_strings(value: Any, table: dict[str, str]) -> Any:
+    """The same JSON value, with each string (keys and values) replaced by the equal one in `table`
+    (added when new), so that equal strings across many documents are held once."""
+    if isinstance(value, str):
+        return table.setdefault(value, value)
+    if isinstance(value, dict):
+        return {table.setdefault(k, k) if isinstance(k, str) else k: shared_strings(v, table) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shared_strings(v, table) for v in value]
+    return value
 
 CACHE_FORMAT = 2
 RACY_SECONDS = 2.0
@@ -87,7 +100,10 @@ class CheckpointCache:
         real = os.path.realpath(self.results)
         self.file = folder / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.json" if folder else None
         self.entries: dict[str, dict[str, Any]] = self._load(self.file) if self.file else {}
-        self.data: dict[str, dict[str, Any]] = self._load(self._data_file) if self.file and sections else {}
+        # thousands of summaries repeat the same few hundred strings (digests, names, versions): one object each
+        self._strings: dict[str, str] = {}
+        self.data: dict[str, dict[str, Any]] = (shared_strings(self._load(self._data_file), self._strings)
+                                                if self.file and sections else {})
         self.changed: dict[str, dict[str, Any]] = {}
         self.changed_data: dict[str, dict[str, Any]] = {}
         self._digests: dict[tuple[int, int], tuple[Any, Any, str]] = {}
@@ -133,6 +149,8 @@ class CheckpointCache:
         if misses:
             checked_at = time.time()
             states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses])
+            if self.sections:
+                states = [replace(st, data=shared_strings(st.data, self._strings)) for st in states]
             for (index, _, _, found), state in zip(misses, states):
                 out[index] = state
                 if found is not None and checked_at - max(found[3].st_mtime, found[3].st_ctime) > RACY_SECONDS:
@@ -243,7 +261,18 @@ class CheckpointCache:
                "entries": entries}
         tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+            with open(tmp, "w", encoding="utf-8") as out:
+                out.write(_dumps({**doc, "entries": {}})[:-2])    # the document up to the entries' "{"
+                # a few hundred entries at a time: the whole text of a release-size tree is tens of MB
+                names = list(entries)
+                for at in range(0, len(names), 500):
+                    chunk = {name: entries[name] for name in names[at:at + 500]}
+                    out.write(("," if at else "") + _dumps(chunk)[1:-1])
+                out.write("}}")
             os.replace(tmp, file)
         finally:
             tmp.unlink(missing_ok=True)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

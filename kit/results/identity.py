@@ -179,7 +179,10 @@ class PlanExpectations:
         """The benchmark's item ids and answers of a language, read once."""
         if language not in self._languages:
             answers = self.dataset.expected_answers(language)
-            self._languages[language] = (tuple(self.dataset.item_ids(language)), answers)
+            ids = tuple(self.dataset.item_ids(language))
+            if answers is not None and tuple(answers) == ids:   # the same ids: hold them once
+                ids = tuple(answers)
+            self._languages[language] = (ids, answers)
         return self._languages[language]
 
     def answers_in_order(self, language: str) -> list[Any] | None:

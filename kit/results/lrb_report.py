@@ -177,10 +177,14 @@ def _coverage_note(valid: Sequence[CheckpointRecord]) -> list[str]:
 
 
 def heatmap_figsize(runs: Sequence[str], languages: Sequence[str]) -> tuple[float, float]:
-    """Figure size in inches for this grid, in quarter inches so pixels are exact at HEATMAP_DPI."""
+    """Figure size in inches for this grid, in quarter inches so pixels are exact at HEATMAP_DPI. Cells
+    that carry their value (HEATMAP_ANNOTATE_MAX_CELLS) are wide enough for it; others just hold the
+    colour beside a tick label, which keeps the release grid (50 x 85) to a 2,900 x 1,400 image (its
+    RGBA canvas 16 MB, not 41 MB: the largest block of `kit report`'s memory)."""
     label = max((len(r) for r in runs), default=0)
-    width = 2.0 + 0.07 * label + 0.6 * len(languages)
-    height = 1.5 + 0.35 * len(runs)
+    annotated = len(runs) * len(languages) <= HEATMAP_ANNOTATE_MAX_CELLS
+    width = 2.0 + 0.07 * label + (0.6 if annotated else 0.3) * len(languages)
+    height = 1.5 + (0.35 if annotated else 0.25) * len(runs)
     return math.ceil(max(width, 4.0) * 4) / 4, math.ceil(max(height, 2.5) * 4) / 4
 
 

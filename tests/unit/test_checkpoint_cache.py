@@ -304,3 +304,28 @@ def test_a_changed_benchmark_file_is_never_hidden_by_cached_verdicts(tmp_path, m
     for command in (["status", "results", "--json"], ["verify", "results", "--json"]):
         out = runner.invoke(cli, command)
         assert out.exit_code != 0 and "sha256" in str(out.exception), out.output   # refused, as uncached
+
+
+def test_shared_strings_keeps_the_value_and_holds_each_string_once():
+    from kit.results.cache import shared_strings
+
+    a = json.loads('{"metadata": {"run": "org/m", "seed": 0}, "tags": ["org/m", 1.5, null, true]}')
+    b = json.loads('{"metadata": {"run": "org/m", "seed": 0}, "tags": ["org/m", 1.5, null, true]}')
+    assert a["metadata"]["run"] is not b["metadata"]["run"]
+    table: dict[str, str] = {}
+    a2, b2 = shared_strings(a, table), shared_strings(b, table)
+    assert a2 == a and b2 == b
+    assert a2["metadata"]["run"] is b2["metadata"]["run"] is b2["tags"][0]
+    assert [k for k in a2["metadata"]][0] is [k for k in b2["metadata"]][0]
+    assert shared_strings(None, table) is None and shared_strings(7, table) == 7
+
+
+def test_cache_files_are_written_in_pieces_and_read_back_whole(tmp_path):
+    cache = CheckpointCache(tmp_path / "results", tmp_path / "cache")
+    (tmp_path / "cache").mkdir()
+    for count in (0, 1, 500, 1201):
+        entries = {f"l{i % 7}/run-{i}.json": {"file": [i, 2, 3, 4, 5], "verdicts": {"k\u00e9": ["complete", [], []]}}
+                   for i in range(count)}
+        cache._write(cache.file, entries)
+        assert json.loads(cache.file.read_text(encoding="utf-8"))["entries"] == entries
+        assert cache._load(cache.file) == entries

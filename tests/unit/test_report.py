@@ -266,3 +266,13 @@ def test_an_lrb_scoring_file_counts_as_a_score_run(tmp_path):
     assert record(inference="scoring").task == keys.TASK_SCORE
     assert record(inference="generation").task == keys.TASK_GENERATE
     assert record(task="score").task == keys.TASK_SCORE
+
+
+def test_a_heatmap_too_large_for_numbers_gets_narrower_cells() -> None:
+    runs, few, many = [f"org/model-{i:03d}" for i in range(50)], ["de", "en", "fr"], [f"l{i:02d}" for i in range(85)]
+    small_w, small_h = lrb_report.heatmap_figsize(runs[:2], few)
+    big_w, big_h = lrb_report.heatmap_figsize(runs, many)
+    assert len(runs) * len(many) > lrb_report.HEATMAP_ANNOTATE_MAX_CELLS
+    # per language and per run, the unannotated grid spends about half the room of the annotated one
+    assert (big_w - 2.0) / len(many) < 0.6 * (small_w - 2.0) / len(few)
+    assert big_w * lrb_report.HEATMAP_DPI <= 3000 and big_h * lrb_report.HEATMAP_DPI <= 1500

@@ -132,6 +132,17 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
     suite.add("`kit status`, warm (nothing changed)", status_warm.seconds, "s", startup.seconds,
               "`kit status --help`", "<= start-up + 0.3 s", plus(0.3))
 
+    try:
+        import orjson  # noqa: F401
+    except ImportError:
+        suite.notes.append("no orjson here (kit's `fast` extra): kit parses with Python's json")
+    else:
+        fast = suite.python("read_parse_orjson.py", results)
+        suite.add("read + orjson.loads of every file (kit's parser)", fast.seconds, "s", limit.seconds, rp,
+                  "(what orjson bought)", lambda kit, anchor: True)
+        suite.add("`kit status` (table), cold, against kit's own parser", status_cold.seconds, "s", fast.seconds,
+                  "read + orjson.loads", "(reference)", lambda kit, anchor: True)
+
     progress("bench: kit verify")
     verify_cold = suite.run(["verify", "results"], cold=True)
     suite.add("`kit verify` on all files, cold", verify_cold.seconds, "s", limit.seconds, rp, "<= 1.3x", within(1.3))

@@ -148,7 +148,7 @@ class CheckpointCache:
                 misses.append((index, path, kwargs, found))
         if misses:
             checked_at = time.time()
-            states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses])
+            states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses], keep_data=self.sections)
             if self.sections:
                 states = [replace(st, data=shared_strings(st.data, self._strings)) for st in states]
             for (index, _, _, found), state in zip(misses, states):
@@ -242,6 +242,8 @@ class CheckpointCache:
         entry["verdicts"][verdict_key] = [state.state, list(state.reasons), list(state.notices)]
         self.entries[name] = entry
         self.changed[name] = entry
+        if not self.sections:   # status and verify read no sections: a report stores its own
+            return
         kept = {"file": ident, "summary": state.data, "truncated": state.truncated or 0}
         self.data[name] = kept
         self.changed_data[name] = kept

@@ -5,6 +5,7 @@ one core's share. Small batches, one usable core, or a platform without fork run
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ MAX_WORKERS = 8
 
 # (path, validate_checkpoint keyword arguments), set before the fork: children read it, nothing is pickled in
 _JOBS: list[tuple[Path, dict[str, Any]]] = []
+_KEEP_DATA = True
 
 
 def usable_cores() -> int:
@@ -25,11 +27,13 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def validate_many(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
-    """validate_checkpoint(path, **kwargs) for each job, without predictions, in order; on a pool of
-    forked workers when there are enough files and cores."""
+def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = True) -> list[CheckpointState]:
+    """validate_checkpoint(path, **kwargs) for each job, without predictions (and, unless `keep_data`,
+    without any section), in order; on a pool of forked workers when there are enough files and cores."""
     import multiprocessing
 
+    global _KEEP_DATA
+    _KEEP_DATA = keep_data
     workers = min(usable_cores(), MAX_WORKERS, len(jobs) // (MIN_FILES // 2) or 1)
     if workers < 2 or len(jobs) < MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
         return [_validate(path, kwargs) for path, kwargs in jobs]
@@ -52,4 +56,5 @@ def _job(index: int) -> CheckpointState:
 
 
 def _validate(path: Path, kwargs: dict[str, Any]) -> CheckpointState:
-    return without_predictions(validate_checkpoint(path, **kwargs))
+    state = without_predictions(validate_checkpoint(path, **kwargs))
+    return state if _KEEP_DATA else replace(state, data=None)   # less to send back from a worker

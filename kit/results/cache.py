@@ -131,7 +131,7 @@ class CheckpointCache:
         out: list[CheckpointState | None] = []
         misses = []
         for index, (path, kwargs) in enumerate(jobs):
-            path = Path(path)
+            path = path if isinstance(path, Path) else Path(path)
             try:
                 st = os.stat(path)
             except OSError:

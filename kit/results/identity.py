@@ -233,6 +233,11 @@ class LazyExpected:
         return self._plan.language_data(self._language)[1]
 
     @property
+    def language(self) -> str:
+        """The language whose data this expectation holds a checkpoint to."""
+        return self._language
+
+    @property
     def answers_in_order(self) -> list[Any] | None:
         """The benchmark's answers in the order of its item ids."""
         return self._plan.answers_in_order(self._language)

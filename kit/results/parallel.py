@@ -37,17 +37,25 @@ def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = 
     workers = min(usable_cores(), MAX_WORKERS, len(jobs) // (MIN_FILES // 2) or 1)
     if workers < 2 or len(jobs) < MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
         return [_validate(path, kwargs) for path, kwargs in jobs]
-    for _, kwargs in jobs:   # read each language's benchmark data once, here, for every worker
-        expect = kwargs.get("expect")
-        if expect is not None:
-            expect.item_ids, expect.answers, getattr(expect, "answers_in_order", None)   # noqa: B018 (read now)
+    # Jobs grouped by language: a worker then reads the benchmark data (ids, answers) of the languages
+    # its chunks hold, in parallel with the others, instead of this process reading all of them first.
+    order = sorted(range(len(jobs)), key=lambda i: _language(jobs[i][1]))
     global _JOBS
-    _JOBS = jobs
+    _JOBS = [jobs[i] for i in order]
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_job, range(len(jobs)), chunksize=max(1, len(jobs) // (workers * 16)))
+            states = pool.map(_job, range(len(jobs)), chunksize=max(1, len(jobs) // (workers * 16)))
     finally:
         _JOBS = []
+    out: list[CheckpointState] = [None] * len(jobs)   # type: ignore[list-item]   # each filled below
+    for position, index in enumerate(order):
+        out[index] = states[position]
+    return out
+
+
+def _language(kwargs: dict[str, Any]) -> str:
+    language = kwargs.get("language") or getattr(kwargs.get("expect"), "language", None)
+    return language if isinstance(language, str) else ""
 
 
 def _job(index: int) -> CheckpointState:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 
 from kit.config.roster import run_from_stem
@@ -41,6 +42,9 @@ class PairStatus:
         }
 
 
+_PAIR_ORDER = attrgetter("run", "language")
+
+
 def pair_states(
     results: Path,
     pairs: Iterable[Pair],
@@ -51,7 +55,7 @@ def pair_states(
     judged against `expect` (kit.results.identity.PlanExpectations) when given; the files are read by
     `validate_all` (kit.results.checkpoint.ValidateAll: one at a time, or a cache's)."""
     out = []
-    ordered = sorted(pairs)
+    ordered = sorted(pairs, key=_PAIR_ORDER)   # Pair's own order, compared in C
     paths = [checkpoint_path(results, pair.run, pair.language) for pair in ordered]
     states = validate_all([(path, {"run": pair.run, "language": pair.language,
                                    "expect": expect(pair) if expect is not None else None})

@@ -260,7 +260,8 @@ def test_a_pool_of_workers_gives_the_same_states_in_order(tmp_path, monkeypatch)
     paths = [make_checkpoint(results, f"org/m{i}", lang, predictions_of([(Y, Y), (N, Y)]))
              for i in range(3) for lang in ("de", "fr")]
     rewrite(paths[2], lambda d: d[keys.METRICS].update({keys.F1: 0.25}))
-    jobs = [(p, {"run": None}) for p in paths] + [(results / "fr" / "absent.json", {})]
+    # languages interleaved (de, fr, de, ...): the pool takes them grouped by language, the answer keeps this order
+    jobs = [(p, {"run": None, "language": p.parent.name}) for p in paths] + [(results / "fr" / "absent.json", {})]
     monkeypatch.setattr(parallel, "MIN_FILES", 2)
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
     pooled = parallel.validate_many(jobs)

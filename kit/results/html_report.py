@@ -19,6 +19,7 @@ from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, cod
 from kit.results.html_plots import agreement_png
 from kit.results.kinds.base import ResultKind
 from kit.results.records import CheckpointRecord
+from kit.files import make_durable
 from kit.results.store import write_bytes_atomic, write_text_atomic
 from kit.results.verdicts import Verdict, read_verdicts
 
@@ -65,7 +66,7 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
 
     plots = []   # first, so that no page names a file not there yet
     for name, data in sorted(images.items()):
-        write_bytes_atomic(out_dir / name, data)
+        write_bytes_atomic(out_dir / name, data, durable=False)
         plots.append(out_dir / name)
     if plot is None and (out_dir / AGREEMENT_PLOT).is_file():
         (out_dir / AGREEMENT_PLOT).unlink()   # an earlier report's reruns
@@ -78,7 +79,9 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
         written.append(_write(out_dir / PAGES / links.results[record.name],
                               _result_page(record, parts, links.from_page(),
                                            [v for v in verdicts if v.key == record.name])))
-    index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns, kind.units)))
+    make_durable([*plots, *written])   # all on disk before the index that links them
+    index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns, kind.units)),
+                   durable=True)
     _remove_old_pages(out_dir / PAGES, set(written))
     return HtmlReport(index, written, plots)
 
@@ -91,8 +94,8 @@ def _remove_old_pages(folder: Path, keep: set[Path]) -> None:
             old.unlink()
 
 
-def _write(path: Path, text: str) -> Path:
-    write_text_atomic(path, text)
+def _write(path: Path, text: str, *, durable: bool = False) -> Path:
+    write_text_atomic(path, text, durable=durable)
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,21 @@ def test_a_staged_folder_replaces_the_old_one_and_leaves_nothing_aside(tmp_path)
     fresh.mkdir()
     replace_folder(fresh, tmp_path / "first")      # nothing there before
     assert (tmp_path / "first").is_dir() and not fresh.exists()
+
+
+def test_a_write_that_is_not_durable_syncs_nothing_and_make_durable_syncs_every_file_and_folder(tmp_path, monkeypatch):
+    import kit.files as files
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    paths = [tmp_path / "a" / "one.html", tmp_path / "a" / "two.html", tmp_path / "b" / "three.png"]
+    for path in paths:
+        write_bytes_atomic(path, b"page", durable=False)
+    assert synced == [] and [p.read_bytes() for p in paths] == [b"page"] * 3
+    seen: list[Path] = []
+    monkeypatch.setattr(files, "_fsync_path", lambda p: seen.append(p))
+    files.make_durable(paths + [paths[0]])
+    assert sorted(seen) == sorted([*paths, tmp_path / "a", tmp_path / "b"])   # each once
+    write_bytes_atomic(tmp_path / "durable.txt", b"x")
+    assert len(synced) == 1   # the file; its folder through _fsync_path

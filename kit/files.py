@@ -94,12 +94,15 @@ def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
 
 def replace_folder(staged: Path, dest: Path) -> None:
     """Rename a finished folder into place; a folder there before is moved aside first, then removed,
-    so `dest` is at every instant the old folder or the new one."""
+    so `dest` is at every instant the old folder or the new one. What the staged folder holds is made
+    durable first, so that the renamed folder never holds a file a crash could leave empty."""
     staged, dest = Path(staged), Path(dest)
+    make_durable([p for p in staged.rglob("*") if p.is_file() and not p.is_symlink()])
     old = None
     if dest.exists():
         old = dest.parent / f".{dest.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
         os.rename(dest, old)
     os.rename(staged, dest)
+    _fsync_path(dest.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

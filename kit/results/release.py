@@ -174,11 +174,13 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
         data = datas[s.path]
         lrb = lrb_result(data, s.pair.language)
         meta = lrb[keys.METADATA]
+        # made durable together when the folder is renamed into place (kit.files.replace_folder)
         write_text_atomic(checkpoint_path(tmp, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]),
-                          dumps_checkpoint(lrb))
+                          dumps_checkpoint(lrb), durable=False)
         for source in (s.path, s.path.with_suffix(".mllog")):
             if source.is_file():
-                write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes())
+                write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes(),
+                                   durable=False)
     write_text_atomic(tmp / VIEWER_FILE, _items_csv(complete, datas))
     write_text_atomic(tmp / "SNAPSHOT_STATUS.md", snapshot_status_text(title, covered, planned))
     guide = _REPRODUCE_GUIDE.is_file()

@@ -74,3 +74,18 @@ def test_a_write_that_is_not_durable_syncs_nothing_and_make_durable_syncs_every_
     assert sorted(seen) == sorted([*paths, tmp_path / "a", tmp_path / "b"])   # each once
     write_bytes_atomic(tmp_path / "durable.txt", b"x")
     assert len(synced) == 1   # the file; its folder through _fsync_path
+
+
+def test_a_staged_folder_is_made_durable_before_it_is_renamed_into_place(tmp_path, monkeypatch):
+    import kit.files as files
+
+    staged, dest = tmp_path / ".stage", tmp_path / "out"
+    (staged / "de").mkdir(parents=True)
+    (staged / "de" / "run.json").write_text("{}")
+    (staged / "card.md").write_text("card")
+    events: list[tuple[str, Path]] = []
+    monkeypatch.setattr(files, "make_durable", lambda paths: events.append(("durable", sorted(paths))))
+    real_rename = os.rename
+    monkeypatch.setattr(files.os, "rename", lambda a, b: events.append(("rename", Path(b))) or real_rename(a, b))
+    replace_folder(staged, dest)
+    assert events == [("durable", sorted([staged / "card.md", staged / "de" / "run.json"])), ("rename", dest)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -48,8 +49,7 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
     roots: dict[Path, Path] = {}     # file -> the results tree its cache is kept for
     for p in paths:
         if p.is_dir():
-            found = sorted(q for q in p.rglob("*.json")
-                           if not q.name.startswith(".") and not NON_LANGUAGE_DIRS & set(q.relative_to(p).parts[:-1]))
+            found = _json_files(p, NON_LANGUAGE_DIRS)
             files.extend(found)
             roots.update((q, p) for q in found)
         else:
@@ -103,3 +103,17 @@ def _benchmark(path: Path | None) -> "Dataset | None":
     if Path("roster.toml").is_file():
         return load_project(Path("roster.toml"), None, allow_unpinned=True).benchmark
     return None
+
+
+def _json_files(root: Path, skip_dirs: frozenset[str] | set[str]) -> list[Path]:
+    """Every *.json file under root (at any depth, in path order), except hidden files and what lies
+    under a folder named in skip_dirs. os.walk on strings: a release tree holds thousands of files."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    for top, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in skip_dirs]
+        parts = tuple(Path(top).relative_to(root).parts)
+        # a folder named *.json is listed too (validated as "not a regular file"), as a glob would
+        found += [(parts + (name,), os.path.join(top, name)) for name in (*names, *dirs)
+                  if name.endswith(".json") and not name.startswith(".")]
+    found.sort()
+    return [Path(path) for _, path in found]

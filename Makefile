@@ -53,9 +53,12 @@ images: $(addprefix image-,$(IMAGES))  ## build the six backend images (CUDA, he
 image-transformers-5.17-cpu: venv  ## the CPU variant CI builds, offline from a cached wheelhouse
 	$(KIT) images build transformers-5.17 --variant cpu --wheelhouse $(WHEELHOUSE)
 
-.PHONY: images-cpu test-images
+.PHONY: images-cpu images-cuda test-images
 images-cpu: venv  ## the CPU variants of all six images, one at a time, offline (root; sizes and seconds)
 	KIT_WHEELHOUSE=$(WHEELHOUSE) bash scripts/images/cpu-images.sh
+
+images-cuda: venv  ## bench, never in CI: the CUDA variants on the Debian base, converted, verified, linted (root; ~10 GB each)
+	KIT_WHEELHOUSE=$(WHEELHOUSE) bash scripts/images/cuda-images.sh
 
 test-images: venv  ## the images tier (never in CI): build what is missing, then a sweep with a pair per image
 	KIT_IMAGES_TIER=1 KIT_WHEELHOUSE=$(WHEELHOUSE) HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TESTCONTAINERS_RYUK_DISABLED=true \

@@ -207,7 +207,13 @@ def verify_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
 @with_files
 @common.json_option
 def lint_cmd(names, images_file, lock_file, as_json) -> None:
-    """Check built images: GPU variables, no `native` CUDA arch, kit importable, entry point.
+    """Check built images: GPU variables, no `native` CUDA arch, kit importable, entry point, every
+    shared library of the Python environment resolves (the driver's own excepted), torch's CUDA,
+    and the engine's compiled CUDA code as far as it loads without a GPU.
+
+    \b
+    Each check says PASS, FAIL, or NO-DRIVER: not broken, and the rest needs a GPU host's NVIDIA
+    driver (lint runs where there is none). Exit 1 on any FAIL.
 
     \b
     Example:
@@ -219,9 +225,9 @@ def lint_cmd(names, images_file, lock_file, as_json) -> None:
     for t, built in list(_built(names, images_file, lock_file)):
         for f in lint(t, built):
             failed |= not f.ok
-            data.append({"image": t.name, "check": f.check, "ok": f.ok, "detail": f.detail})
+            data.append({"image": t.name, "check": f.check, "ok": f.ok, "state": f.state, "detail": f.detail})
             if not as_json:
-                click.echo(f"{'PASS' if f.ok else 'FAIL'}  {t.name:18} {f.check:16} {f.detail}")
+                click.echo(f"{f.state:9}  {t.name:18} {f.check:16} {f.detail}")
     if as_json:
         common.print_json("images lint", common.FAILED if failed else common.OK, data)
     sys.exit(1 if failed else 0)

@@ -45,18 +45,28 @@ def uv_command() -> list[str]:
 
 
 def expand(args: list[str], env: dict[str, str]) -> list[str]:
-    """Expand the {torch_cpu} placeholder of compile_args into index or find-links options."""
+    """Expand the {torch_cpu} and {cuda_wheels} placeholders of compile_args into index or find-links options.
+
+    {torch_cpu}: --find-links $KIT_TORCH_CPU_FIND_LINKS, else --extra-index-url $KIT_TORCH_CPU_INDEX
+    (default the PyTorch CPU index). {cuda_wheels}: the CUDA torch and NVIDIA's nvidia-* wheels
+    (runtime libraries, nvcc, headers) are on PyPI, so nothing unless $KIT_CUDA_FIND_LINKS (a folder)
+    or $KIT_CUDA_INDEX (index URLs, space separated: a local mirror of those wheels) is set."""
     out: list[str] = []
     for arg in args:
-        if arg != "{torch_cpu}":
-            out.append(arg)
-            continue
-        links = env.get("KIT_TORCH_CPU_FIND_LINKS", "")
-        if links:
-            out += ["--find-links", links]
+        if arg == "{torch_cpu}":
+            links = env.get("KIT_TORCH_CPU_FIND_LINKS", "")
+            if links:
+                out += ["--find-links", links]
+            else:
+                out += ["--extra-index-url", env.get("KIT_TORCH_CPU_INDEX") or TORCH_CPU_INDEX,
+                        "--index-strategy", "unsafe-best-match"]
+        elif arg == "{cuda_wheels}":
+            links, indexes = env.get("KIT_CUDA_FIND_LINKS", ""), env.get("KIT_CUDA_INDEX", "").split()
+            out += ["--find-links", links] if links else []
+            out += [a for url in indexes for a in ("--extra-index-url", url)]
+            out += ["--index-strategy", "unsafe-best-match"] if links or indexes else []
         else:
-            out += ["--extra-index-url", env.get("KIT_TORCH_CPU_INDEX") or TORCH_CPU_INDEX,
-                    "--index-strategy", "unsafe-best-match"]
+            out.append(arg)
     return out
 
 

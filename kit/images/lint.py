@@ -15,6 +15,7 @@ from typing import Any
 import kit
 from kit.config.backends import engine_for
 from kit.images import engine
+from kit.images.driver import CUDA_PROBE, needs_driver
 from kit.images.built import BuiltImage
 from kit.images.execute import run_oci
 from kit.images.spec import Target
@@ -35,7 +36,7 @@ out["commit"] = open(p).read().strip() if os.path.exists(p) else None
 lock = os.path.join(sys.prefix, "share", "kit", "requirements.lock")
 out["lock_sha256"] = hashlib.sha256(open(lock, "rb").read()).hexdigest() if os.path.exists(lock) else None
 out["build_inputs_left"] = os.path.exists("/opt/kit-build") or os.path.exists("/opt/kit-src")
-for m in sys.argv[1:]:
+for m in [a for a in sys.argv[1:] if a != "--cuda"]:
     try:
         importlib.import_module(m); out["modules"][m] = "ok"
     except Exception as e:
@@ -45,14 +46,18 @@ try:
     out["torch_cuda"] = torch.version.cuda
 except ImportError:
     out["torch_cuda"] = "absent"
+if "--cuda" in sys.argv:
+    out["cuda"] = _cuda_steps(out["modules"])
 print("KIT-PROBE " + json.dumps(out))
 """
+PROBE = CUDA_PROBE + PROBE
 
 # Every shared object under the Python environment, through ldd: what does not resolve, by library.
 LIB_PROBE = r"""
 import json, os, subprocess, sys
-missing, files = {}, 0
+missing, files, present = {}, 0, set()
 for top, _, names in os.walk(sys.prefix):
+    present.update(names)
     for name in names:
         path = os.path.join(top, name)
         if not (name.endswith(".so") or ".so." in name) or os.path.islink(path):
@@ -64,10 +69,15 @@ for top, _, names in os.walk(sys.prefix):
         for line in r.stdout.splitlines():
             if "=> not found" in line:
                 missing.setdefault(line.split("=>")[0].strip(), []).append(path)
-print("KIT-LIBS " + json.dumps({"prefix": sys.prefix, "files": files, "missing": missing}))
+elsewhere = sorted(lib for lib in missing if lib in present)   # in the environment, not on the search path
+print("KIT-LIBS " + json.dumps({"prefix": sys.prefix, "files": files, "missing": missing, "elsewhere": elsewhere}))
 """
 # The driver's own libraries come from the host at run time (--nv, Pyxis, the NVIDIA toolkit).
 DRIVER_LIBS = re.compile(r"^(libcuda\.so|libnvidia-|libcudadebugger\.so)")
+# Optional plugins of the NVIDIA wheels, loaded on demand only where the cluster provides their fabric
+# (rdma-core, libfabric, UCX, MPI, PMIx, mounted by its runtime hooks): NVSHMEM's transports and
+# bootstraps, cuFile's RDMA. What they alone need is the host's, like the driver.
+FABRIC_PLUGINS = re.compile(r"^(nvshmem_(transport|bootstrap)_\w+\.so[.\d]*|libcufile_rdma\.so[.\d]*)$")
 
 
 @dataclass
@@ -77,6 +87,12 @@ class Finding:
     check: str
     ok: bool
     detail: str
+    needs_driver: bool = False   # ok, but went only as far as it can without the host's NVIDIA driver
+
+    @property
+    def state(self) -> str:
+        """PASS, FAIL, or NO-DRIVER (not broken; the rest needs a GPU host's driver)."""
+        return "FAIL" if not self.ok else "NO-DRIVER" if self.needs_driver else "PASS"
 
 
 @dataclass
@@ -157,10 +173,32 @@ def check_no_build_inputs(f: Facts) -> Finding:
 
 
 def check_engine(f: Facts) -> Finding:
-    """The libraries of the backend's worker engine import."""
+    """The libraries of the backend's worker engine import (NO-DRIVER when only the driver is missing)."""
     mods = f.probe.get("modules") or {}
-    bad = {m: v for m, v in mods.items() if v != "ok"}
-    return Finding("engine", bool(mods) and not bad, f"imports {', '.join(mods)}" if not bad else f"failed: {bad}")
+    return _steps_finding("engine", mods, f"imports {', '.join(mods)}", empty_ok=False)
+
+
+def check_cuda_runtime(f: Facts) -> Finding:
+    """A CUDA image's engine reaches its compiled CUDA code as far as it can without a driver."""
+    if not f.target.spec.cuda:
+        return Finding("cuda-runtime", True, "CPU variant: no CUDA")
+    steps = f.probe.get("cuda")
+    if steps is None:
+        return Finding("cuda-runtime", False, "the probe ran no CUDA step")
+    return _steps_finding("cuda-runtime", steps, "; ".join(f"{k} {v}" for k, v in steps.items()) or "no CUDA step "
+                          "for this engine", empty_ok=True)
+
+
+def _steps_finding(check: str, steps: dict[str, str], good: str, *, empty_ok: bool) -> Finding:
+    bad = {k: v for k, v in steps.items() if not v.startswith("ok")}
+    broken = {k: v for k, v in bad.items() if not needs_driver(v)}
+    if broken or not (steps or empty_ok):
+        return Finding(check, False, f"failed: {broken}" if broken else "nothing was probed")
+    if bad:
+        ok = [k for k in steps if k not in bad]
+        return Finding(check, True, f"{', '.join(ok) or 'nothing'} ok; needs the host's NVIDIA driver: {bad}",
+                       needs_driver=True)
+    return Finding(check, True, good)
 
 
 def check_libraries(f: Facts) -> Finding:
@@ -172,14 +210,24 @@ def libraries_finding(found: dict[str, Any] | None) -> Finding:
     """The `libraries` finding of a LIB_PROBE answer."""
     if not found:
         return Finding("libraries", False, "the library probe gave no answer (no ldd in the image?)")
-    missing = {lib: paths for lib, paths in (found.get("missing") or {}).items() if not DRIVER_LIBS.match(lib)}
-    driver = sorted(lib for lib in (found.get("missing") or {}) if DRIVER_LIBS.match(lib))
+    everything = found.get("missing") or {}
+    driver = sorted(lib for lib in everything if DRIVER_LIBS.match(lib))
+    fabric = sorted(lib for lib, paths in everything.items() if lib not in driver
+                    and all(FABRIC_PLUGINS.match(p.rsplit("/", 1)[-1]) for p in paths))
+    # a plugin folder's library needing its parent library, which is in the environment and loaded first
+    # (triton/plugins/*.so need triton/_C/libtriton.so)
+    parent = sorted(lib for lib, paths in everything.items() if lib in (found.get("elsewhere") or [])
+                    and all("/plugins/" in p for p in paths))
+    missing = {lib: paths for lib, paths in everything.items() if lib not in {*driver, *fabric, *parent}}
     if missing:
         shown = "; ".join(f"{lib} (needed by {paths[0]}{f' and {len(paths) - 1} more' if len(paths) > 1 else ''})"
                           for lib, paths in sorted(missing.items())[:5])
         return Finding("libraries", False, f"{len(missing)} libraries not found: {shown}")
+    notes = ([f"the driver's {', '.join(driver)} come from the host"] if driver else []) + (
+        [f"{', '.join(fabric)} only for optional fabric plugins (NVSHMEM, cuFile RDMA)"] if fabric else []) + (
+        [f"{', '.join(parent)} loaded by the plugins' parent first"] if parent else [])
     return Finding("libraries", True, f"{found.get('files')} shared objects under {found.get('prefix')} resolve"
-                   + (f" (the driver's {', '.join(driver)} come from the host)" if driver else ""))
+                   + (f" ({'; '.join(notes)})" if notes else ""))
 
 
 def check_torch_cuda(f: Facts) -> Finding:
@@ -194,7 +242,7 @@ def check_torch_cuda(f: Facts) -> Finding:
 
 CHECKS: list[Callable[[Facts], Finding]] = [check_gpu_env, check_cuda_arch, check_kit_import, check_entry_point,
                                             check_commit, check_lock, check_no_build_inputs, check_engine,
-                                            check_libraries, check_torch_cuda]
+                                            check_libraries, check_torch_cuda, check_cuda_runtime]
 
 
 def gather(t: Target, built: BuiltImage) -> Facts:
@@ -202,7 +250,7 @@ def gather(t: Target, built: BuiltImage) -> Facts:
     attrs = engine.image_attrs(built.image_id)
     history = [h.get("CreatedBy", "") for h in engine.client().api.history(built.image_id)]
     modules = ENGINE_MODULES.get(engine_for(t.name), [])
-    r = run_oci(built.image_id, ["python3", "-c", PROBE, *modules], [], {})
+    r = run_oci(built.image_id, ["python3", "-c", PROBE, *modules, *(["--cuda"] if t.spec.cuda else [])], [], {})
     line = next((x for x in r.stdout.splitlines() if x.startswith("KIT-PROBE ")), None)
     probe = json.loads(line[len("KIT-PROBE "):]) if line else {}
     e = run_oci(built.image_id, ["kit", "--version"], [], {})
@@ -221,3 +269,12 @@ def lint(t: Target, built: BuiltImage) -> list[Finding]:
     """Every check's finding for a built image."""
     facts = gather(t, built)
     return [check(facts) for check in CHECKS]
+
+
+def summary(findings: list[Finding]) -> str:
+    """One word for a table: pass, no-driver (which checks), or FAIL (which checks)."""
+    failed = [f.check for f in findings if not f.ok]
+    driver = [f.check for f in findings if f.ok and f.needs_driver]
+    if failed:
+        return f"FAIL ({', '.join(failed)})"
+    return f"pass, no-driver ({', '.join(driver)})" if driver else "pass"

@@ -49,10 +49,10 @@ def test_every_lock_pins_every_package_with_hashes(t):
 @pytest.mark.parametrize("t", targets(), ids=lambda t: f"{t.name}:{t.variant or 'default'}")
 def test_dockerfile_rules(t):
     text = t.path(t.spec.dockerfile).read_text()
-    # a Dockerfile of a CPU variant alone (gguf's) builds on the local bootstrapped base, which has no digest
-    cpu_only = t.variant == "cpu" and t.spec.dockerfile.endswith(".cpu")
+    # a Dockerfile of a variant alone (gguf's cpu and cuda) builds on the local bootstrapped base, which has no digest
+    own = t.variant in ("cpu", "cuda") and t.spec.dockerfile.endswith(f".{t.variant}")
     assert re.search(r"^ARG BASE_IMAGE=\S+@sha256:[0-9a-f]{64}$", text, re.M) or (
-        cpu_only and re.search(r"^ARG BASE_IMAGE=kit/base:bookworm$", text, re.M)), "base pinned by digest"
+        own and re.search(r"^ARG BASE_IMAGE=kit/base:bookworm$", text, re.M)), "base pinned by digest"
     assert "NVIDIA_VISIBLE_DEVICES=all" in text and "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in text
     assert "--require-hashes" in text
     # kit itself, with the commit baked where provenance reads it
@@ -81,6 +81,33 @@ def test_cpu_variant_swaps_lock_base_and_cuda():
     assert any(r.startswith("torch==") and r.endswith("+cpu") for r in lock_hashes(t.path(t.spec.lock)))
     default = spec.target("transformers-5.17", None, IMAGES)
     assert default.spec.build_args["TORCH_VARIANT"] == "cuda" and default.tag != t.tag
+
+
+@pytest.mark.parametrize("name", ["transformers-5.17", "gguf", "vllm"])
+def test_cuda_variants_build_on_the_bootstrapped_base_with_pypis_cuda_wheels(name):
+    t = spec.target(name, "cuda", IMAGES)
+    assert t.spec.base == "kit/base:bookworm" and t.spec.python == "3.11" and t.spec.cuda == "13.0"
+    assert t.tag.endswith("-cu130-bookworm") and t.tag != spec.target(name, None, IMAGES).tag
+    pins = {r.split("==")[0]: r.split("==")[1] for r in lock_hashes(t.path(t.spec.lock))}
+    assert pins["nvidia-cuda-runtime"].startswith("13.0.")   # cudart of CUDA 13.0 in the final image
+    if name == "transformers-5.17":
+        assert pins["torch"] == "2.14.1" and t.spec.build_args["TORCH_VARIANT"] == "cuda-bookworm"
+    if name == "vllm":   # vLLM's own torch pin; no compiler in the image (runs set enforce_eager)
+        assert pins["vllm"] == "0.33.0" and pins["torch"] == "2.14.0" and t.spec.build_args["RUNTIME_CC"] == "0"
+
+
+def test_gguf_cuda_compiles_in_a_build_stage_for_an_explicit_list():
+    t = spec.target("gguf", "cuda", IMAGES)
+    assert t.spec.build_args["CMAKE_CUDA_ARCHITECTURES"] == "90"   # the proof build: Hopper alone (2 cores)
+    assert t.spec.build_args["BUILD_IMAGE"] == "kit/base:bookworm-build"
+    text = t.path(t.spec.dockerfile).read_text()
+    assert "-DGGML_CUDA=on" in text and "-DGGML_CUDA_NO_VMM=on" in text
+    assert 'ARG CMAKE_CUDA_ARCHITECTURES="75;80;86;89;90"' in text   # CUDA 13 has no Volta (70)
+    # the compiler lives in the build stage's base only; the final stage starts from the plain base
+    assert re.search(r"^FROM \$\{BUILD_IMAGE\} AS build$", text, re.M)
+    assert text.rsplit("\nFROM ", 1)[1].startswith("${BASE_IMAGE}\n")
+    toolkit = {r.split("==")[0] for r in lock_hashes(t.path("containers/gguf/cuda-toolkit.lock"))}
+    assert {"nvidia-cuda-nvcc", "nvidia-cuda-cccl", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cublas"} <= toolkit
 
 
 def test_gliner2_runs_transformers_4():

@@ -21,7 +21,8 @@ def facts(**change) -> lint.Facts:
     base = dict(target=t, built=built, config={"Env": GOOD_ENV, "Labels": labels}, history=["/bin/sh -c pip install"],
                 dockerfile=t.path(t.spec.dockerfile).read_text(),
                 probe={"kit_version": kit.__version__, "kit_file": "/opt/venv/x", "commit": "abc", "lock_sha256": "L",
-                       "build_inputs_left": False, "modules": {"llama_cpp": "ok"}, "torch_cuda": "absent"},
+                       "build_inputs_left": False, "modules": {"llama_cpp": "ok"}, "torch_cuda": "absent",
+                       "cuda": {"llama_cpp CUDA backend": "ok: CUDA : ARCHS = 700,750,800,860,890,900"}},
                 entry=(0, f"kit, version {kit.__version__}\n"),
                 libraries={"prefix": "/opt/venv", "files": 12, "missing": {"libcuda.so.1": ["/opt/venv/llama.so"]}})
     base.update(change)
@@ -44,11 +45,14 @@ def test_each_defect_fails_its_check():
         "kit-commit": facts(probe={**facts().probe, "commit": None}),
         "lock": facts(probe={**facts().probe, "lock_sha256": "other"}),
         "no-build-inputs": facts(probe={**facts().probe, "build_inputs_left": True}),
-        "engine": facts(probe={**facts().probe, "modules": {"llama_cpp": "ImportError: libcuda.so.1"}}),
+        "engine": facts(probe={**facts().probe, "modules": {"llama_cpp": "OSError: libcublas.so.13: cannot open "
+                                                                          "shared object file"}}),
         "libraries": facts(libraries={"prefix": "/opt/venv", "files": 12,
                                       "missing": {"libcublas.so.12": ["/opt/venv/lib/libggml-cuda.so"]}}),
         "torch-cuda": facts(probe={**facts().probe, "torch_cuda": "13.0"}),   # the image declares CUDA 12.8
         "cuda-arch": facts(config={"Env": GOOD_ENV}),                          # the list is not recorded
+        "cuda-runtime": facts(probe={**facts().probe, "cuda": {"llama_cpp CUDA backend": "RuntimeError: no CUDA "
+                                                                "backend registered: CPU : SSE3 = 1"}}),
     }
     for check, f in bad.items():
         v = verdicts(f)
@@ -73,3 +77,63 @@ def test_torch_cuda_must_match_the_declared_cuda():
     cuda = spec.target("transformers-5.17", None, REPO / "containers/images.toml")
     assert lint.check_torch_cuda(facts(target=cuda, probe={**facts().probe, "torch_cuda": "13.0"})).ok
     assert not lint.check_torch_cuda(facts(target=cuda, probe={**facts().probe, "torch_cuda": None})).ok
+
+
+NO_DRIVER = "OSError: libcuda.so.1: cannot open shared object file: No such file or directory"
+
+
+def test_only_a_missing_driver_counts_as_no_driver():
+    assert lint.needs_driver(NO_DRIVER)
+    assert lint.needs_driver("RuntimeError: Found no NVIDIA driver on your system. Please check ...")
+    assert lint.needs_driver("RuntimeError: CUDA driver version is insufficient for CUDA runtime version")
+    assert not lint.needs_driver("OSError: libcublas.so.13: cannot open shared object file")
+    assert not lint.needs_driver("OSError: libcublas.so.13: cannot open shared object file; " + NO_DRIVER)
+    assert not lint.needs_driver("ImportError: undefined symbol: cublasLtMatmul")
+    assert not lint.needs_driver("")
+
+
+def test_an_import_that_needs_only_the_driver_is_no_driver_not_pass_or_fail():
+    f = lint.check_engine(facts(probe={**facts().probe, "modules": {"vllm": "ok", "vllm._C": NO_DRIVER}}))
+    assert (f.ok, f.needs_driver, f.state) == (True, True, "NO-DRIVER")
+    assert "vllm ok" in f.detail and "libcuda.so.1" in f.detail
+    assert lint.check_engine(facts()).state == "PASS"
+    assert lint.check_engine(facts(probe={**facts().probe, "modules": {}})).state == "FAIL"
+
+
+def test_cuda_runtime_goes_as_far_as_it_can_without_a_driver():
+    run = lambda steps, **kw: lint.check_cuda_runtime(facts(probe={**facts().probe, "cuda": steps}, **kw))  # noqa: E731
+    assert run({"llama_cpp CUDA backend": "ok: CUDA : ARCHS = 900"}).state == "PASS"
+    assert run({"torch.cuda.init": "RuntimeError: Found no NVIDIA driver on your system."}).state == "NO-DRIVER"
+    assert run({"torch.cuda.init": "AssertionError: Torch not compiled with CUDA enabled"}).state == "FAIL"
+    assert run({}).state == "PASS"                      # an engine with no CUDA step (e.g. gliner2)
+    missing = facts(probe={k: v for k, v in facts().probe.items() if k != "cuda"})
+    assert lint.check_cuda_runtime(missing).state == "FAIL"
+    cpu = spec.target("gguf", "cpu", REPO / "containers/images.toml")
+    assert run({"torch.cuda.init": "AssertionError: Torch not compiled with CUDA enabled"}, target=cpu).state == "PASS"
+
+
+def test_summary_for_the_bench_table():
+    ok, driver = lint.Finding("a", True, ""), lint.Finding("engine", True, "", needs_driver=True)
+    assert lint.summary([ok]) == "pass"
+    assert lint.summary([ok, driver]) == "pass, no-driver (engine)"
+    assert lint.summary([driver, lint.Finding("libraries", False, "")]) == "FAIL (libraries)"
+
+
+def test_fabric_plugins_and_plugin_parents_are_not_missing_libraries_but_only_for_those_files():
+    env = "/opt/venv/lib/python3.11/site-packages/"
+    found = {"prefix": "/opt/venv", "files": 300, "elsewhere": ["libtriton.so"], "missing": {
+        "libcuda.so.1": [env + "torch/lib/libcaffe2_nvrtc.so"],
+        "libmlx5.so.1": [env + "nvidia/cu13/lib/libcufile_rdma.so.1", env + "nvidia/nvshmem/lib/nvshmem_transport_ibgda.so.3"],
+        "libmpi.so.40": [env + "nvidia/nvshmem/lib/nvshmem_bootstrap_mpi.so.3"],
+        "libtriton.so": [env + "triton/plugins/libMLIRDialectPlugin.so"]}}
+    f = lint.libraries_finding(found)
+    assert f.ok, f.detail
+    assert "libmlx5.so.1, libmpi.so.40 only for optional fabric plugins" in f.detail and "libtriton.so" in f.detail
+    # the same library needed by a library that is not a fabric plugin is missing
+    core = {**found, "missing": {**found["missing"], "libmpi.so.40": [env + "torch/lib/libtorch_cuda.so"]}}
+    assert not lint.libraries_finding(core).ok
+    # a plugin's parent that is not in the environment, or a non-plugin needing a library found elsewhere
+    assert not lint.libraries_finding({**found, "elsewhere": []}).ok
+    rpath = {**found, "elsewhere": ["libcudart.so.13"],
+             "missing": {"libcudart.so.13": [env + "llama_cpp/lib/libggml-cuda.so"]}}
+    assert not lint.libraries_finding(rpath).ok

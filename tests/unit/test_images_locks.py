@@ -22,14 +22,15 @@ def jobs(monkeypatch):
 def test_one_job_per_lock_file_each_from_its_in_file(jobs):
     got = jobs()
     # every lock but gguf's prebuilt CPU wheel lock (written by scripts/images/gguf-cpu-wheel.sh)
-    assert len(got) == 14 and "containers/gguf/llama-cpp-python-cpu.lock" not in got
+    assert len(got) == 18 and "containers/gguf/llama-cpp-python-cpu.lock" not in got
     for lock, argv in got.items():
         assert argv[:3] == ["uv", "pip", "compile"]
         assert lock.replace(".lock", ".in") in argv
         assert argv[argv.index("--output-file") + 1] == lock
         assert "--generate-hashes" in argv and argv[argv.index("--custom-compile-command") + 1] == "make locks"
-        # glibc 2.28 wheels, except the vllm CPU lock (Debian 12's 2.36: llguidance 1.7 has manylinux_2_31 only)
-        glibc = "2_36" if lock == "containers/vllm/requirements-cpu.lock" else "2_28"
+        # glibc 2.28 wheels, except vllm's Debian locks (Debian 12's 2.36: llguidance 1.7 has manylinux_2_31 only)
+        glibc = "2_36" if lock in ("containers/vllm/requirements-cpu.lock",
+                                   "containers/vllm/requirements-cuda-bookworm.lock") else "2_28"
         assert argv[argv.index("--python-platform") + 1] == f"x86_64-manylinux_{glibc}"
 
 
@@ -63,10 +64,30 @@ def test_torch_cpu_source_is_the_pytorch_index_or_a_local_folder(jobs):
     assert "--find-links" not in jobs({"KIT_TORCH_CPU_FIND_LINKS": "/srv/wheels"})[cpu.replace("cpu", "cuda")]
 
 
+def test_cuda_variant_locks_take_pypi_or_a_local_mirror_of_the_cuda_wheels(jobs):
+    locks = ["containers/transformers-5.17/requirements-cuda-bookworm.lock", "containers/gguf/requirements-cuda.lock",
+             "containers/gguf/cuda-toolkit.lock", "containers/vllm/requirements-cuda-bookworm.lock"]
+    online = jobs()
+    for lock in locks:   # PyPI holds torch's CUDA build and the nvidia-* wheels: no extra source
+        assert "--extra-index-url" not in online[lock] and "--find-links" not in online[lock], lock
+        assert online[lock][online[lock].index("--python-version") + 1] == "3.11"
+    assert online["containers/gguf/requirements-cuda.lock"][3:6] == ["pyproject.toml", "--extra", "gguf"]
+    assert "pyproject.toml" not in online["containers/gguf/cuda-toolkit.lock"]
+    mirror = jobs({"KIT_CUDA_INDEX": "file:///srv/a/simple file:///srv/b/simple"})[locks[0]]
+    assert mirror[-6:] == ["--extra-index-url", "file:///srv/a/simple", "--extra-index-url", "file:///srv/b/simple",
+                           "--index-strategy", "unsafe-best-match"]
+    folder = jobs({"KIT_CUDA_FIND_LINKS": "/srv/wheels"})[locks[2]]
+    assert folder[-4:] == ["--find-links", "/srv/wheels", "--index-strategy", "unsafe-best-match"]
+    # the CPU torch source never reaches a CUDA lock, nor the CUDA one a CPU lock
+    assert "--find-links" not in jobs({"KIT_TORCH_CPU_FIND_LINKS": "/srv/cpu"})[locks[0]]
+    assert "--find-links" not in jobs({"KIT_CUDA_FIND_LINKS": "/srv/wheels"})["containers/gguf/requirements-cpu.lock"]
+
+
 def test_upgrade_and_name_selection(jobs):
     got = jobs(names=["gguf"], upgrade=True)
     assert set(got) == {"containers/gguf/requirements.lock", "containers/gguf/build-tools.lock",
-                        "containers/gguf/llama-cpp-python.lock", "containers/gguf/requirements-cpu.lock"}
+                        "containers/gguf/llama-cpp-python.lock", "containers/gguf/requirements-cpu.lock",
+                        "containers/gguf/requirements-cuda.lock", "containers/gguf/cuda-toolkit.lock"}
     assert all(argv[-1] == "--upgrade" for argv in got.values())
     with pytest.raises(ConfigError) as exc:
         jobs(names=["nope"])

@@ -85,11 +85,43 @@ def docker_start(roster: Path, benchmark: Path, folder: Path, hub: Path, env: di
     return Start(name, best, "" if best is not None else "docker run failed")
 
 
-def sif_start() -> Start:
-    """kit shard in the SIF, where apptainer runs on this machine's PATH."""
-    if shutil.which("apptainer") is None:
-        return Start("Apptainer (SIF)", None, "no apptainer on this machine's PATH (here it runs in a helper container)")
-    return Start("Apptainer (SIF)", None, "not measured yet")
+def sif_start(roster: Path, benchmark: Path, folder: Path, hub: Path, env: dict[str, str], repeat: int) -> Start:
+    """kit shard in the image's SIF (`kit images convert transformers-5.17 --to sif`), where apptainer
+    runs on this machine's PATH, as a job runs it: --containall --cleanenv, the paths bound where they are."""
+    name = "Apptainer (SIF)"
+    apptainer = shutil.which("apptainer")
+    if apptainer is None:
+        return Start(name, None, "no apptainer on this machine's PATH (here it runs in a helper container)")
+    sif = _sif_file()
+    if sif is None:
+        return Start(name, None, "no SIF recorded for the image (kit images convert transformers-5.17 --to sif)")
+    results = folder / "results-sif"
+    binds = [arg for p in {roster.parent, benchmark, hub, results} for arg in ("--bind", f"{p.resolve()}:{p.resolve()}")]
+    argv = [apptainer, "exec", "--containall", "--cleanenv", "--env", "HF_HUB_OFFLINE=1", *binds, str(sif),
+            "kit", *shard_args(roster.resolve(), results.resolve(), hub.resolve())]
+    runs = []
+    for _ in range(repeat):
+        results.mkdir(parents=True, exist_ok=True)
+        runs.append(first_prompt_seconds(argv, results, env))
+    best = min((r for r in runs if r is not None), default=None)
+    return Start(name, best, "" if best is not None else "apptainer exec failed")
+
+
+def _sif_file() -> Path | None:
+    """The SIF the lock of built images records for the transformers-5.17 image, if it is on disk."""
+    from kit.errors import KitError
+    from kit.images.built import DEFAULT_LOCK, load_lock
+
+    lock_path = REPO / os.environ.get("KIT_IMAGES_LOCK", str(DEFAULT_LOCK))
+    if not lock_path.is_file():
+        return None
+    try:
+        built = load_lock(lock_path).get("transformers-5.17")
+    except KitError:   # an unreadable lock, or one without that image: no SIF to time
+        return None
+    art = built.artifacts.get("sif")
+    sif = REPO / os.environ.get("KIT_IMAGES_DIR", "build/images") / art.file if art else None
+    return sif if sif is not None and sif.is_file() else None
 
 
 def sync_anchor(folder: Path, snapshot: Path, wheelhouse: Path, env: dict[str, str]) -> Start:
@@ -133,6 +165,7 @@ def measure_job_start(folder: Path, benchmark: Path, language: str, env: dict[st
     starts = [host_start(roster, folder, hub, env, repeat)]
     if quick:
         return starts, Start("per-job environment sync", None, "skipped by --quick")
-    starts += [docker_start(roster, benchmark, folder, hub, env, repeat), sif_start()]
+    starts += [docker_start(roster, benchmark, folder, hub, env, repeat),
+               sif_start(roster, benchmark, folder, hub, env, repeat)]
     wheelhouse = Path(os.environ.get("KIT_WHEELHOUSE") or Path.home() / ".cache" / "kit" / "wheelhouse")
     return starts, sync_anchor(folder, snapshot, wheelhouse, env)

@@ -37,8 +37,10 @@ class Start:
 
 
 def first_prompt_seconds(argv: list[str], results: Path, env: dict[str, str]) -> float | None:
-    """Run a one-pair `kit shard` command; seconds from launch to its run_start event (None: it failed)."""
+    """Run a one-pair `kit shard` command writing into `results` (emptied first, and there for a bind
+    mount); seconds from launch to its run_start event (None: it failed)."""
     shutil.rmtree(results, ignore_errors=True)
+    results.mkdir(parents=True)
     started = time.time()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -56,13 +58,18 @@ def shard_args(roster: Path, results: Path, hub: Path) -> list[str]:
     return ["shard", "--roster", str(roster), "--results", str(results), "--cache-dir", str(hub)]
 
 
+def best_start(name: str, argv: list[str], results: Path, env: dict[str, str], repeat: int) -> Start:
+    """The fastest of `repeat` launches of a one-pair kit shard command (see first_prompt_seconds)."""
+    runs = [first_prompt_seconds(argv, results, env) for _ in range(repeat)]
+    best = min((r for r in runs if r is not None), default=None)
+    return Start(name, best, "" if best is not None else f"{Path(argv[0]).name} failed (its error is above)")
+
+
 def host_start(roster: Path, folder: Path, hub: Path, env: dict[str, str], repeat: int) -> Start:
     """kit shard in this venv."""
     results = folder / "results-host"
-    runs = [first_prompt_seconds([sys.executable, "-m", "kit", *shard_args(roster, results, hub)], results, env)
-            for _ in range(repeat)]
-    best = min((r for r in runs if r is not None), default=None)
-    return Start("host (this venv)", best, "" if best is not None else "kit shard failed")
+    return best_start("host (this venv)", [sys.executable, "-m", "kit", *shard_args(roster, results, hub)],
+                      results, env, repeat)
 
 
 def docker_start(roster: Path, benchmark: Path, folder: Path, hub: Path, env: dict[str, str], repeat: int) -> Start:
@@ -72,17 +79,11 @@ def docker_start(roster: Path, benchmark: Path, folder: Path, hub: Path, env: di
     if docker is None or subprocess.run([docker, "image", "inspect", IMAGE], capture_output=True).returncode != 0:
         return Start(name, None, "image not built here (make image-transformers-5.17-cpu)")
     results = folder / "results-docker"
-    results.mkdir(parents=True, exist_ok=True)
     mounts = [arg for p in {roster.parent, benchmark, hub, results} for arg in ("-v", f"{p.resolve()}:{p.resolve()}")]
     argv = [docker, "run", "--rm", "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HF_HUB_OFFLINE=1",
             "-e", "HOME=/tmp", *mounts, "-w", str(results.resolve()), IMAGE,
             "kit", *shard_args(roster.resolve(), results.resolve(), hub.resolve())]
-    runs = []
-    for _ in range(repeat):
-        results.mkdir(parents=True, exist_ok=True)
-        runs.append(first_prompt_seconds(argv, results, env))
-    best = min((r for r in runs if r is not None), default=None)
-    return Start(name, best, "" if best is not None else "docker run failed")
+    return best_start(name, argv, results, env, repeat)
 
 
 def sif_start(roster: Path, benchmark: Path, folder: Path, hub: Path, env: dict[str, str], repeat: int) -> Start:
@@ -99,12 +100,7 @@ def sif_start(roster: Path, benchmark: Path, folder: Path, hub: Path, env: dict[
     binds = [arg for p in {roster.parent, benchmark, hub, results} for arg in ("--bind", f"{p.resolve()}:{p.resolve()}")]
     argv = [apptainer, "exec", "--containall", "--cleanenv", "--env", "HF_HUB_OFFLINE=1", *binds, str(sif),
             "kit", *shard_args(roster.resolve(), results.resolve(), hub.resolve())]
-    runs = []
-    for _ in range(repeat):
-        results.mkdir(parents=True, exist_ok=True)
-        runs.append(first_prompt_seconds(argv, results, env))
-    best = min((r for r in runs if r is not None), default=None)
-    return Start(name, best, "" if best is not None else "apptainer exec failed")
+    return best_start(name, argv, results, env, repeat)
 
 
 def _sif_file() -> Path | None:

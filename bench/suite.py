@@ -137,7 +137,7 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
     except ImportError:
         suite.notes.append("no orjson here (kit's `fast` extra): kit parses with Python's json")
     else:
-        fast = suite.python("read_parse_orjson.py", results)
+        fast = suite.python("read_parse.py", results, "orjson")
         suite.add("read + orjson.loads of every file (kit's parser)", fast.seconds, "s", limit.seconds, rp,
                   "(what orjson bought)", lambda kit, anchor: True)
         suite.add("`kit status` (table), cold, against kit's own parser", status_cold.seconds, "s", fast.seconds,

@@ -43,6 +43,9 @@ def test_quick_bench_prints_every_row_with_a_numeric_ratio(tmp_path):
     for name in PACKING:
         row = next((line for line in body if line.startswith(f"| {name}")), None)
         assert row is not None and re.search(r"\| \d+ \| \d+\.\d \| \d\.\d{3} \| \d+\.\d\d h \| \d+ \|$", row), row
+    # kit's own parser as a second limit (the project venv has the fast extra): a numeric row
+    orjson_row = next(line for line in body if line.startswith("| read + orjson.loads of every file"))
+    assert re.fullmatch(r"\d+\.\d\d", [c.strip() for c in orjson_row.strip("|").split(" | ")][3]), orjson_row
     # --quick skips the environment sync (it installs the image's lock), so the host's start is a note
     assert re.search(r"^- job start to first prompt, host \(this venv\): \d+\.\d\d s$", done.stdout, re.M), done.stdout
     assert "- job start, per-job environment sync: skipped by --quick" in done.stdout

@@ -86,10 +86,14 @@ def locks_cmd(names, upgrade, images_file, lock_file, as_json) -> None:
 @click.option("--ca-bundle", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="PEM bundle pip trusts during the build (TLS-intercepting proxy); absent from the image.")
 @click.option("--no-cache", is_flag=True, help="Do not reuse cached build steps.")
+@click.option("--drop-build-stages", is_flag=True,
+              help="Remove the build stage's images afterwards (always done with --ca-bundle). They are the "
+                   "cache of the next build; a CUDA image's hold 9 to 15 GB.")
 @click.option("--quiet", is_flag=True, help="Print build steps only, not their output.")
 @with_files
 @common.json_option
-def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, quiet, images_file, lock_file, as_json) -> None:
+def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, drop_build_stages, quiet, images_file, lock_file,
+              as_json) -> None:
     """Build images with the docker SDK and record them in the lock of built images.
 
     \b
@@ -102,7 +106,8 @@ def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, quiet, imag
     from kit.images.build import BuildOptions, build
 
     targets = [spec.target(n, variant, images_file) for n in names]
-    opts = BuildOptions(ca_bundle=ca_bundle, wheelhouse=wheelhouse, base=base, no_cache=no_cache, quiet=quiet)
+    opts = BuildOptions(ca_bundle=ca_bundle, wheelhouse=wheelhouse, base=base, no_cache=no_cache, quiet=quiet,
+                        drop_build_stages=drop_build_stages)
     built = []
     for t in targets:
         r = build(t, opts, lock_file)

@@ -93,15 +93,15 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
 
 
 def _benchmark(path: Path | None) -> "Dataset | None":
-    """The benchmark given, or roster.toml's here; None without either."""
-    from kit.config.project import load_project
-
+    """The benchmark given, or the one roster.toml here names; None without either."""
     if path is not None:
         from kit.config.kinds import load_benchmark
 
         return load_benchmark(path)
     if Path("roster.toml").is_file():
-        return load_project(Path("roster.toml"), None, allow_unpinned=True).benchmark
+        from kit.config.project import roster_benchmark
+
+        return roster_benchmark(Path("roster.toml"))
     return None
 
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticCustomError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kit.errors import ConfigError
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:   # pydantic is imported where a model is validated: read_toml alone (status, verify) needs none
+    from pydantic import BaseModel, ValidationError
+    from pydantic_core import PydanticCustomError
+
+M = TypeVar("M", bound="BaseModel")
 
 _HINTS = {
     "extra_forbidden": "remove it or check its spelling",
@@ -28,6 +29,8 @@ _FIX = "kit_fix"   # the context key of an invalid() error that holds its fix
 def invalid(message: str, *, fix: str) -> PydanticCustomError:
     """The error a validator raises for a bad value: the problem and, as a field, its fix
     (config_error_from turns it into one ConfigError line)."""
+    from pydantic_core import PydanticCustomError
+
     return PydanticCustomError("kit_invalid", message, {_FIX: fix})
 
 
@@ -39,6 +42,8 @@ def invalid_line(exc: ValueError) -> str:
 
 def invalid_parts(exc: ValueError) -> tuple[str, str | None]:
     """A validator's error as its message and its fix (None when it gave none)."""
+    from pydantic_core import PydanticCustomError
+
     if isinstance(exc, PydanticCustomError):
         return exc.message(), (exc.context or {}).get(_FIX)
     return str(exc), None
@@ -59,6 +64,8 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
 
 def validate(model: type[M], data: dict[str, Any], path: Path, text: str | None = None) -> M:
     """Validate `data` against `model`; the first error becomes a one-line ConfigError."""
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(data)
     except ValidationError as exc:

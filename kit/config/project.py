@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kit.config.dataset import Dataset
 from kit.config.kinds import load_benchmark
-from kit.config.roster import Roster, load_roster
+from kit.config.loading import read_toml
 from kit.errors import ConfigError
+
+if TYPE_CHECKING:   # the roster's pydantic models load with the roster (roster_benchmark needs none)
+    from kit.config.roster import Roster
 
 
 @dataclass
@@ -28,6 +32,8 @@ def load_project(
     roster_required: bool = True,
 ) -> Project:
     """Load the roster and its benchmark; --benchmark wins over the roster's `benchmark` key."""
+    from kit.config.roster import Roster, load_roster
+
     roster = Roster()
     roster_dir = Path.cwd()
     if roster_path is not None and (roster_required or Path(roster_path).exists()):
@@ -43,3 +49,17 @@ def load_project(
             )
         benchmark_path = roster_dir / roster.benchmark
     return Project(roster, Path(roster_path) if roster_path else None, load_benchmark(Path(benchmark_path)))
+
+
+def roster_benchmark(roster_path: Path) -> Dataset | None:
+    """The benchmark a roster file names (relative to its folder), read without validating its runs;
+    None when it names none."""
+    roster_path = Path(roster_path)
+    value = read_toml(roster_path, "roster").get("benchmark")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{roster_path}: benchmark: not a folder path (got {value!r})",
+                          fix='write benchmark = "DIR", relative to the roster file')
+    return load_benchmark(roster_path.resolve().parent / value)
+

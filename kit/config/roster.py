@@ -11,6 +11,7 @@ from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valid
 
 from kit.config.backends import BACKENDS
 from kit.config.loading import config_error_from, invalid, read_toml
+from kit.config.names import run_file_stem
 from kit.errors import ConfigError
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -183,16 +184,6 @@ def split_variant(run: str) -> tuple[str, str | None]:
     """'org/name@v' or 'org/name+v' -> ('org/name', 'v'); a plain Hub id -> (id, None)."""
     m = _VARIANT_START.search(run)
     return (run, None) if m is None else (run[:m.start()], run[m.end():])
-
-
-def run_file_stem(run: str) -> str:
-    """Run name -> its checkpoint file stem ('org/name@v' -> 'org__name@v')."""
-    return run.replace("/", "__")
-
-
-def run_from_stem(stem: str) -> str:
-    """Checkpoint file stem -> run name (inverse of run_file_stem)."""
-    return stem.replace("__", "/")
 
 
 def load_roster(path: Path, *, allow_unpinned: bool = False) -> tuple[Roster, Path]:

@@ -28,6 +28,9 @@ class BuildOptions:
     quiet: bool = False
     # with a CA bundle, the build-stage images that hold it are removed unless this is set
     keep_build_stages: bool = False
+    # remove them without a CA bundle too: they are Docker's cache for the next build (a CUDA
+    # image's build stage holds the wheels and the venv, 9 to 15 GB), kept by default
+    drop_build_stages: bool = False
 
 
 def build_args(t: Target, opts: BuildOptions, commit: str) -> dict[str, str]:
@@ -94,7 +97,7 @@ def preflight(t: Target, base: str) -> None:
                           fix=f"use a base with Python {t.spec.python}, or a variant of {t.name} made for this base")
 
 
-def _drop_build_stages(image_id: str, seen: list[str], progress: Progress) -> None:
+def _drop_build_stages(image_id: str, seen: list[str], progress: Progress, *, bundle: bool = True) -> None:
     """Remove the build-stage images of this build (they hold the CA bundle); keep the final chain.
 
     Last layer first, one image at a time (noprune): a layer this build took from the cache (the
@@ -111,7 +114,7 @@ def _drop_build_stages(image_id: str, seen: list[str], progress: Progress) -> No
             api.remove_image(short, force=False, noprune=True)
         except Exception:  # still a parent of a kept image, or already gone: harmless
             pass
-    progress.line("removed the build-stage images (they held the CA bundle)")
+    progress.line("removed the build-stage images" + (" (they held the CA bundle)" if bundle else ""))
 
 
 def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
@@ -123,8 +126,8 @@ def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
                         + f" -> {t.tag}", quiet=opts.quiet)
     with host_lock(f"images-build-{t.tag}", f"build of {t.tag}", progress.line):
         image_id = _stream_build(t, opts, args, commit, progress)
-    if opts.ca_bundle is not None and not opts.keep_build_stages:
-        _drop_build_stages(image_id, progress.layers, progress)
+    if opts.drop_build_stages or (opts.ca_bundle is not None and not opts.keep_build_stages):
+        _drop_build_stages(image_id, progress.layers, progress, bundle=opts.ca_bundle is not None)
     attrs = engine.image_attrs(image_id)
     base = args["BASE_IMAGE"]
     base_id = engine.image_attrs(base)["Id"] if engine.has_image(base) else None

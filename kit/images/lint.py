@@ -53,31 +53,47 @@ print("KIT-PROBE " + json.dumps(out))
 PROBE = CUDA_PROBE + PROBE
 
 # Every shared object under the Python environment, through ldd: what does not resolve, by library.
+# torch's extensions (vllm._C, torchaudio, ...) name libtorch, libc10... without a path to torch/lib:
+# they resolve because `import torch` has loaded those by soname first. What resolves only with torch/lib
+# on the path is reported apart ("after_torch"); whatever still fails there is missing.
 LIB_PROBE = r"""
 import json, os, subprocess, sys
-missing, files, present = {}, 0, set()
+objects, present, torch_lib = [], set(), None
 for top, _, names in os.walk(sys.prefix):
     present.update(names)
-    for name in names:
-        path = os.path.join(top, name)
-        if not (name.endswith(".so") or ".so." in name) or os.path.islink(path):
-            continue
-        files += 1
-        # a wheel's bundled libraries (auditwheel's *.libs folders) load each other by soname once the
-        # first is loaded: its own folder counts as resolving, as it does at import
-        r = subprocess.run(["ldd", path], capture_output=True, text=True, env={**os.environ, "LD_LIBRARY_PATH": top})
-        for line in r.stdout.splitlines():
-            if "=> not found" in line:
-                missing.setdefault(line.split("=>")[0].strip(), []).append(path)
+    if top.endswith(os.sep + os.path.join("torch", "lib")):
+        torch_lib = top
+    objects += [os.path.join(top, n) for n in names if (n.endswith(".so") or ".so." in n)
+                and not os.path.islink(os.path.join(top, n))]
+def unresolved(path, dirs):
+    # a wheel's bundled libraries (auditwheel's *.libs folders) load each other by soname once the
+    # first is loaded: its own folder counts as resolving, as it does at import
+    r = subprocess.run(["ldd", path], capture_output=True, text=True, env={**os.environ, "LD_LIBRARY_PATH": ":".join(dirs)})
+    return [line.split("=>")[0].strip() for line in r.stdout.splitlines() if "=> not found" in line]
+torch_names = set(os.listdir(torch_lib)) if torch_lib else set()
+missing, after_torch = {}, {}
+for path in objects:
+    libs = unresolved(path, [os.path.dirname(path)])
+    still = set(unresolved(path, [os.path.dirname(path), torch_lib])) if torch_names.intersection(libs) else set(libs)
+    for lib in libs:
+        (missing if lib in still else after_torch).setdefault(lib, []).append(path)
 elsewhere = sorted(lib for lib in missing if lib in present)   # in the environment, not on the search path
-print("KIT-LIBS " + json.dumps({"prefix": sys.prefix, "files": files, "missing": missing, "elsewhere": elsewhere}))
+print("KIT-LIBS " + json.dumps({"prefix": sys.prefix, "files": len(objects), "missing": missing,
+                                "elsewhere": elsewhere, "after_torch": after_torch}))
 """
 # The driver's own libraries come from the host at run time (--nv, Pyxis, the NVIDIA toolkit).
 DRIVER_LIBS = re.compile(r"^(libcuda\.so|libnvidia-|libcudadebugger\.so)")
-# Optional plugins of the NVIDIA wheels, loaded on demand only where the cluster provides their fabric
-# (rdma-core, libfabric, UCX, MPI, PMIx, mounted by its runtime hooks): NVSHMEM's transports and
-# bootstraps, cuFile's RDMA. What they alone need is the host's, like the driver.
-FABRIC_PLUGINS = re.compile(r"^(nvshmem_(transport|bootstrap)_\w+\.so[.\d]*|libcufile_rdma\.so[.\d]*)$")
+# Optional modules, loaded on demand only where the host provides what they alone need, by the
+# path of the module that needs the library, with the reason shown.
+OPTIONAL_MODULES = [
+    # NVSHMEM's transports and bootstraps, cuFile's RDMA: the cluster's fabric (rdma-core, libfabric,
+    # UCX, MPI, PMIx), mounted by its runtime hooks, like the driver
+    (re.compile(r"(^|/)(nvshmem_(transport|bootstrap)_\w+\.so[.\d]*|libcufile_rdma\.so[.\d]*)$"),
+     "optional fabric plugins (NVSHMEM, cuFile RDMA)"),
+    # numba tries TBB, then OpenMP, then its own workqueue, which needs nothing (vLLM's n-gram drafter)
+    (re.compile(r"/numba/np/ufunc/(omppool|tbbpool)\.[^/]*\.so$"),
+     "numba's optional TBB and OpenMP threading layers (it falls back to its workqueue)"),
+]
 
 
 @dataclass
@@ -212,20 +228,28 @@ def libraries_finding(found: dict[str, Any] | None) -> Finding:
         return Finding("libraries", False, "the library probe gave no answer (no ldd in the image?)")
     everything = found.get("missing") or {}
     driver = sorted(lib for lib in everything if DRIVER_LIBS.match(lib))
-    fabric = sorted(lib for lib, paths in everything.items() if lib not in driver
-                    and all(FABRIC_PLUGINS.match(p.rsplit("/", 1)[-1]) for p in paths))
+    optional: dict[str, list[str]] = {}   # reason -> libraries
+    for lib, paths in sorted(everything.items()):
+        reasons = {next((why for pattern, why in OPTIONAL_MODULES if pattern.search(p)), None) for p in paths}
+        if lib not in driver and len(reasons) == 1 and None not in reasons:
+            optional.setdefault(reasons.pop(), []).append(lib)
     # a plugin folder's library needing its parent library, which is in the environment and loaded first
     # (triton/plugins/*.so need triton/_C/libtriton.so)
     parent = sorted(lib for lib, paths in everything.items() if lib in (found.get("elsewhere") or [])
                     and all("/plugins/" in p for p in paths))
-    missing = {lib: paths for lib, paths in everything.items() if lib not in {*driver, *fabric, *parent}}
+    tolerated = {*driver, *parent, *(lib for libs in optional.values() for lib in libs)}
+    missing = {lib: paths for lib, paths in everything.items() if lib not in tolerated}
     if missing:
         shown = "; ".join(f"{lib} (needed by {paths[0]}{f' and {len(paths) - 1} more' if len(paths) > 1 else ''})"
                           for lib, paths in sorted(missing.items())[:5])
         return Finding("libraries", False, f"{len(missing)} libraries not found: {shown}")
-    notes = ([f"the driver's {', '.join(driver)} come from the host"] if driver else []) + (
-        [f"{', '.join(fabric)} only for optional fabric plugins (NVSHMEM, cuFile RDMA)"] if fabric else []) + (
-        [f"{', '.join(parent)} loaded by the plugins' parent first"] if parent else [])
+    after_torch = found.get("after_torch") or {}
+    extensions = {p for paths in after_torch.values() for p in paths}
+    notes = ([f"the driver's {', '.join(driver)} come from the host"] if driver else []) + [
+        f"{', '.join(libs)} only for {why}" for why, libs in optional.items()] + (
+        [f"{', '.join(parent)} loaded by the plugins' parent first"] if parent else []) + (
+        [f"{len(extensions)} torch extensions find {', '.join(sorted(after_torch))} once torch is imported"]
+        if after_torch else [])
     return Finding("libraries", True, f"{found.get('files')} shared objects under {found.get('prefix')} resolve"
                    + (f" ({'; '.join(notes)})" if notes else ""))
 

@@ -95,6 +95,7 @@ class CheckpointCache:
 
     def __init__(self, results: Path, folder: Path | None, *, sections: bool = True) -> None:
         self.results = Path(results)
+        self._root = os.fspath(self.results).rstrip(os.sep) + os.sep
         self.code = code_identity()
         self.sections = sections
         real = os.path.realpath(self.results)
@@ -132,15 +133,16 @@ class CheckpointCache:
         misses = []
         for index, (path, kwargs) in enumerate(jobs):
             path = path if isinstance(path, Path) else Path(path)
+            text = os.fspath(path)
             try:
-                st = os.stat(path)
+                st = os.stat(text)
             except OSError:
                 st = None
             if st is None or not stat.S_ISREG(st.st_mode) or self.file is None:
                 misses.append((index, path, kwargs, None))
                 out.append(None)
                 continue
-            found = (self._name(path), file_identity(st),
+            found = (self._name(text), file_identity(st),
                      self._verdict_key(kwargs.get("run"), kwargs.get("language"), kwargs.get("expect")), st)
             hit = self._lookup(*found[:3])
             out.append(hit)
@@ -184,9 +186,9 @@ class CheckpointCache:
             return
         self.changed, self.changed_data = {}, {}
 
-    def _name(self, path: Path) -> str:
+    def _name(self, text: str) -> str:
         # the entry's name only has to be stable: the key holds the inode and device
-        text, root = os.fspath(path), os.fspath(self.results).rstrip(os.sep) + os.sep
+        root = self._root
         return text[len(root):] if text.startswith(root) else os.path.abspath(text)
 
     def _verdict_key(self, run: str | None, language: str | None, expect: Expected | None) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kit import safejson
-from kit.config.roster import run_file_stem
+from kit.config.names import run_file_stem
 from kit.results import keys
 from kit.results.identity import Expected, answer_reasons, edit_reasons, stale_reasons
 from kit.results.kinds import ResultKind, kind_of, unknown_kind

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.config.roster import run_from_stem
+from kit.config.names import run_from_stem
 from kit.errors import CheckpointError, ConfigError
 from kit.files import replace_folder
 from kit.plan import Pair

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.config.prompts import prompt_kind
-from kit.config.roster import run_from_stem
+from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kit.config.kinds import get_kind
-from kit.config.roster import run_from_stem
+from kit.config.names import run_from_stem
 from kit.errors import CheckpointError, ConfigError
 from kit.results import keys
 from kit.plan import Pair

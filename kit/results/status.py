@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 
-from kit.config.roster import run_from_stem
+from kit.config.names import run_from_stem
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import ValidateAll, validate_each

@@ -15,6 +15,8 @@
 #   KIT_IMAGES_DIR     where SIF and sqsh go (default build/images/cuda)
 #   KIT_BUILD_TIMES    a TSV each image's figures are appended to (default build/images/cuda-builds.tsv)
 #   KIT_DROP_ARTIFACTS=1  delete each SIF and sqsh once measured and verified (they are GBs)
+#   KIT_KEEP_BUILD_STAGES=1  keep each build stage's images, Docker's cache for the next build (9 to 15 GB
+#                      each; gguf's holds the 48-minute CUDA compile); by default they are removed
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/dev/lib.sh
@@ -40,7 +42,9 @@ for name in "${names[@]}"; do
     continue
   fi
   [ "$name" != gguf ] || bash scripts/images/build-base.sh | sed 's/^/  /'
-  seconds "$kit" images build "$name" --variant cuda --wheelhouse "$wheelhouse" --quiet
+  drop=(--drop-build-stages)
+  [ "${KIT_KEEP_BUILD_STAGES:-0}" != 1 ] || drop=()
+  seconds "$kit" images build "$name" --variant cuda --wheelhouse "$wheelhouse" "${drop[@]}" --quiet
   build_s=$(cat "$tmp/s")
   seconds "$kit" images convert "$name" --to sif
   sif_s=$(cat "$tmp/s")

@@ -1,7 +1,8 @@
 """`kit images lint`'s library check (issue 19): ldd over every shared object of an image's Python
 environment finds a library the image lacks, and does not count the driver's own libraries (libcuda,
 libnvidia-*: the host brings them). Built on purpose from the bootstrapped Debian base with a real
-compiler: one object that needs a missing libghost.so, one that needs the driver's libcuda.so.1."""
+compiler: one object that needs a missing libghost.so, one that needs the driver's libcuda.so.1, and a
+torch extension that needs torch/lib's libc10.so (found once `import torch` has loaded it)."""
 
 from __future__ import annotations
 
@@ -39,13 +40,15 @@ def broken_image():
         c = Path(ctx)
         (c / "ghost.c").write_text("int ghost(void) { return 1; }\n")
         (c / "uses.c").write_text("int ghost(void);\nint uses(void) { return ghost(); }\n")
-        for soname in ("libghost.so", "libcuda.so.1"):
+        for soname in ("libghost.so", "libcuda.so.1", "libc10.so"):
             sh(["gcc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", soname, "ghost.c"], cwd=c)
         sh(["gcc", "-shared", "-fPIC", "-o", "libneedsghost.so", "uses.c", "-L.", "-l:libghost.so"], cwd=c)
         sh(["gcc", "-shared", "-fPIC", "-o", "libneedsdriver.so", "uses.c", "-L.", "-l:libcuda.so.1"], cwd=c)
+        sh(["gcc", "-shared", "-fPIC", "-o", "torchext.so", "uses.c", "-L.", "-l:libc10.so"], cwd=c)
         (c / "Dockerfile").write_text(
             "FROM kit/base:bookworm\nRUN python3 -m venv /opt/venv\n"
-            "COPY libneedsghost.so libneedsdriver.so /opt/venv/lib/\nENV PATH=/opt/venv/bin:$PATH\n")
+            "COPY libneedsghost.so libneedsdriver.so /opt/venv/lib/\nCOPY libc10.so /opt/venv/lib/torch/lib/\n"
+            "COPY torchext.so /opt/venv/lib/ext/\nENV PATH=/opt/venv/bin:$PATH\n")
         sh(["env", "DOCKER_BUILDKIT=0", "docker", "build", "-q", "-t", TAG, ctx])
     yield TAG
     subprocess.run(["docker", "rmi", "-f", TAG], capture_output=True)
@@ -55,10 +58,11 @@ def test_a_library_the_image_lacks_is_found_and_the_drivers_is_not_counted(broke
     found = probe_libraries(broken_image)
     assert found is not None and found["prefix"] == "/opt/venv"
     assert set(found["missing"]) == {"libghost.so", "libcuda.so.1"}      # what ldd saw
+    assert found["after_torch"] == {"libc10.so": ["/opt/venv/lib/ext/torchext.so"]}
     finding = libraries_finding(found)
     assert not finding.ok
     assert finding.detail.startswith("1 libraries not found: libghost.so (needed by /opt/venv/lib/libneedsghost.so)")
-    assert "libcuda" not in finding.detail
+    assert "libcuda" not in finding.detail and "libc10" not in finding.detail
 
 
 def test_the_driver_alone_missing_passes():

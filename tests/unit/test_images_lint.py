@@ -137,3 +137,22 @@ def test_fabric_plugins_and_plugin_parents_are_not_missing_libraries_but_only_fo
     rpath = {**found, "elsewhere": ["libcudart.so.13"],
              "missing": {"libcudart.so.13": [env + "llama_cpp/lib/libggml-cuda.so"]}}
     assert not lint.libraries_finding(rpath).ok
+
+
+def test_numbas_optional_threading_layers_and_torch_extensions_are_not_missing_libraries():
+    env = "/opt/venv/lib/python3.11/site-packages/"
+    found = {"prefix": "/opt/venv", "files": 900, "elsewhere": [], "missing": {
+        "libgomp.so.1.0.0": [env + "numba/np/ufunc/omppool.cpython-311-x86_64-linux-gnu.so"],
+        "libtbb.so.12": [env + "numba/np/ufunc/tbbpool.cpython-311-x86_64-linux-gnu.so"]},
+        "after_torch": {"libc10.so": [env + "vllm/_C.abi3.so", env + "torchaudio/lib/_torchaudio.abi3.so"],
+                        "libtorch.so": [env + "vllm/_C.abi3.so"]}}
+    f = lint.libraries_finding(found)
+    assert f.ok, f.detail
+    assert "libgomp.so.1.0.0, libtbb.so.12 only for numba's optional TBB and OpenMP threading layers" in f.detail
+    assert "2 torch extensions find libc10.so, libtorch.so once torch is imported" in f.detail
+    # the same library needed by another of numba's modules, or by one of its layers and a core module
+    core = {**found, "missing": {"libtbb.so.12": [env + "numba/np/ufunc/workqueue.cpython-311-x86_64-linux-gnu.so"]}}
+    assert not lint.libraries_finding(core).ok
+    mixed = {**found, "missing": {"libgomp.so.1.0.0": [env + "numba/np/ufunc/omppool.cpython-311-x86_64-linux-gnu.so",
+                                                       env + "torchcodec/libtorchcodec_core7.so"]}}
+    assert lint.libraries_finding(mixed).detail.startswith("1 libraries not found: libgomp.so.1.0.0")

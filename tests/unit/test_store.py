@@ -12,7 +12,7 @@ import time
 import pytest
 
 from kit.errors import ConfigError
-from kit.config.roster import run_file_stem, run_from_stem
+from kit.config.names import run_file_stem, run_from_stem
 from kit.results.store import checkpoint_path, dumps_checkpoint, write_checkpoint
 
 

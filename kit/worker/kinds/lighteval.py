@@ -12,7 +12,8 @@ from typing import Any
 
 from kit.config.dataset import Dataset
 from kit.config.evalsuite import EvalSuite
-from kit.config.roster import Run, run_file_stem
+from kit.config.names import run_file_stem
+from kit.config.roster import Run
 from kit.errors import ConfigError, MissingExtraError
 from kit.results import keys
 from kit.results.kinds.lighteval import LIGHTEVAL as LIGHTEVAL_RESULTS

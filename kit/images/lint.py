@@ -53,11 +53,15 @@ print("KIT-PROBE " + json.dumps(out))
 PROBE = CUDA_PROBE + PROBE
 
 # Every shared object under the Python environment, through ldd: what does not resolve, by library.
-# torch's extensions (vllm._C, torchaudio, ...) name libtorch, libc10... without a path to torch/lib:
-# they resolve because `import torch` has loaded those by soname first. What resolves only with torch/lib
-# on the path is reported apart ("after_torch"); whatever still fails there is missing.
+# A module may name a library that is in the environment but not on its search path, and still load:
+# its package's import has loaded that library (by soname) first. Where every library a module lacks
+# is in the environment, that is tried for real: its package imported, then the module loaded
+# (ctypes), one process per package ("after_import"). A module that also needs the driver cannot be
+# loaded here; for torch's extensions (vllm._C, ...) the libraries torch/lib holds and links are then
+# counted as loaded by `import torch` ("after_torch"). Whatever is left is missing.
 LIB_PROBE = r"""
-import json, os, subprocess, sys
+import json, os, subprocess, sys, sysconfig
+site = sysconfig.get_paths()["purelib"]
 objects, present, torch_lib = [], set(), None
 for top, _, names in os.walk(sys.prefix):
     present.update(names)
@@ -65,21 +69,55 @@ for top, _, names in os.walk(sys.prefix):
         torch_lib = top
     objects += [os.path.join(top, n) for n in names if (n.endswith(".so") or ".so." in n)
                 and not os.path.islink(os.path.join(top, n))]
-def unresolved(path, dirs):
+def ldd(path, dirs):
     # a wheel's bundled libraries (auditwheel's *.libs folders) load each other by soname once the
     # first is loaded: its own folder counts as resolving, as it does at import
     r = subprocess.run(["ldd", path], capture_output=True, text=True, env={**os.environ, "LD_LIBRARY_PATH": ":".join(dirs)})
-    return [line.split("=>")[0].strip() for line in r.stdout.splitlines() if "=> not found" in line]
-torch_names = set(os.listdir(torch_lib)) if torch_lib else set()
-missing, after_torch = {}, {}
-for path in objects:
-    libs = unresolved(path, [os.path.dirname(path)])
-    still = set(unresolved(path, [os.path.dirname(path), torch_lib])) if torch_names.intersection(libs) else set(libs)
+    found = {}
+    for line in r.stdout.splitlines():
+        if "=>" in line:
+            name, _, where = line.partition("=>")
+            where = where.strip()
+            found[name.strip()] = None if where.startswith("not found") else where.split(" (")[0]
+    return found
+def unresolved(path, dirs):
+    return [lib for lib, where in ldd(path, dirs).items() if where is None]
+torch_dirs, torch_loaded = [torch_lib] if torch_lib else [], set()
+for name in os.listdir(torch_lib) if torch_lib else []:
+    if name.endswith(".so") or ".so." in name:
+        torch_loaded.add(name)
+        for lib, where in ldd(os.path.join(torch_lib, name), [torch_lib]).items():
+            if where and where.startswith(sys.prefix + os.sep):
+                torch_loaded.add(lib)
+                if os.path.dirname(where) not in torch_dirs:
+                    torch_dirs.append(os.path.dirname(where))
+lacking = {path: unresolved(path, [os.path.dirname(path)]) for path in objects}
+lacking = {path: libs for path, libs in lacking.items() if libs}
+by_package = {}
+for path, libs in lacking.items():
+    package = os.path.relpath(path, site).split(os.sep)[0]
+    if set(libs) <= present and package.isidentifier():
+        by_package.setdefault(package, []).append(path)
+TRY = "import ctypes, importlib, json, sys\nimportlib.import_module(sys.argv[1])\nok = []\nfor p in sys.argv[2:]:\n    try:\n        ctypes.CDLL(p); ok.append(p)\n    except OSError:\n        pass\nprint('KIT-LOADED ' + json.dumps(ok))"
+loaded = set()
+for package, paths in sorted(by_package.items()):
+    r = subprocess.run([sys.executable, "-c", TRY, package, *paths], capture_output=True, text=True)
+    line = next((x for x in r.stdout.splitlines() if x.startswith("KIT-LOADED ")), None)
+    loaded.update(json.loads(line[len("KIT-LOADED "):]) if line else [])
+missing, after_import, after_torch = {}, {}, {}
+for path, libs in lacking.items():
+    if path in loaded:
+        still = set()
+    elif torch_loaded.intersection(libs):
+        still = set(unresolved(path, [os.path.dirname(path), *torch_dirs]))
+    else:
+        still = set(libs)
     for lib in libs:
-        (missing if lib in still else after_torch).setdefault(lib, []).append(path)
+        kind = missing if lib in still else after_import if path in loaded else after_torch
+        kind.setdefault(lib, []).append(path)
 elsewhere = sorted(lib for lib in missing if lib in present)   # in the environment, not on the search path
 print("KIT-LIBS " + json.dumps({"prefix": sys.prefix, "files": len(objects), "missing": missing,
-                                "elsewhere": elsewhere, "after_torch": after_torch}))
+                                "elsewhere": elsewhere, "after_import": after_import, "after_torch": after_torch}))
 """
 # The driver's own libraries come from the host at run time (--nv, Pyxis, the NVIDIA toolkit).
 DRIVER_LIBS = re.compile(r"^(libcuda\.so|libnvidia-|libcudadebugger\.so)")
@@ -243,13 +281,15 @@ def libraries_finding(found: dict[str, Any] | None) -> Finding:
         shown = "; ".join(f"{lib} (needed by {paths[0]}{f' and {len(paths) - 1} more' if len(paths) > 1 else ''})"
                           for lib, paths in sorted(missing.items())[:5])
         return Finding("libraries", False, f"{len(missing)} libraries not found: {shown}")
-    after_torch = found.get("after_torch") or {}
-    extensions = {p for paths in after_torch.values() for p in paths}
     notes = ([f"the driver's {', '.join(driver)} come from the host"] if driver else []) + [
         f"{', '.join(libs)} only for {why}" for why, libs in optional.items()] + (
-        [f"{', '.join(parent)} loaded by the plugins' parent first"] if parent else []) + (
-        [f"{len(extensions)} torch extensions find {', '.join(sorted(after_torch))} once torch is imported"]
-        if after_torch else [])
+        [f"{', '.join(parent)} loaded by the plugins' parent first"] if parent else [])
+    for key, how in (("after_import", "load once their package is imported (tried)"),
+                     ("after_torch", "find once torch is imported (torch extensions that need the driver)")):
+        libs = found.get(key) or {}
+        if libs:
+            modules = {p for paths in libs.values() for p in paths}
+            notes.append(f"{len(modules)} modules {how}: {', '.join(sorted(libs))}")
     return Finding("libraries", True, f"{found.get('files')} shared objects under {found.get('prefix')} resolve"
                    + (f" ({'; '.join(notes)})" if notes else ""))
 

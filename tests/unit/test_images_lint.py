@@ -149,7 +149,9 @@ def test_numbas_optional_threading_layers_and_torch_extensions_are_not_missing_l
     f = lint.libraries_finding(found)
     assert f.ok, f.detail
     assert "libgomp.so.1.0.0, libtbb.so.12 only for numba's optional TBB and OpenMP threading layers" in f.detail
-    assert "2 torch extensions find libc10.so, libtorch.so once torch is imported" in f.detail
+    assert "2 modules find once torch is imported (torch extensions that need the driver): libc10.so, libtorch.so" in f.detail
+    tried = lint.libraries_finding({**found, "after_torch": {}, "after_import": {"libtvm_ffi.so": [env + "xgrammar/b.so"]}})
+    assert tried.ok and "1 modules load once their package is imported (tried): libtvm_ffi.so" in tried.detail
     # the same library needed by another of numba's modules, or by one of its layers and a core module
     core = {**found, "missing": {"libtbb.so.12": [env + "numba/np/ufunc/workqueue.cpython-311-x86_64-linux-gnu.so"]}}
     assert not lint.libraries_finding(core).ok

@@ -81,13 +81,10 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
                      [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices}
                       for p, st in outcomes])
     else:
-        for p, st in outcomes:
-            if st.state == "complete":
-                note = f"  ({'; '.join(st.notices)})" if st.notices else ""
-                click.echo(f"OK    {p}{note}")
-            else:
-                click.echo(f"FAIL  {p}: {'; '.join(st.reasons)}")
-        click.echo(f"{len(outcomes) - len(bad)} verified, {len(bad)} failed")
+        lines = [f"OK    {p}" + (f"  ({'; '.join(st.notices)})" if st.notices else "") if st.state == "complete"
+                 else f"FAIL  {p}: {'; '.join(st.reasons)}" for p, st in outcomes]
+        lines.append(f"{len(outcomes) - len(bad)} verified, {len(bad)} failed")
+        click.echo("\n".join(lines))   # one write: a release tree is thousands of lines
     if bad:
         sys.exit(1)
 

@@ -98,7 +98,7 @@ def preflight(t: Target, base: str) -> None:
 
 
 def _drop_build_stages(image_id: str, seen: list[str], progress: Progress, *, bundle: bool = True) -> None:
-    """Remove the build-stage images of this build (they hold the CA bundle); keep the final chain.
+    """Remove the build-stage images of this build (they hold the CA bundle, if one was given); keep the final chain.
 
     Last layer first, one image at a time (noprune): a layer this build took from the cache (the
     steps before the bundle was copied in) still has another build's layers as children, so Docker

@@ -108,6 +108,17 @@ def build_tiny_llama(
     return repo_id, _install(Path(hub_cache), repo_id, wanted, lambda out: _write_llama(out, shape, trained))
 
 
+def build_random_causal_lm(hub_cache: Path, repo_id: str, model_type: str, config: dict[str, Any], *,
+                           dtype: str = "bfloat16") -> tuple[str, str]:
+    """Build (once) a causal LM of a real architecture (`model_type`, e.g. "qwen3", with its config
+    keys: the size of a released model) with seeded random weights in `dtype` and the demo's tokenizer,
+    whose ids are all below the model's vocabulary (ids past it decode to nothing); returns
+    (repo_id, revision). For checks of speed and memory at a real model's size (bench/gpu)."""
+    wanted = {"model_type": model_type, **config}
+    return repo_id, _install(Path(hub_cache), repo_id, wanted,
+                             lambda out: _write_causal_lm(out, model_type, config, dtype))
+
+
 def build_tiny_classifier(hub_cache: Path, repo_id: str = "kit-demo/tiny-reranker", *,
                           trained: bool = False) -> tuple[str, str]:
     """Build (once) a tiny random BERT sequence classifier (one logit); returns (repo_id, revision).
@@ -265,6 +276,24 @@ def _write_llama(out: Path, shape: dict[str, int], trained: bool = False) -> Non
 
         fit_llama(model, tokenizer)
         model.config.update({TRAINING_KEY: _recipe(True)})
+    model.generation_config = GenerationConfig(
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    _normalize_json(out)
+
+
+def _write_causal_lm(out: Path, model_type: str, config: dict[str, Any], dtype: str) -> None:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+
+    tokenizer = _bpe_tokenizer(int(config.get("max_position_embeddings", LLAMA_CONTEXT)))
+    settings = AutoConfig.for_model(model_type, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                                    eos_token_id=tokenizer.eos_token_id, **config)
+    model = AutoModelForCausalLM.from_config(settings, dtype=getattr(torch, dtype))
+    _fill_seeded(model)
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,

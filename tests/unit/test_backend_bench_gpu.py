@@ -45,3 +45,22 @@ def test_require_cuda_refuses_to_fall_back(tmp_path):
 
 def test_run_script_is_valid_bash():
     subprocess.run(["bash", "-n", str(REPO / "bench" / "gpu" / "run.sh")], check=True)
+
+
+def test_real_architecture_dry_run_goes_through_kit_shard_and_reports_the_speed_block(tmp_path):
+    """bench/gpu/real_arch.py at its tiny scale on CPU: a Qwen3-shaped model through kit shard on a
+    language of 300 rows; the figures come from the checkpoint, and --require-cuda refuses a CPU run."""
+    out = tmp_path / "dry.json"
+    argv = [sys.executable, str(REPO / "bench" / "gpu" / "real_arch.py"), "--scale", "tiny", "--max-new-tokens", "2",
+            "--work", str(tmp_path / "work"), "--out", str(out)]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    facts = json.loads(out.read_text())
+    assert facts["rows"] == 300 and facts["params"] == 9_798_016          # a Qwen3 decoder of TINY's shape
+    assert facts["speed"]["generated_tokens"] <= 300 * 2 and facts["items_per_second"] > 0
+    assert "peak_gpu_memory_bytes" not in facts["speed"]                  # CPU: no GPU figure is made up
+    assert facts["seed_per_language_gpu_seconds"]["LFM2.5-2.6B@sglang"] == {"median": 492, "max": 606}
+    assert "300 rows" in r.stdout and "peak GPU memory none (not on a GPU)" in r.stdout
+    again = subprocess.run(argv + ["--require-cuda"], env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 1 and "did not run on a CUDA device" in again.stderr

@@ -261,7 +261,7 @@ def _umask() -> int:
 
 
 def _write_llama(out: Path, shape: dict[str, int], trained: bool = False) -> None:
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     tokenizer = _bpe_tokenizer(shape["max_position_embeddings"])
     config = LlamaConfig(
@@ -276,24 +276,25 @@ def _write_llama(out: Path, shape: dict[str, int], trained: bool = False) -> Non
 
         fit_llama(model, tokenizer)
         model.config.update({TRAINING_KEY: _recipe(True)})
-    model.generation_config = GenerationConfig(
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    _normalize_json(out)
+    _save_causal_lm(out, model, tokenizer)
 
 
 def _write_causal_lm(out: Path, model_type: str, config: dict[str, Any], dtype: str) -> None:
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     tokenizer = _bpe_tokenizer(int(config.get("max_position_embeddings", LLAMA_CONTEXT)))
     settings = AutoConfig.for_model(model_type, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
                                     eos_token_id=tokenizer.eos_token_id, **config)
     model = AutoModelForCausalLM.from_config(settings, dtype=getattr(torch, dtype))
     _fill_seeded(model)
+    _save_causal_lm(out, model, tokenizer)
+
+
+def _save_causal_lm(out: Path, model: Any, tokenizer: Any) -> None:
+    """Save a causal LM and its tokenizer with greedy generation settings naming the tokenizer's ids."""
+    from transformers import GenerationConfig
+
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,

@@ -7,7 +7,13 @@
 #   3. a random-weight model of Qwen3-4B's configuration in bf16 through `kit shard` on a language of
 #      300 rows: items/s, generated tokens/s, peak GPU memory, beside the seed's per-language GPU
 #      seconds (real-arch.json; bench/gpu/real_arch.py; about 3 minutes, most of it making 8 GB of weights)
+#   4. llama.cpp compiled with CUDA for this GPU's architecture from llama-cpp-python's sources trimmed
+#      to 3.4 MiB (python bench/gpu/pack_llama_cpp.py writes build/gpu-carry/: carry that folder), then
+#      the demo's tiny Llama as an F32 GGUF generates the same greedy tokens on the GPU as on the CPU
+#      (llama-cuda.json; bench/gpu/llama_cuda.py; FlashAttention kernels left out to fit the time)
 # and the whole log in run.log. Each step reports "STEP n FAILED rc=N" and the script goes on.
+# KIT_GPU_STEPS picks steps (default "0 1 2 3 4"; 0 is always run): one command may run 10 minutes, so
+# a lease runs "1 2 3" in one call and "4" in the next.
 #
 # Python packages the machine lacks travel as wheels in .whl/ (git-ignored; for Python 3.12:
 # pydantic==2.14.4 pydantic_core==2.50.5 annotated_types==0.8.0 typing_inspection==0.4.5
@@ -19,7 +25,8 @@
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 #   OUT=/some/dir bash bench/gpu/run.sh            (from the repository root)
 # KIT_BENCH_ALLOW_CPU=1 is the CPU dry run: no --require-cuda, a smaller "small" run, and a demo
-# checkpoint without a GPU is accepted. Worst case (every step at its timeout) about 13 minutes.
+# checkpoint without a GPU is accepted. Worst case (every step at its timeout): steps 1-3 about 13
+# minutes, step 4 9 minutes; expected about 6 and 5.
 # Each step below ends in `|| echo STEP n FAILED`: one failure does not stop the rest.
 set -euo pipefail
 out=${OUT:-.}
@@ -32,6 +39,8 @@ allow_cpu=${KIT_BENCH_ALLOW_CPU:-0}
 [ "$allow_cpu" = 1 ] && small=(--prompts 16 --batch-size 8 --max-new-tokens 16) \
                      || small=(--prompts 256 --batch-size 64 --max-new-tokens 128)
 
+steps=" ${KIT_GPU_STEPS:-0 1 2 3 4} "
+want() { [[ "$steps" == *" $1 "* ]]; }
 step() { echo; echo "=== STEP $1 ($(date +%T), ${SECONDS}s)"; }
 
 main() {
@@ -55,6 +64,8 @@ print("torch cuda", torch.version.cuda, "available", torch.cuda.is_available(),
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 EOF
 
+  work=$(mktemp -d /tmp/kit-gpu.XXXXXX)
+  if want 1; then
   step "1a transformers_cuda tiny"
   timeout 90 python3 bench/gpu/transformers_cuda.py "${cuda_flag[@]}" --out "$out/tiny.json" \
     || echo "STEP 1a FAILED rc=$?"
@@ -63,7 +74,9 @@ EOF
   timeout 120 python3 bench/gpu/transformers_cuda.py "${cuda_flag[@]}" --dtype bfloat16 --hidden 1024 --heads 16 \
     --layers 8 "${small[@]}" --out "$out/small-bf16.json" || echo "STEP 1b FAILED rc=$?"
 
-  work=$(mktemp -d /tmp/kit-gpu-demo.XXXXXX)
+  fi
+
+  if want 2; then
   step "2a the demo's files ($work/demo), its site forwarding PYTHONPATH"
   # A job runs in a clean environment (kit's allow-list): the wheels in /tmp/site and this checkout
   # reach it only through the site's forward_env, as a cluster site would be configured.
@@ -92,14 +105,23 @@ EOF
   [ "$allow_cpu" = 1 ] && cpu_ok=(--allow-cpu) || cpu_ok=()
   python3 bench/gpu/demo_check.py --results "$work/demo/results" --out "$out" "${cpu_ok[@]}" \
     || echo "STEP 2e FAILED rc=$?"
+  fi
 
+  if want 3; then
   step "3 Qwen3-4B's architecture, random weights, bf16, through kit shard (300 rows)"
   [ "$allow_cpu" = 1 ] && scale=(--scale tiny --max-new-tokens 4) || scale=(--scale qwen3-4b)
   timeout 300 python3 bench/gpu/real_arch.py "${scale[@]}" "${cuda_flag[@]}" --work "$work/real-arch" \
     --out "$out/real-arch.json" || echo "STEP 3 FAILED rc=$?"
+  fi
+
+  if want 4; then
+  step "4 llama.cpp built with CUDA for this GPU from the trimmed sources; a tiny GGUF's GPU tokens = CPU tokens"
+  [ "$allow_cpu" = 1 ] && llama=(--cpu-only) || llama=()
+  timeout 540 python3 bench/gpu/llama_cuda.py "${llama[@]}" --carry "$repo/build/gpu-carry" --work "$work/llama" \
+    --out "$out/llama-cuda.json" || echo "STEP 4 FAILED rc=$?"
+  fi
 
   step "done"
-  echo "not in this script: llama.cpp built with CUDA on this machine (the llama-cpp-python 0.3.36 sdist is 74 MiB; the tree carried here is at most 64 MiB)"
   ls -la "$out"
 }
 

@@ -62,4 +62,3 @@ def roster_benchmark(roster_path: Path) -> Dataset | None:
         raise ConfigError(f"{roster_path}: benchmark: not a folder path (got {value!r})",
                           fix='write benchmark = "DIR", relative to the roster file')
     return load_benchmark(roster_path.resolve().parent / value)
-

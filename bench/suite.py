@@ -53,7 +53,7 @@ class Row:
     def cells(self) -> list[str]:
         """The row as table cells."""
         unit = self.kit_unit
-        fmt = (lambda v: f"{v:.2f} s") if unit == "s" else (lambda v: f"{v:.0f} MB")
+        fmt = {"s": lambda v: f"{v:.2f} s", "KB": lambda v: f"{v:.1f} KB"}.get(unit, lambda v: f"{v:.0f} MB")
         return [self.measurement, fmt(self.kit), f"{self.anchor_label} {fmt(self.anchor)}", f"{self.ratio:.2f}",
                 self.goal, "yes" if self.met else "NO"]
 
@@ -181,6 +181,20 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
     report_warm = suite.run(["report", "results", "-o", out], cold=False, repeat=1)
     suite.add("`kit report`, warm", report_warm.seconds, "s", limit.seconds, rp, "(none yet)",
               lambda kit, anchor: True)
+
+    progress("bench: memory as files grow")
+    if suite.quick:
+        suite.notes.append("peak RSS growth per file: measured at release size only (a few files say nothing)")
+    else:
+        small = build_tree(BUILD, suite.tree.languages, max(1, suite.tree.runs // 5), suite.tree.items, progress=progress)
+        checkpoint_kb = sum(f.stat().st_size for f in suite.tree.results.glob("*/*.json")) / n / 1024
+        for name, args, big in (("status", ["status", "results"], status_cold), ("verify", ["verify", "results"], verify_cold),
+                                ("report", ["report", "results", "-o", str(BUILD / "report-out-small")], report_cold)):
+            few = best_of(suite.kit + args, small.root, 1, suite.env, before=suite.clear_cache)
+            growth_kb = (big.rss_mb - few.rss_mb) * 1024 / (n - small.files)
+            # a parsed checkpoint held in Python takes several times its JSON size: well under 1, none is held
+            suite.add(f"`kit {name}`, peak RSS growth per file ({small.files} to {n} files)", growth_kb, "KB",
+                      checkpoint_kb, "a checkpoint's size", "<= 0.2x (streamed)", within(0.2))
 
     progress("bench: kit plan")
     plan = suite.run(["plan"], cold=True, repeat=1)

@@ -101,7 +101,10 @@ for path, libs in lacking.items():
 TRY = "import ctypes, importlib, json, sys\nimportlib.import_module(sys.argv[1])\nok = []\nfor p in sys.argv[2:]:\n    try:\n        ctypes.CDLL(p); ok.append(p)\n    except OSError:\n        pass\nprint('KIT-LOADED ' + json.dumps(ok))"
 loaded = set()
 for package, paths in sorted(by_package.items()):
-    r = subprocess.run([sys.executable, "-c", TRY, package, *paths], capture_output=True, text=True)
+    try:
+        r = subprocess.run([sys.executable, "-c", TRY, package, *paths], capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:   # an import that hangs loads nothing
+        continue
     line = next((x for x in r.stdout.splitlines() if x.startswith("KIT-LOADED ")), None)
     loaded.update(json.loads(line[len("KIT-LOADED "):]) if line else [])
 missing, after_import, after_torch = {}, {}, {}

@@ -38,6 +38,9 @@ START_SECONDS = 300
 # No job gets less: a short walltime is all start-up risk.
 MIN_WALLTIME_SECONDS = 900
 ROUND_TO_SECONDS = 300
+# A recorded time longer than this is damage, not a measurement (1e308 s would overflow the packing's
+# sums): it counts as unknown, as a missing one does.
+MAX_MEASURED_SECONDS = 365 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,9 @@ def predict(pairs: Iterable[Pair], history: Iterable[PairTime]) -> Prediction:
     by_run: dict[str, dict[str, float]] = {}
     loads: dict[str, float] = {}
     for t in history:
-        if t.seconds > 0 and math.isfinite(t.seconds):
+        if _plausible(t.seconds):
             by_run.setdefault(t.run, {})[t.language] = t.seconds
-            loads[t.run] = max(loads.get(t.run, 0.0), t.load_seconds if math.isfinite(t.load_seconds) else 0.0)
+            loads[t.run] = max(loads.get(t.run, 0.0), t.load_seconds if _plausible(t.load_seconds) else 0.0)
     medians = {run: statistics.median(times.values()) for run, times in by_run.items()}
     factors: dict[str, list[float]] = {}
     for run, times in by_run.items():
@@ -84,6 +87,11 @@ def predict(pairs: Iterable[Pair], history: Iterable[PairTime]) -> Prediction:
             others = factors.get(pair.language)
             seconds[pair] = (medians[pair.run] * statistics.median(others)) if others else max(times.values())
     return Prediction(seconds, unmeasured, {run: loads.get(run, 0.0) for run in by_run})
+
+
+def _plausible(seconds: float) -> bool:
+    """Whether a recorded time is a measurement: positive, finite, at most MAX_MEASURED_SECONDS."""
+    return 0 < seconds <= MAX_MEASURED_SECONDS   # NaN and infinities fail the comparisons
 
 
 def pack(costs: Mapping[Pair, float], count: int, load_of: Mapping[str, float] | None = None) -> list[list[Pair]]:

@@ -1,6 +1,7 @@
-"""File helpers with the standard library alone: a file's sha256, and atomic writes (temporary file
-in the same folder, fsync, rename, fsync of the folder). Kept free of kit's config libraries so that
-the weights manifest code works where pydantic is absent (the GPU benchmark's environment)."""
+"""File helpers with the standard library alone: a file's sha256, bounded reads of files users pass,
+and atomic writes (temporary file in the same folder, fsync, rename, fsync of the folder). Kept free
+of kit's config libraries so that the weights manifest code works where pydantic is absent (the GPU
+benchmark's environment)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import hashlib
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from pathlib import Path
+
+from kit.errors import ConfigError   # bottom of the import graph, standard library only
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -85,6 +89,27 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def read_regular_file(path: str | os.PathLike[str], what: str, limit_bytes: int, *,
+                      fix: str = "pass the file itself, not a device, pipe or folder") -> bytes:
+    """The bytes of a regular file of at most `limit_bytes`; a device, FIFO or folder, or a larger
+    file, is a ConfigError naming the file (OSError when it cannot be opened)."""
+    # O_NONBLOCK: opening a FIFO must not wait for a writer before it can be refused
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: {what} is not a regular file (a device, pipe or folder)", fix=fix)
+        data = b""
+        if info.st_size <= limit_bytes:   # read to the limit, not to st_size: the file may grow meanwhile
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(limit_bytes + 1)
+    finally:
+        os.close(fd)
+    if info.st_size > limit_bytes or len(data) > limit_bytes:
+        raise ConfigError(f"{path}: {what} is over {limit_bytes} bytes, too large to be one", fix=fix)
+    return data
 
 
 def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:

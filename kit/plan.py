@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from kit import safejson
 from kit.errors import ConfigError
+from kit.files import read_regular_file
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
@@ -139,7 +140,7 @@ def select_pairs(runs: Sequence["Run"], benchmark: "Dataset", languages: Sequenc
 def plan_text(pairs: list[Pair], shards: Sequence[Sequence[Pair]] | None = None) -> str:
     """The plan file `kit run` writes for its jobs: the sorted pair list and, when packed by cost,
     each shard's pairs (without them, shard i of n is every n-th pair from i)."""
-    body: dict = {"kit_plan_version": 1, "pairs": [[p.run, p.language] for p in sorted(pairs)],
+    body: dict = {"kit_plan_version": PLAN_VERSION, "pairs": [[p.run, p.language] for p in sorted(pairs)],
                   "runs": sorted({p.run for p in pairs})}
     if shards is not None:
         body["shards"] = [[[p.run, p.language] for p in sorted(shard)] for shard in shards]
@@ -164,15 +165,29 @@ class PlanFile:
         return list(self.shards[index])
 
 
+PLAN_LIMIT_BYTES = 256 << 20   # far above any plan kit writes; a bound on what a bad path can cost
+
+
 def read_plan(path: Path, text: str | None = None) -> list[Pair]:
     """Pairs from a plan file written by `kit run` (its `text` when already read)."""
     return read_plan_file(path, text).pairs
 
 
+# the layout of plan files: a job reads the plan kit wrote when it submitted it
+PLAN_VERSION = 1
+
+
 def read_plan_file(path: Path, text: str | None = None) -> PlanFile:
     """A plan file written by `kit run` (its `text` when already read): pairs and packed shards."""
     try:
-        body = safejson.loads(Path(path).read_text(encoding="utf-8") if text is None else text)
+        if text is None:
+            text = read_regular_file(path, "a plan file", PLAN_LIMIT_BYTES,
+                                     fix="pass the plan file `kit run` wrote").decode("utf-8")
+        body = safejson.loads(text)
+        version = body.get("kit_plan_version")
+        if version != PLAN_VERSION:
+            raise ConfigError(f"{path}: kit_plan_version {version!r}; this kit reads version {PLAN_VERSION}",
+                              fix="submit again with this kit (`kit run`), which writes the plan its jobs read")
         pairs = sorted(Pair(str(r), str(lang)) for r, lang in body["pairs"])
         shards = body.get("shards")
         if shards is not None:

@@ -4,7 +4,8 @@ One job runs on one node. An engine that shards (vLLM: tensor parallelism) gets 
 of that node whose memory holds the weights at the run's dtype plus MEMORY_MARGIN, among the
 counts that divide both the attention and the key-value head counts (vLLM refuses others); any
 other engine uses one GPU, which must hold the model by itself. A site states its per-GPU memory
-(`gpu_memory_gib`); an OAR `gpu_mem>=N` filter grows to what the job needs. A model too big for
+(`gpu_memory_gib`); an OAR GPU filter is made to ask for the GPU memory the job needs when what it
+guarantees is less (kit.launch.jobsize.grown_filter). A model too big for
 the site is refused before anything is submitted, with the fix."""
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class SiteGpus:
     name: str
     gpus_per_node: int
     gpu_memory_gib: float | None    # per GPU; for a filtered OAR site, the largest its filter can give
-    filter_mib: int | None          # the `gpu_mem>=N` floor of an OAR GPU filter, if it has one
+    filter_mib: int | None          # the GPU memory an OAR site's filter guarantees (0: none); None: no filter
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def _by_threshold(run: str, model: ModelSize, site: SiteGpus) -> int:
 
 
 def _floor(per_gpu_bytes: float, site: SiteGpus) -> int | None:
-    """The grown `gpu_mem>=` floor (MiB) when the site's filter asks for less than the job needs."""
+    """The `gpu_mem>=` floor (MiB) the site's filter must get when it guarantees less than the job needs."""
     if site.filter_mib is None:
         return None
     need = math.ceil(per_gpu_bytes / MIB)

@@ -33,7 +33,9 @@ REQUIRED = ("model_id", "language", "model_revision", "prompt_sha256", "benchmar
             "batch_size", "seed", "decoding", "dtype", "started_at", "duration_seconds")
 OPTIONAL = ("source_commit", "run_id", "package_version", "runtime", "draft_model_id", "draft_model_revision",
             "speculative", "generation_mode", "inference", "decision_rule", "throughput_items_per_second",
-            "peak_vram_bytes", "sequence_length")
+            "peak_vram_bytes", "sequence_length",
+            # RunMetadata's newest fields (adapters/pipeline.py _metadata fills them); to_dict omits them when empty
+            "quantization", "device_name")
 PREDICTION_KEYS = ("item_id", "expected", "predicted", "raw_output", "truncated", "parse_mode", "latency_seconds",
                    "generated_tokens", "verify_steps", "accepted_drafts", "proposed_drafts")
 PARSE_MODES = ("exact", "leading", "last", None)

@@ -25,9 +25,10 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
             models: tuple[str, ...], languages: str | None, as_json: bool) -> None:
     """Merge several sites' results trees into one release tree, or refuse with every problem.
 
-    Refuses invalid checkpoints, duplicate pairs (by run name: @variant runs never
-    collide), pairs outside the plan, missing pairs, and runs whose files mix kit commits
-    or image digests. The tree is staged beside --output and renamed into place.
+    Refuses invalid checkpoints, duplicate pairs whose files differ (by run name: @variant
+    runs never collide; byte-identical copies at two sites count once), pairs outside the
+    plan, missing pairs, and runs whose files mix kit commits or image digests. The tree is
+    staged beside --output and renamed into place.
 
     \b
     Example:
@@ -43,6 +44,9 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
         site, sep, folder = text.partition("=")
         if not sep or not site or not folder:
             raise ConfigError(f"--from {text!r} is not SITE=DIR", fix="write e.g. --from nancy=results-nancy")
+        if site in dict(pairs_of_sites):
+            raise ConfigError(f"--from {text!r}: site {site!r} is given twice",
+                              fix="give each site's tree once, under its own name (e.g. --from nancy=A --from lyon=B)")
         pairs_of_sites.append((site, Path(folder)))
     project = load_project(roster, benchmark, allow_unpinned=True)
     runs = project.roster.select(models)
@@ -55,7 +59,7 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
         for problem in plan.problems:
             click.echo(f"  {problem}", err=True)
         raise CheckpointError(f"collect refused: {len(plan.problems)} problems (listed above); nothing written",
-                              fix="mend or remove those files, or pass --force to replace an existing output")
+                              fix="mend or remove those files (a pair two sites hold: keep one of its files)")
     out = install_collect(plan, output, force=force)
     by_site: dict[str, int] = {}
     for site, _ in plan.chosen.values():

@@ -56,9 +56,13 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
     images = []
     if site_name is not None:
         from kit.config.sites import load_sites
+        from kit.config.walltime import short_walltime
         from kit.launch.plan_images import run_images
 
         site = load_sites(sites_file).get(site_name)
+        note = short_walltime(site.walltime, site.scheduler)
+        if note:
+            common.say(f"kit: warning: site {site.name}: {note}")
         images = run_images(site, runs, sites_file.resolve().parent, images_lock)
     if as_json:
         data = ov.as_dict()

@@ -40,7 +40,8 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
     held to the run and benchmark as they are now: one recorded for another revision,
     setting, prompt or data file is stale and is left out unless --include-stale.
     Files that fail validation are listed in the summary and named here, and the exit
-    code is then 1: a report never drops a row silently.
+    code is then 1: a report never drops a row silently. With no complete checkpoint to
+    count, the folder is refused: nothing is written and the exit code is 2.
 
     \b
     Examples:

@@ -15,6 +15,7 @@ from kit.errors import ConfigError
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
+    from kit.results.checkpoint import CheckpointState
 
 
 @click.command()
@@ -75,18 +76,46 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
                             validate_all)
     for cache in caches.values():
         cache.save()
+    if dataset:
+        outcomes = [(p, _outside_benchmark(dataset, p, st)) for p, st in outcomes]
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
     if as_json:
         common.print_json("verify", common.OK if not bad else common.FAILED,
                      [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices}
                       for p, st in outcomes])
     else:
-        lines = [f"OK    {p}" + (f"  ({'; '.join(st.notices)})" if st.notices else "") if st.state == "complete"
-                 else f"FAIL  {p}: {'; '.join(st.reasons)}" for p, st in outcomes]
+        lines = [f"OK    {_shown(p)}" + (f"  ({'; '.join(st.notices)})" if st.notices else "")
+                 if st.state == "complete" else f"FAIL  {_shown(p)}: {'; '.join(st.reasons)}" for p, st in outcomes]
         lines.append(f"{len(outcomes) - len(bad)} verified, {len(bad)} failed")
         click.echo("\n".join(lines))   # one write: a release tree is thousands of lines
     if bad:
         sys.exit(1)
+
+
+def _shown(path: Path) -> str:
+    """A path as one line of output: quoted when it holds a control character (a name with a
+    newline must not make a line of its own, such as a false OK)."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+def _outside_benchmark(dataset: "Dataset", path: Path, state: "CheckpointState") -> "CheckpointState":
+    """The state, made invalid when a sound file is of a language the benchmark does not define, by its
+    folder's name (a sound file's metadata.language is its folder's); an lrb file of undetermined
+    language (kit.results.store.file_language) is left as it is: nothing names its language."""
+    from dataclasses import replace
+
+    from kit.results import keys
+    from kit.results.store import UNDETERMINED_LANGUAGE, file_language
+
+    if state.state != keys.COMPLETE:
+        return state
+    language = file_language(path.parent.parent, path, (state.data or {}).get(keys.METADATA))
+    if language == UNDETERMINED_LANGUAGE or language in dataset.languages:
+        return state
+    known = ", ".join(dataset.languages[:5]) + (", ..." if len(dataset.languages) > 5 else "")
+    return replace(state, state=keys.INVALID, reasons=[
+        f"language {language!r} is not one of the benchmark's {len(dataset.languages)} ({known})"])
 
 
 def _benchmark(path: Path | None) -> "Dataset | None":

@@ -12,6 +12,49 @@ BACKENDS: dict[str, str] = {
     "gliclass": "gliclass",
 }
 
+# other names people write for a backend family (compared lower-cased, spaces and '_' as '-')
+_ALIASES = {"llama.cpp": "gguf", "llama-cpp": "gguf", "llamacpp": "gguf", "llama-cpp-python": "gguf",
+            "gliner": "gliner2", "transformers-5.17.0": "transformers-5.17", "transformers-5.11.0": "transformers-5.11"}
+
+
+def backend_name(written: str) -> str:
+    """The backend family a roster's `backend` names: as written, or its canonical spelling when
+    written in another case or by a common other name ('vLLM', 'llama.cpp', 'GLiClass'); unknown
+    names come back as written."""
+    key = written.strip().lower().replace(" ", "-").replace("_", "-")
+    key = _ALIASES.get(key, key)
+    return key if key in BACKENDS else written
+
+
+# worker engine -> the roster `options` it reads (each engine's docstring lists them as "- `options.KEY`";
+# a unit test keeps them in step)
+ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "vllm": ("max_num_seqs", "max_model_len", "gpu_memory_utilization", "enforce_eager", "max_num_batched_tokens"),
+    "transformers": ("score_kind", "yes_token", "no_token", "prefix", "suffix", "hypothesis", "hypothesis_marker",
+                     "premise_marker", "mask", "threshold"),
+    "gliner2": ("labels", "task_name", "hypothesis_marker", "premise_marker", "threshold"),
+    "llama_cpp": ("gguf_file", "quantization", "n_ctx", "n_gpu_layers", "n_batch", "n_threads"),
+    "gliclass": ("label", "max_length", "hypothesis_marker", "premise_marker", "threshold"),
+}
+# options every backend takes: the model's head counts, for GPU sizing (kit.sizing)
+SIZING_OPTIONS = ("attention_heads", "kv_heads")
+
+
+def options_for(backend: str) -> tuple[str, ...]:
+    """The `options` keys a run on this backend family may set."""
+    return ENGINE_OPTIONS[BACKENDS[backend]] + SIZING_OPTIONS
+
+
+# worker engine -> the tasks it runs, its default first (the "`task` (default ...)" line of each
+# engine's docstring in kit.worker.backends says the same; a unit test keeps them in step)
+ENGINE_TASKS: dict[str, tuple[str, ...]] = {
+    "vllm": ("generate",),
+    "transformers": ("generate", "score"),
+    "gliner2": ("score",),
+    "llama_cpp": ("generate",),
+    "gliclass": ("score",),
+}
+
 
 # backends whose engine spreads one model over the GPUs of a node (vLLM's tensor parallelism); the
 # others run a model on one GPU
@@ -26,3 +69,13 @@ def shards(backend: str) -> bool:
 def engine_for(backend: str) -> str:
     """The worker engine that runs a backend family."""
     return BACKENDS[backend]
+
+
+def tasks_for(backend: str) -> tuple[str, ...]:
+    """The tasks a backend family runs, its default first."""
+    return ENGINE_TASKS[BACKENDS[backend]]
+
+
+def backends_for(task: str) -> list[str]:
+    """The backend families that run a task."""
+    return [b for b in BACKENDS if task in tasks_for(b)]

@@ -35,6 +35,18 @@ ZERO_SHOT_BACKENDS = frozenset({"gliner2", "gliclass"})
 _BY_SCORE_KIND = {"nli": ZEROSHOT, "masked_lm": MASKED_LM, "causal": GENERATE}
 
 
+# lrb's scoring files name no backend: their decision rule says how the model was asked
+_LRB_RULE_WORDS = (("log-probabilit", GENERATE), ("zero-shot", ZEROSHOT), ("entailment", ZEROSHOT), ("mask", MASKED_LM))
+
+
+def lrb_prompt_kind(decision_rule: Any) -> str:
+    """The prompt kind of an lrb scoring file by its metadata.decision_rule: lrb reads its causal
+    log-probability scorer with the generative prompt, zero-shot and NLI classifiers with
+    prompt_zeroshot.txt, and every reranker and sequence classifier with prompt_reranker.txt."""
+    rule = decision_rule.lower() if isinstance(decision_rule, str) else ""
+    return next((kind for word, kind in _LRB_RULE_WORDS if word in rule), RERANKER)
+
+
 def prompt_kind(task: str, backend: str | None, options: Mapping[str, Any] | None) -> str:
     """The prompt kind lrb gives a run of `task` on `backend` with these options (table above)."""
     if task == GENERATE:

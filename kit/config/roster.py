@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -9,7 +10,7 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
-from kit.config.backends import BACKENDS
+from kit.config.backends import BACKENDS, backend_name, backends_for, options_for, tasks_for
 from kit.config.loading import config_error_from, invalid, read_toml
 from kit.config.names import run_file_stem
 from kit.errors import ConfigError
@@ -22,20 +23,40 @@ _VARIANT_START = re.compile(r"[@+]")
 _LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT]?)\s*$", re.IGNORECASE)
 _SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+# the smallest bare number `params` takes: below it, "70" is surely 70B written without its unit (a count
+# in billions stays under 10,000; the demo's tiny models have 400,000 parameters)
+MIN_BARE_PARAMS = 10**4
 # 255 bytes a name, less ".<stem>.json.XXXXXXXX.tmp" (the atomic writer's temporary file) and a margin
 MAX_STEM_BYTES = 200
 
 Dtype = Literal["auto", "float32", "float16", "bfloat16"]
 
 
-def parse_param_count(value: int | str | None) -> int | None:
-    """'2.6B' -> 2_600_000_000; ints pass through; None stays None."""
-    if value is None or isinstance(value, int):
+def parse_param_count(value: int | float | str | None) -> int | None:
+    """'2.6B' -> 2_600_000_000; a bare number is a count of parameters (7e10, "70000000000"); None stays None.
+    A bare number under MIN_BARE_PARAMS is refused: `params = 70` means 70 parameters, not 70B."""
+    if value is None:
         return value
-    m = _SIZE.match(str(value))
+    m = _SIZE.match(str(value)) if not isinstance(value, bool) else None
     if not m:
         raise invalid("not a parameter count", fix="write an integer or a size like '2.6B' or '350M'")
-    return int(round(float(m.group(1)) * _SCALE[m.group(2).upper()]))
+    count = int(round(float(m.group(1)) * _SCALE[m.group(2).upper()]))
+    if not m.group(2) and count < MIN_BARE_PARAMS:
+        raise invalid(f"params = {value!r} is read as {count} parameters",
+                      fix=f'write the size with its unit, e.g. params = "{_number(m.group(1))}B" '
+                          f"({_number(m.group(1))} billion) or params = {_number(m.group(1))}e9")
+    return count
+
+
+def _language_code(written: str) -> str:
+    """A language code as the benchmark's folders spell it: 'FR' -> 'fr', 'pt_BR' -> 'pt-BR'."""
+    primary, sep, rest = written.strip().replace("_", "-").partition("-")
+    return primary.lower() + sep + rest
+
+
+def _number(text: str) -> str:
+    """'70' -> '70', '2.50' -> '2.5': a bare number as a person writes it."""
+    return f"{float(text):g}"
 
 
 class Run(BaseModel):
@@ -48,14 +69,16 @@ class Run(BaseModel):
     trust_remote_code: StrictBool = False
     revision: str | None = Field(None, description="the model's 40-hex commit", validate_default=True)
     backend: str
-    task: Literal["generate", "score"] = "generate"
+    task: Literal["generate", "score"] = Field("generate", description="default: the backend's own "
+                                                                      "(kit.config.backends.ENGINE_TASKS)")
     params: int | None = Field(None, description="parameter count, for GPU sizing")
     dtype: Dtype = "auto"
     batch_size: StrictInt = Field(16, ge=1, le=4096)
     max_new_tokens: StrictInt = Field(4096, ge=1, le=1_000_000)
     seed: StrictInt = Field(0, ge=0, lt=2**32, description="numpy's seed range, which every engine accepts")
-    languages: tuple[str, ...] | None = Field(None, min_length=1, description="omit the key for every language")
-    options: dict[str, Any] = Field(default_factory=dict, description="backend kwargs, recorded in results")
+    languages: tuple[str, ...] | None = Field(None, description="omit the key for every language")
+    options: dict[str, Any] = Field(default_factory=dict, description="the options its backend reads (docs/backends.md; "
+                                    "others are refused), recorded in results")
     prompt: str | None = Field(None, description="prompt file, relative to the benchmark folder; default: lrb's "
                                                  "file for the run's kind (kit.config.prompts)")
 
@@ -89,12 +112,44 @@ class Run(BaseModel):
     @classmethod
     def _backend(cls, v: str) -> str:
         if v not in BACKENDS:
-            raise invalid("unknown backend", fix=f"use one of {', '.join(BACKENDS)}")
+            hint = " (say which: the images pin one version each)" if v.strip().lower() == "transformers" else ""
+            raise invalid("unknown backend", fix=f"use one of {', '.join(BACKENDS)}{hint}")
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_task(cls, data: Any) -> Any:
+        # a run without `task` gets its backend's own: a scoring-only backend must not get "generate"
+        if isinstance(data, dict) and isinstance(data.get("backend"), str):
+            data = {**data, "backend": backend_name(data["backend"])}
+            if "task" not in data and data["backend"] in BACKENDS:
+                data["task"] = tasks_for(data["backend"])[0]
+        return data
+
+    @field_validator("task")
+    @classmethod
+    def _task(cls, v: str, info: ValidationInfo) -> str:
+        backend = info.data.get("backend")   # absent when the backend was refused
+        if backend is None or v in tasks_for(backend):
+            return v
+        supported = tasks_for(backend)
+        others = ", ".join(backends_for(v)) or "none"
+        raise invalid(f"run {info.data.get('model', '?')!r}: backend {backend!r} runs task "
+                      f"{' or '.join(supported)} only",
+                      fix=f'set task = "{supported[0]}" or leave task out (it defaults to the backend\'s own), '
+                          f"or use a backend that runs {v}: {others}")
 
     @field_validator("options")
     @classmethod
-    def _options(cls, v: dict[str, Any]) -> dict[str, Any]:
+    def _options(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        backend = info.data.get("backend")   # absent when the backend was refused
+        unknown = [key for key in v if backend is not None and key not in options_for(backend)]
+        if unknown:
+            known = options_for(backend)
+            close = difflib.get_close_matches(unknown[0], known, n=1)
+            raise invalid(f"options.{unknown[0]} is not an option the {backend} backend reads"
+                          + (f" (did you mean {close[0]}?)" if close else ""),
+                          fix=f"remove it (kit sizes GPUs and parallelism itself), or use one of: {', '.join(known)}")
         for key, config_key in (("attention_heads", "num_attention_heads"), ("kv_heads", "num_key_value_heads")):
             heads = v.get(key)
             if key in v and (not isinstance(heads, int) or isinstance(heads, bool) or heads < 1):
@@ -112,10 +167,13 @@ class Run(BaseModel):
     def _languages(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
         if v is None:
             return v
-        for lang in v:
+        if not v:
+            raise invalid("languages is empty", fix="list at least one code, or leave languages out for all the benchmark's")
+        codes = [_language_code(lang) for lang in v]
+        for lang in codes:
             if not _LANG.match(lang):
                 raise invalid(f"bad language code {lang!r}", fix="use ISO codes such as 'en', 'fr', 'ceb'")
-        return tuple(sorted(set(v)))
+        return tuple(sorted(set(codes)))
 
     @field_validator("revision")
     @classmethod

@@ -16,6 +16,9 @@ from kit.errors import ConfigError
 G5K_JOB_TYPES = ("night",)
 G5K_GPU_FILTER = "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
 G5K_POLICY_CHECKS = ("usagepolicycheck -t",)
+# OAR job types whose script does not run on the reserved node (Grid'5000: deploy jobs are for
+# kadeploy, which installs a system on the nodes from the frontend)
+FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)"}
 _JOB_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_.=-]*$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -33,10 +36,36 @@ def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
                 continue
             if not _JOB_TYPE.match(name):
                 raise invalid(f"job type {name!r} is not an OAR job type",
-                              fix="write types like night, exotic, besteffort or deploy (letters, digits, _ = . -)")
+                              fix="write types like night, exotic or besteffort (letters, digits, _ = . -)")
+            if name in FRONTEND_JOB_TYPES:
+                raise invalid(f"job type {name!r} runs the job's script {FRONTEND_JOB_TYPES[name]}, not on the "
+                              "GPU node it reserves",
+                              fix=f"drop {name} from job_types (or --job-type): kit's jobs run on the node they "
+                                  "reserve; use night, exotic or besteffort")
             if name not in out:
                 out.append(name)
     return tuple(out)
+
+
+# runtime names people write for one kit knows: Apptainer's command was Singularity's, and clusters such
+# as Jean Zay still call the module singularity
+_RUNTIME_ALIASES = {"singularity": "apptainer"}
+
+
+def _common_spellings(data: Any) -> Any:
+    """A site table with `scheduler` and `runtime` as kit spells them ('OAR' -> 'oar', 'Slurm' ->
+    'slurm', 'singularity' -> 'apptainer') and a `job_types` string as its list; anything else is left
+    for validation to judge."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    if isinstance(data.get("job_types"), str):   # job_types = "night" or "night,exotic", as -t takes it
+        data["job_types"] = [data["job_types"]]
+    for key in ("scheduler", "runtime"):
+        if isinstance(data.get(key), str):
+            value = data[key].strip().lower()
+            data[key] = _RUNTIME_ALIASES.get(value, value) if key == "runtime" else value
+    return data
 
 
 class Site(BaseModel):
@@ -72,7 +101,8 @@ class Site(BaseModel):
     reservation: str | None = Field(None, description="Slurm: --reservation")
     requeue: StrictBool | None = Field(None, description="Slurm: --requeue (true) or --no-requeue (false)")
     setup: tuple[str, ...] = Field((), description="shell lines the job runs before the worker, e.g. "
-                                                    "'module load apptainer' (OAR jobs run a non-login shell)")
+                                                    "'module load apptainer', with set +u and after /etc/profile "
+                                                    "when `module` is undefined (kit.launch.jobscript.render_site_setup)")
     walltime: str = Field("1h", description="per job, in the scheduler's own grammar or units (kit.config.walltime)")
     weight: int = Field(1, ge=1)
     policy_checks: tuple[str, ...] = ()
@@ -85,6 +115,7 @@ class Site(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _grid5000_defaults(cls, data: Any) -> Any:
+        data = _common_spellings(data)
         if isinstance(data, dict) and data.get("scheduler") == "oar":
             data = dict(data)
             data.setdefault("job_types", list(G5K_JOB_TYPES) if data.get("night_jobs", True) else [])

@@ -6,7 +6,8 @@ expect: "30:00" is 30 minutes to Slurm and 30 hours to OAR.
 - local: only the unambiguous forms below, or H:M:S / D-H:M:S
 - every scheduler also takes units: 90m, 1h30m, 2d, 45s (d, h, m, s in that order)
 
-Zero (which Slurm reads as "no limit") and more than MAX_WALLTIME_S are refused."""
+Zero (which Slurm reads as "no limit") and more than MAX_WALLTIME_S are refused. A walltime under
+SHORT_WALLTIME_S is taken, with a warning saying how it was read (short_walltime)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ GRAMMAR = {
     "local": "H:M:S or D-H:M:S",
 }
 EXAMPLE = {"slurm": "'90' or '1:30:00'", "oar": "'1:30'", "local": "'1:30:00'"}
+# under this, a job is over before it has started its image and loaded a model
+SHORT_WALLTIME_S = 10 * 60
+_NAMES = {"slurm": "Slurm's", "oar": "OAR's", "local": "kit's local"}
 
 
 def walltime_seconds(text: str, scheduler: str) -> int:
@@ -74,3 +78,46 @@ def _clock(value: str, scheduler: str) -> int | None:
         h, m, s = nums
         return (h * 60 + m) * 60 + s
     return None
+
+
+def short_walltime(text: str, scheduler: str) -> str | None:
+    """One line saying how a walltime under SHORT_WALLTIME_S was read, and what gives hours; None for a
+    longer one or one that does not parse (walltime_seconds refuses that)."""
+    try:
+        seconds = walltime_seconds(text, scheduler)
+    except ValueError:
+        return None
+    if seconds >= SHORT_WALLTIME_S:
+        return None
+    value = str(text).strip()
+    form = _form(value, scheduler)
+    read = f" in {_NAMES.get(scheduler, _NAMES['local'])} grammar ({form})" if form else ""
+    if scheduler == "slurm" and form in ("M", "M:S"):   # the same digits one clock field up: hours
+        hours = value + (":00:00" if form == "M" else ":00")
+        advice = f"; write {hours} for {duration_words(seconds * 60)}"
+    else:
+        advice = ": too short for a job to start its image and load a model; write e.g. '2h'"
+    return f"walltime {text!r} is {duration_words(seconds)}{read}{advice}"
+
+
+def duration_words(seconds: int) -> str:
+    """7200 -> '2 hours', 90 -> '1 minute 30 seconds'."""
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{n} {unit}{'s' if n != 1 else ''}"
+             for n, unit in ((days, "day"), (hours, "hour"), (minutes, "minute"), (secs, "second")) if n]
+    return " ".join(parts) or "0 seconds"
+
+
+def _form(value: str, scheduler: str) -> str | None:
+    """The clock form a walltime was read in ('M:S', 'H:M', 'D-H:M', ...); None for units like '90m'."""
+    if _units(value) is not None:
+        return None
+    _days, dash, rest = value.rpartition("-")
+    fields = len(rest.split(":"))
+    if dash:
+        return "D-" + ":".join("HMS"[:fields])
+    if scheduler == "slurm":
+        return ("M", "M:S", "H:M:S")[fields - 1]
+    return ("H", "H:M", "H:M:S")[fields - 1]

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kit import safejson
 from kit.errors import ConfigError, ImageError
+from kit.files import read_regular_file
 from kit.results.store import write_text_atomic
 
 LOCK_VERSION = 1
@@ -87,13 +88,18 @@ class ImagesLock(BaseModel):
         return self.images[backend]
 
 
+LOCK_LIMIT_BYTES = 16 << 20   # a lock names a few images; a bound on what a bad path can cost
+
+
 def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
     """Read the lock of built images (empty when the file does not exist)."""
     path = Path(path)
     if not path.exists():
         return ImagesLock()
     try:
-        return ImagesLock.model_validate(safejson.loads(path.read_text(encoding="utf-8")))
+        text = read_regular_file(path, "an images lock", LOCK_LIMIT_BYTES,
+                                 fix="pass the images lock kit wrote (images.lock.json)").decode("utf-8")
+        return ImagesLock.model_validate(safejson.loads(text))
     except (ValueError, ValidationError) as exc:
         raise ConfigError(f"{path}: not a valid images lock ({str(exc).splitlines()[0]})",
                           fix="rebuild the images (make images) or restore the file from git") from None

@@ -55,6 +55,7 @@ class JobScript:
     array_index_expr: str = "${KIT_ARRAY_INDEX:-0}"           # shell expression giving the 0-based array index
     prelude: tuple[str, ...] = ()                             # scheduler directives (#SBATCH / #OAR lines)
     setup: tuple[str, ...] = ()                               # extra shell lines, already quoted by their renderer
+                                                              # (a site's own: render_site_setup)
     cache_root: str | None = None                             # node-local scratch for writable caches
     cleanup: tuple[str, ...] = ()                             # shell lines run when the job ends, however it ends
 
@@ -78,6 +79,30 @@ TOKEN_CHECK = [
     '  *) echo "kit: HF token file $HF_TOKEN_PATH is missing or readable by group/others; fix: chmod 600 it" >&2; exit 2 ;;',
     "esac",
 ]
+# The profile that defines Lmod's (or Environment Modules') `module` shell function on a cluster.
+SYSTEM_PROFILE = "/etc/profile"
+
+
+def render_site_setup(lines: Sequence[str], profile: str = SYSTEM_PROFILE) -> list[str]:
+    """A site's own setup lines (sites.toml `setup`) as the job runs them: with `set +u` around them, and
+    after sourcing `profile` when no `module` command is defined; nothing when the site has none."""
+    if not lines:
+        return []
+    # a batch job's shell may lack `module` (Slurm's --export list does not carry exported shell
+    # functions; OAR runs a non-login shell), and Lmod's functions read unset variables, so `set -u`
+    # would end the job; a profile that is missing or fails must not end it either (`|| true`
+    # also turns `set -e` off inside the sourced file), nor drop the job's PATH (Debian's resets it)
+    return ["# the site's setup lines, without set -u (Lmod reads unset variables); `module` from the profile",
+            "set +u",
+            f"if ! command -v module >/dev/null 2>&1 && [ -r {shlex.quote(profile)} ]; then",
+            '  KIT_PATH="$PATH"',
+            f"  . {shlex.quote(profile)} || true",
+            '  export PATH="$KIT_PATH${PATH:+:$PATH}"',
+            "fi",
+            *lines,
+            "set -u"]
+
+
 def render_job_script(spec: JobScript) -> str:
     """The bash text of a job script."""
     slots = " ".join(str(int(s)) for s in spec.shard_slots)

@@ -16,20 +16,47 @@ from kit.launch.paths import site_paths
 from kit.sizing import JobSize, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
 from kit.weights.facts import ModelFacts, read_model_facts
 
-_GPU_MEM = re.compile(r"gpu_mem\s*>=\s*(\d+)")
+_GPU_MEM = re.compile(r"\bgpu_mem\s*(>=|>)\s*(\d+)(?![\d.])")
+# what makes a filter more than a plain conjunction of comparisons (OAR's -p is an SQL WHERE clause):
+# then no single `gpu_mem>=N` in it holds for every resource it selects
+_NOT_CONJUNCTION = re.compile(r"\b(?:or|not)\b|[()]", re.IGNORECASE)
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"")
 
 
 def site_gpus(site: Site) -> SiteGpus:
-    """A site's GPUs: per node, per-GPU memory, and the `gpu_mem>=N` floor of its OAR filter."""
-    floor = _GPU_MEM.search(site.gpu_filter or "") if site.scheduler == "oar" else None
-    return SiteGpus(site.name, site.gpus_per_node, site.gpu_memory_gib, int(floor.group(1)) if floor else None)
+    """A site's GPUs: per node, per-GPU memory, and the GPU memory (MiB) its OAR filter guarantees."""
+    floor = filter_floor_mib(site.gpu_filter) if site.scheduler == "oar" and site.gpu_filter else None
+    return SiteGpus(site.name, site.gpus_per_node, site.gpu_memory_gib, floor)
+
+
+def filter_floor_mib(gpu_filter: str) -> int:
+    """The GPU memory (MiB) every resource an OAR filter selects has: from its `gpu_mem>=N` or
+    `gpu_mem>N` terms when the filter is a plain conjunction (AND only), else 0 (no guarantee)."""
+    terms = _floor_terms(gpu_filter)
+    if terms is None:
+        return 0
+    return max((int(n) + (op == ">") for op, n in terms), default=0)
 
 
 def grown_filter(site: Site, min_gpu_mib: int | None) -> str | None:
-    """The site's GPU filter with its `gpu_mem>=N` floor raised to `min_gpu_mib` (as written when None)."""
+    """The site's GPU filter asking for `min_gpu_mib` MiB of GPU memory (as written when None): a
+    conjunction's only `gpu_mem>=N` is raised in place; any other filter becomes
+    `(<filter>) AND gpu_mem>=N`, so that the floor holds for every resource it selects."""
     if min_gpu_mib is None or not site.gpu_filter:
         return site.gpu_filter
-    return _GPU_MEM.sub(f"gpu_mem>={min_gpu_mib}", site.gpu_filter, count=1)
+    terms = _floor_terms(site.gpu_filter)
+    if terms is not None and [op for op, _ in terms] == [">="] and _GPU_MEM.findall(site.gpu_filter) == terms:
+        return _GPU_MEM.sub(f"gpu_mem>={min_gpu_mib}", site.gpu_filter, count=1)
+    return f"({site.gpu_filter}) AND gpu_mem>={min_gpu_mib}"
+
+
+def _floor_terms(gpu_filter: str) -> list[tuple[str, str]] | None:
+    """The (operator, MiB) of each `gpu_mem>=N` / `gpu_mem>N` term of a plain conjunction; None when
+    the filter has OR, NOT or parentheses outside its quoted values."""
+    bare = _QUOTED.sub("''", gpu_filter)
+    if _NOT_CONJUNCTION.search(bare):
+        return None
+    return _GPU_MEM.findall(bare)
 
 
 def staged_snapshot(run: Run, site: Site, sites_dir: Path) -> Path | None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import posixpath
+import re
 import subprocess
 import tarfile
 from dataclasses import dataclass, field
@@ -44,16 +46,39 @@ def mirror_dir(sites_dir: Path, site: str) -> Path:
     return Path(sites_dir).resolve() / ".kit" / "mirror" / site / "results"
 
 
+# what an empty path of a remote site could be instead (an example for the fix)
+_EXAMPLE_PATHS = {"root": "/home/<login>/kit", "results": "/home/<login>/kit/results",
+                  "images": "/home/<login>/kit/images", "scratch": "/tmp", "weights": "/home/<login>/hf-hub",
+                  "python": "/home/<login>/kit/.venv/bin/python"}
+# `~`, `~/x`, `~user/x`, `$HOME/x` and `${HOME}/x`: a home folder, which kit does not expand on the cluster
+_HOME = re.compile(r"^(?:~(?P<user>[A-Za-z0-9._-]*)|\$HOME|\$\{HOME\})(?=/|$)/*")
+
+
 def check_remote_paths(site: Site) -> None:
-    """A ConfigError unless every path of a remote site is absolute (they are paths on the cluster)."""
+    """A ConfigError unless every path of a remote site is absolute (they are paths on the cluster);
+    an empty one is no path at all."""
     for key in ("root", "results", "images", "scratch", "weights", "python"):
         value = getattr(site, key)
         if key == "images" and site.runtime not in ("apptainer", "pyxis", "enroot"):
             continue  # no image file to find
-        if value and not value.startswith("/") and (key != "python" or "/" in value):
-            raise ConfigError(f"site {site.name}: {key} = {value!r} is relative, but the frontend is "
-                              f"{site.frontend!r}: paths of a remote site are paths on the cluster",
-                              fix=f"write it absolute in [site.{site.name}], e.g. /home/<login>/kit/{value.lstrip('~/')}")
+        if value is None or value.startswith("/") or (key == "python" and value and "/" not in value):
+            continue  # unset, absolute, or a command the cluster's PATH finds
+        what = "is empty" if not value.strip() else "is relative"
+        raise ConfigError(f"site {site.name}: {key} = {value!r} {what}, but the frontend is "
+                          f"{site.frontend!r}: paths of a remote site are absolute paths on the cluster",
+                          fix=f"write it absolute in [site.{site.name}], e.g. {key} = \"{absolute_example(key, value)}\"")
+
+
+def absolute_example(key: str, value: str) -> str:
+    """The absolute path a person most likely meant by a remote site's relative `value` for `key`:
+    `~/kit` and `$HOME/kit` -> /home/<login>/kit; a relative root is in the home folder (where ssh
+    starts), other relative paths in kit's folder (`results` -> /home/<login>/kit/results)."""
+    home = _HOME.match(value)
+    if home:
+        return posixpath.normpath(posixpath.join(f"/home/{home['user'] or '<login>'}", value[home.end():]))
+    if not value.strip() or posixpath.normpath(value) == "." or value.startswith("$"):
+        return _EXAMPLE_PATHS[key]
+    return posixpath.normpath(posixpath.join("/home/<login>" if key == "root" else "/home/<login>/kit", value))
 
 
 def run_bytes(frontend: Frontend, argv: list[str], data: bytes = b"", timeout_s: int | None = None) -> bytes:

@@ -67,7 +67,7 @@ def prepare_kit_run(req: RunRequest, now: datetime | None = None) -> PreparedRun
     plan = prepare_run(project, sites, req.sites_dir, runs, list(req.languages) if req.languages else None,
                        array=req.array, walltime=req.walltime, allow_unpinned=req.allow_unpinned,
                        dry_run=req.dry_run, resubmit=req.resubmit, now=now)
-    prepared = PreparedRun(sites, plan, warnings=list(plan.warnings))
+    prepared = PreparedRun(sites, plan, warnings=[*walltime_warnings(sites, req.walltime), *plan.warnings])
     if plan.pending:
         from kit.launch.weights_check import preflight_weights
 
@@ -76,6 +76,20 @@ def prepare_kit_run(req: RunRequest, now: datetime | None = None) -> PreparedRun
                                              sites_file=req.sites_file)
         prepared.warnings += prepared.weights.warnings
     return prepared
+
+
+def walltime_warnings(sites: list[Site], walltime: str | None) -> list[str]:
+    """A line per site whose walltime (--walltime, else the site's own) is too short for any job,
+    saying how its scheduler reads it (kit.config.walltime.short_walltime)."""
+    from kit.config.walltime import short_walltime
+
+    given = walltime if walltime and walltime != AUTO else None
+    out = []
+    for site in sites:
+        note = short_walltime(given or site.walltime, site.scheduler)
+        if note:
+            out.append(f"site {site.name}{' (--walltime)' if given else ''}: {note}")
+    return out
 
 
 def site_for_run(site: Site, walltime: str | None, job_types: tuple[str, ...]) -> Site:

@@ -13,7 +13,7 @@ from pathlib import Path
 from kit.config.project import Project
 from kit.config.sites import Site
 from kit.config.walltime import walltime_seconds
-from kit.launch.jobscript import JobScript, render_job_script
+from kit.launch.jobscript import JobScript, render_job_script, render_site_setup
 from kit.launch.owners import job_name
 from kit.launch.paths import SitePaths, site_paths
 from kit.launch.request import JobRequest
@@ -192,7 +192,8 @@ def build_site_plan(project: Project, site: Site, sites_dir: Path, group: JobGro
                          array_size=len(slots), mem_gb=site.mem_gb, cpus=site.cpus_per_task,
                          mem_per_gpu_gb=site.mem_per_gpu_gb)
     base = JobScript(job_name=name, worker_argv=tuple(runtime.worker_argv(ctx)), shard_slots=tuple(slots),
-                     shard_count=group.shard_count, env=env, setup=(*site.setup, *runtime.setup_lines(ctx)),
+                     shard_count=group.shard_count, env=env,
+                     setup=(*render_site_setup(site.setup), *runtime.setup_lines(ctx)),
                      cache_root=str(paths.scratch), cleanup=tuple(runtime.cleanup_lines(ctx)))
     script = render_job_script(scheduler.job_script(base, request, str(paths.logs)))
     argv = scheduler.submit_argv(request, paths.script(name), str(paths.logs))

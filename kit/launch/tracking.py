@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kit import safejson
 from kit.errors import SubmitError
+from kit.files import read_regular_file
 from kit.plan import Pair
 from kit.results.store import write_text_atomic
 
@@ -72,15 +73,22 @@ def append_record(state_dir: Path, record: SubmissionRecord) -> None:
                               "written, `kit status` shows these pairs as unclaimed") from None
 
 
+RECORDS_LIMIT_BYTES = 256 << 20   # years of submissions; a bound on what a bad file can cost
+
+
 def load_records(state_dir: Path, site: str) -> list[SubmissionRecord]:
-    """Every record of a site, oldest first; unreadable lines are skipped."""
+    """Every record of a site, oldest first; unreadable lines (bad JSON, bad UTF-8) are skipped. A
+    records file that is not a regular file is a ConfigError."""
     path = records_file(state_dir, site)
     if not path.exists():
         return []
+    data = read_regular_file(path, "the job records file", RECORDS_LIMIT_BYTES,
+                             fix=f"move it aside (rename it to {path.name}.bak); kit starts a new one "
+                                 "at the next submission")
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(SubmissionRecord(**safejson.loads(line)))
+    for line in data.splitlines():
+        try:   # decoded line by line, so one damaged line costs that record only
+            out.append(SubmissionRecord(**safejson.loads(line.decode("utf-8"))))
         except (ValueError, TypeError):
             continue
     return out

@@ -13,6 +13,7 @@ from kit.config.dataset import Dataset
 from kit.config.kinds import load_benchmark
 from kit.config.roster import Run
 from kit.errors import ConfigError, ImageError
+from kit.files import read_regular_file
 from kit.images.built import ImagesLock
 from kit.results import keys
 from kit.results.store import file_sha256
@@ -185,10 +186,14 @@ def recorded_run(result: dict[str, Any]) -> dict[str, Any]:
     return run
 
 
+RESULT_LIMIT_BYTES = 256 << 20   # far above any checkpoint kit writes; a bound on what a bad path can cost
+
+
 def load_result(path: Path) -> dict[str, Any]:
     """A checkpoint as a dict; unreadable input is a ConfigError."""
     try:
-        data = safejson.loads(Path(path).read_text(encoding="utf-8"))
+        data = safejson.loads(read_regular_file(path, "a checkpoint", RESULT_LIMIT_BYTES,
+                                                fix="pass a RESULTS/<lang>/<run>.json file").decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: not a readable checkpoint ({exc})", fix="pass a RESULTS/<lang>/<run>.json file") from None
     if not isinstance(data, dict) or keys.METADATA not in data or keys.PREDICTIONS not in data:

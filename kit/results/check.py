@@ -134,9 +134,15 @@ def dataset_digests(inp: CheckInput) -> list[Finding]:
         if pinned is None or meta.get(keys.BENCHMARK_SHA256) != pinned:
             out.append(Finding("dataset_digests", str(path), "metadata.benchmark_sha256",
                                f"{str(meta.get(keys.BENCHMARK_SHA256))[:16]} is not the manifest's digest for {lang!r}"))
-        if meta.get(keys.MANIFEST_SHA256) != inp.benchmark.manifest_sha256:
+        recorded = meta.get(keys.MANIFEST_SHA256)
+        if recorded is None:   # lrb's own files and older checkpoints have no manifest digest
             out.append(Finding("dataset_digests", str(path), "metadata.manifest_sha256",
-                               "differs from the benchmark manifest's sha256"))
+                               "not recorded, so the file cannot be tied to the benchmark manifest: "
+                               "rerun the pair with kit, which records it"))
+        elif recorded != inp.benchmark.manifest_sha256:
+            out.append(Finding("dataset_digests", str(path), "metadata.manifest_sha256",
+                               f"{str(recorded)[:16]} differs from the benchmark manifest's sha256 "
+                               f"({str(inp.benchmark.manifest_sha256)[:16]})"))
     return out
 
 
@@ -256,7 +262,9 @@ def run_checks(results: Path, benchmark: Dataset, runs: list[Run], expected: lis
         if pair is not None:
             inp.checkpoints[path] = validate_checkpoint(path, run=pair.run, language=pair.language, expect=expect(pair))
         else:
-            inp.checkpoints[path] = validate_checkpoint(path, language=path.parent.name)
+            # a file at the top of RESULTS has no language folder (lrb's single-language layout)
+            inp.checkpoints[path] = validate_checkpoint(
+                path, language=path.parent.name if path.parent != Path(results) else None)
     return inp, {rule.name: rule.check(inp) for rule in RULES}
 
 

@@ -10,8 +10,10 @@ returned, one short line each, naming the key, for the caller to report.
 
 from __future__ import annotations
 
+import math
 import operator
 import os
+import unicodedata
 from collections import Counter
 from itertools import repeat
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -121,6 +123,7 @@ def validate_checkpoint(
     notices: list[str] = []
     reasons += _run_reasons(metadata, path, run)
     reasons += _language_reasons(metadata, path, language, notices)
+    reasons += _metadata_type_reasons(metadata)
     predictions = data[keys.PREDICTIONS]
     kind = kind_of(data)
     if kind is None:
@@ -184,8 +187,11 @@ def _run_reasons(metadata: Mapping[str, Any], path: Path, run: str | None) -> li
     # Compare encoded names: decoding "__" back to "/" is ambiguous for ids containing "__".
     expected_name = f"{run_file_stem(recorded)}.json"
     if path.name != expected_name:
+        same_text = unicodedata.normalize("NFC", path.name) == unicodedata.normalize("NFC", expected_name)
         reasons.append(
-            f"metadata.{key} {recorded!r} does not match the file name {path.name!r} (expected {expected_name!r})"
+            f"metadata.{key} {recorded!r} does not match the file name {path.name!r} (expected {expected_name!r}"
+            + ("; the same text in another Unicode normalisation: rename the file to the metadata's form)"
+               if same_text else ")")
         )
     if run is not None and recorded != run:
         reasons.append(f"metadata.{key} {recorded!r} is not the expected run {run!r}")
@@ -207,6 +213,41 @@ def _language_reasons(
     if language is not None and recorded != language:
         reasons.append(f"metadata.{keys.LANGUAGE} {recorded!r} is not the expected language {language!r}")
     return reasons
+
+
+# metadata keys kit reads, by the JSON type they must have when present (null is lrb's "not recorded")
+_TEXT_KEYS = (keys.MODEL_ID, keys.MODEL_REVISION, keys.RUN, keys.RUN_ID, keys.BACKEND, keys.TASK, keys.DTYPE,
+              keys.DECODING, keys.PROMPT_SHA256, keys.BENCHMARK_SHA256, keys.MANIFEST_SHA256)
+_WHOLE_KEYS = (keys.MAX_NEW_TOKENS, keys.SEED, keys.BATCH_SIZE)
+
+
+def _metadata_type_reasons(metadata: Mapping[str, Any]) -> list[str]:
+    """Metadata values of a type no writer of the format produces (a list digest, a text token
+    budget, a duration that is not a finite number of seconds); one line each."""
+    reasons = []
+    for key in _TEXT_KEYS:
+        value = metadata.get(key)
+        if value is not None and not isinstance(value, str):
+            reasons.append(f"metadata.{key} is a JSON {_json_type(value)}, not a string")
+    for key in _WHOLE_KEYS:
+        value = metadata.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            reasons.append(f"metadata.{key} is {_json_type(value)} {_clip(value)}, not a whole number")
+    value = metadata.get(keys.DURATION_SECONDS)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not math.isfinite(value) or value < 0):
+        reasons.append(f"metadata.{keys.DURATION_SECONDS} is {_clip(value)}, not a number of seconds")
+    return reasons
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _prediction_reasons(kind: ResultKind, predictions: list[Any]) -> list[str]:

@@ -1,9 +1,11 @@
 """`kit collect`: merge the results trees of several sites into one release tree.
 
 Refuses (listing every problem) invalid files, duplicate pairs (keyed by run name, so
-@variant runs never collide), pairs outside the plan, missing pairs, and runs whose files
-mix kit commits or image digests. The merged tree is staged beside the output and renamed
-into place, so an interrupted collect leaves the output absent or complete."""
+@variant runs never collide) whose files differ, pairs outside the plan, missing pairs, and runs
+whose files mix kit commits or image digests. Byte-identical copies of one checkpoint at several
+sites (a tree synced to two clusters) are one file: the first site's is taken. The merged tree is
+staged beside the output and renamed into place, so an interrupted collect leaves the output
+absent or complete."""
 
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ from pathlib import Path
 
 from kit.config.names import run_from_stem
 from kit.errors import CheckpointError, ConfigError
-from kit.files import replace_folder
+from kit.files import file_sha256, replace_folder
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import read_checkpoint, validate_checkpoint
+from kit.results.compliance import edited_since_logged
 from kit.results.identity import Expected
 from kit.results.records import recorded_run
-from kit.results.store import SYSTEMS_DIR, checkpoint_path, iter_checkpoint_files, mllog_path
+from kit.results.store import SYSTEMS_DIR, checkpoint_path, file_language, iter_checkpoint_files, mllog_path
 
 
 @dataclass
@@ -34,9 +37,9 @@ class CollectPlan:
     sources: list[Path] = field(default_factory=list)
 
 
-def _pair_of(path: Path, data: dict | None) -> Pair:
+def _pair_of(root: Path, path: Path, data: dict | None) -> Pair:
     meta = (data or {}).get(keys.METADATA, {})
-    return Pair(recorded_run(meta) or run_from_stem(path.stem), path.parent.name)
+    return Pair(recorded_run(meta) or run_from_stem(path.stem), file_language(root, path, meta))
 
 
 def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
@@ -59,16 +62,22 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
         for path in iter_checkpoint_files(root):
             if path.is_symlink():
                 continue
-            pair = _pair_of(path, read_checkpoint(path).data)
+            pair = _pair_of(root, path, read_checkpoint(path).data)
             st = validate_checkpoint(path, language=pair.language, expect=expect(pair) if pair in wanted else None)
             if st.state != keys.COMPLETE:
                 plan.problems.append(f"{st.state}: {site}: {path}: {'; '.join(st.reasons)}")
+                continue
+            edited = edited_since_logged(path)
+            if edited:
+                plan.problems.append(f"edited: {site}: {path}: {edited}")
                 continue
             if pair not in wanted:
                 plan.problems.append(f"outside the plan: {pair} from {site} ({path})")
                 continue
             if pair in seen:
-                plan.problems.append(f"duplicate: {pair} in {seen[pair][0]} ({seen[pair][1]}) and {site} ({path})")
+                if file_sha256(path) != file_sha256(seen[pair][1]):
+                    plan.problems.append(f"duplicate: {pair} in {seen[pair][0]} ({seen[pair][1]}) and {site} ({path}) "
+                                         "differ")
                 continue
             seen[pair] = (site, path)
             prov = st.data.get(keys.PROVENANCE, {})

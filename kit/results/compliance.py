@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kit import safejson
 from kit.errors import MissingExtraError
+from kit.files import file_sha256
 
 USAGE = "training"      # the checker only accepts training|hpc; the ruleset version only picks the line parser
 RULESET = "6.1.0"
@@ -19,6 +20,11 @@ def ruleset_path(ruleset: str) -> Path:
 
 
 MLLOG_PREFIX = ":::MLLOG "
+# The checker's line parsing is superlinear on deeply nested brackets (a 400 KB line takes a minute, a
+# 64 KB one 2 s), so a log past these is a finding, not handed to it. kit's own logs are a few KB,
+# their lines under 2 KB.
+MAX_LOG_BYTES = 4 << 20
+MAX_LINE_BYTES = 16 << 10
 
 
 def run_stop_checkpoint_sha256(log: Path) -> str | None:
@@ -43,6 +49,20 @@ def run_stop_checkpoint_sha256(log: Path) -> str | None:
     return found
 
 
+def edited_since_logged(checkpoint: Path) -> str | None:
+    """Why a checkpoint is not the file its job logged (the sha256 in its log's run_stop line), or
+    None when it is, or when it has no log (lrb's own files; `kit check` reports a missing log)."""
+    log = Path(checkpoint).with_suffix(".mllog")
+    if not log.is_file():
+        return None
+    recorded, actual = run_stop_checkpoint_sha256(log), file_sha256(checkpoint)
+    if recorded is None:
+        return f"its log {log.name} records no checkpoint digest (run_stop.metadata.checkpoint_sha256)"
+    if recorded != actual:
+        return f"sha256 {actual[:16]} is not the {recorded[:16]} its job logged: the file was changed after the job wrote it"
+    return None
+
+
 def check_mllog(log: Path, ruleset: str) -> list[str]:
     """Problems the compliance checker finds in one pair's log under `ruleset` (empty when it passes)."""
     try:
@@ -51,6 +71,9 @@ def check_mllog(log: Path, ruleset: str) -> list[str]:
         raise MissingExtraError("kit check's MLPerf log rules", "mlperf_logging", "worker") from None
     if not Path(log).is_file():
         return [f"{log}: no :::MLLOG file beside the checkpoint"]
+    oversize = _oversize(Path(log))
+    if oversize:
+        return [f"{log}: {oversize}; not handed to the compliance checker"]
     checker = mlp_compliance.make_checker(USAGE, RULESET, quiet=True, werror=False)
     root = logging.getLogger()
     level = root.level
@@ -65,3 +88,16 @@ def check_mllog(log: Path, ruleset: str) -> list[str]:
         return []
     messages = [*checker.overwritable.values(), *checker.not_overwritable]
     return [f"{log}: " + " ".join(str(m).split())[:300] for m in messages] or [f"{log}: FAILED"]
+
+
+def _oversize(log: Path) -> str | None:
+    """Why the log is too large for the checker (whole file or one line), or None."""
+    try:
+        if log.stat().st_size > MAX_LOG_BYTES:
+            return f"log too large (over {MAX_LOG_BYTES} bytes)"
+        with open(log, "rb") as fh:
+            if any(len(line) > MAX_LINE_BYTES for line in fh):
+                return f"line too long (over {MAX_LINE_BYTES} bytes)"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    return None

@@ -86,6 +86,8 @@ def identity_text(identity: Mapping[str, Any] | None) -> str:
 def stale_reasons(metadata: Mapping[str, Any], identity: Mapping[str, Any], *, legacy: bool) -> list[str]:
     """One line per identity key whose recorded value is not today's. A legacy lrb file (no provenance
     block) is compared on the keys it records; a kit checkpoint that lacks one is stale."""
+    if legacy:
+        metadata = lrb_terms(metadata, identity)
     out = []
     for key, want in identity.items():
         if key not in metadata:
@@ -98,6 +100,22 @@ def stale_reasons(metadata: Mapping[str, Any], identity: Mapping[str, Any], *, l
         if got != want:
             out.append(f"metadata.{key} is {_short(got)}; the run now has {_short(want)}")
     return out
+
+
+def lrb_terms(metadata: Mapping[str, Any], identity: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An lrb file's metadata in kit's terms. lrb marks a scoring run inference "scoring", decoding "none"
+    and max_new_tokens 0, where kit records decoding "score" and the run's unused token budget; and it
+    names a scorer variant in model_id ("org/name@logprob", run_id ""), where kit's run of that name
+    records the model it loads ("org/name")."""
+    view = dict(metadata)
+    if view.get(keys.LRB_INFERENCE) == "scoring" and view.get(keys.DECODING) == "none":
+        view[keys.DECODING] = "score"
+        view.pop(keys.MAX_NEW_TOKENS, None)
+    model, loads = view.get(keys.MODEL_ID), identity.get(keys.MODEL_ID)
+    if isinstance(model, str) and isinstance(loads, str) and model == identity.get(keys.RUN) \
+            and model.startswith(f"{loads}@"):
+        view[keys.MODEL_ID] = loads
+    return view
 
 
 def edit_reasons(data: Mapping[str, Any]) -> list[str]:

@@ -34,6 +34,7 @@ OPTIONS = "options"
 MANIFEST_SHA256 = "manifest_sha256"
 TRUST_REMOTE_CODE = "trust_remote_code"
 LRB_INFERENCE = "inference"  # lrb's own files: "scoring" for its score runs
+LRB_DECISION_RULE = "decision_rule"  # lrb's scoring files: how native scores became a verdict
 BENCHMARK_KIND = "benchmark_kind"  # absent: lrb; "lighteval": a LightEval suite task
 
 # --- prediction keys

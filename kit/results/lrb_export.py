@@ -10,16 +10,23 @@ to be exactly those of the predictions. So an exported file holds:
   in kit's checkpoint, with its provenance. A score run is marked as lrb marks its scoring runs:
   inference "scoring", decoding "none", max_new_tokens 0.
 - predictions: item_id, expected, predicted (unparsed -> null), raw_output, truncated and
-  parse_mode (lrb's exact / leading / last, else null); a score run's raw_output is lrb's
-  "no=<score> yes=<score> native=<score>".
+  parse_mode (lrb's exact / leading / last, else null), and lrb's per-generation counters
+  (latency_seconds, generated_tokens, verify_steps, accepted_drafts, proposed_drafts) where the
+  checkpoint has them; a score run's raw_output is lrb's "no=<score> yes=<score> native=<score>",
+  each with six decimals.
 - metrics: recomputed from those predictions (the lrb formulas of kit.results.metrics).
+- speed: the checkpoint's own section, when it has one (lrb's loader does not read it; lrb derives
+  its speed columns from the counters).
 
 Files go to OUT/<language>/<run with "/" -> "__">.json, written as lrb writes them (sorted keys,
-indent 2, UTF-8, final newline). Nothing is written unless every checkpoint is valid.
+indent 2, UTF-8, final newline). Nothing is written unless every checkpoint is valid and every file
+serialises: a value JSON or UTF-8 cannot hold (NaN, an infinite or out-of-range number, a lone
+surrogate) is a ConfigError naming the checkpoint and the value's JSON path.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +34,14 @@ from typing import Any
 
 from kit.config.roster import split_variant
 from kit.errors import ConfigError
+from kit.files import write_bytes_atomic
 from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
 from kit.results.kinds import kind_of
 from kit.results.kinds.lrb import LRB
 from kit.results.metrics import compute_metrics, verdict
 from kit.results.records import recorded_run
-from kit.results.store import check_outside, checkpoint_path, dumps_checkpoint, iter_checkpoint_files, write_text_atomic
+from kit.results.store import check_outside, checkpoint_path, dumps_checkpoint, file_language, iter_checkpoint_files
 
 # lrb's metadata record: the keys it requires, and the optional ones copied when a file has them
 LRB_REQUIRED = (
@@ -44,8 +52,12 @@ LRB_REQUIRED = (
 LRB_OPTIONAL = (
     keys.SOURCE_COMMIT, keys.RUN_ID, keys.PACKAGE_VERSION, "runtime", "draft_model_id", "draft_model_revision",
     "speculative", "generation_mode", "inference", "decision_rule", "throughput_items_per_second",
-    "peak_vram_bytes", "sequence_length",
+    "peak_vram_bytes", "sequence_length", "quantization", "device_name",
 )
+# lrb's RunMetadata.to_dict leaves these out when empty, so a full-precision run keeps its bytes
+_OMITTED_WHEN_EMPTY = ("quantization", "device_name")
+# lrb's per-generation measurements (domain/records.py _COUNTERS): a number, or null when not measured
+LRB_COUNTERS = ("latency_seconds", "generated_tokens", "verify_steps", "accepted_drafts", "proposed_drafts")
 LRB_PARSE_MODES = (keys.PARSE_EXACT, keys.PARSE_LEADING, keys.PARSE_LAST)
 _TEXT_DEFAULTS = (keys.SOURCE_COMMIT, keys.PACKAGE_VERSION)   # str in lrb's record: "" where kit has null
 
@@ -60,7 +72,8 @@ class LrbExport:
 
 def export_lrb(results: Path, out: Path) -> LrbExport:
     """Write every checkpoint of `results` as an lrb result file under `out`; when one is invalid, not
-    an lrb checkpoint, or lacks a key lrb requires, write nothing and list why."""
+    an lrb checkpoint, or lacks a key lrb requires, write nothing and list why. Every file is
+    serialised before any is written (lrb_bytes: a ConfigError for a value JSON cannot hold)."""
     results, out = Path(results), Path(out)
     files = iter_checkpoint_files(results)
     if not files:
@@ -75,17 +88,68 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
             export.refused[path] = state.reasons or [state.state]
             continue
         try:
-            converted[path] = lrb_result(state.data, path.parent.name)
+            converted[path] = lrb_result(state.data, file_language(results, path, state.data.get(keys.METADATA)))
         except ValueError as exc:
             export.refused[path] = [str(exc)]
     if export.refused:
         return export
-    for path, data in converted.items():
-        meta = data[keys.METADATA]
-        dest = checkpoint_path(out, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE])
-        write_text_atomic(dest, dumps_checkpoint(data))
+    files = {_destination(out, data): lrb_bytes(path, data) for path, data in converted.items()}
+    for dest, body in files.items():
+        write_bytes_atomic(dest, body)
         export.written.append(dest)
     return export
+
+
+def _destination(out: Path, data: Mapping[str, Any]) -> Path:
+    """Where lrb keeps result `data` under `out`: <language>/<run_id or model_id>.json."""
+    meta = data[keys.METADATA]
+    return checkpoint_path(out, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE])
+
+
+def lrb_bytes(source: Path, data: dict[str, Any]) -> bytes:
+    """The bytes of lrb result `data` (converted from checkpoint `source`) as lrb writes them; a
+    ConfigError naming `source` and the JSON path of a value JSON or UTF-8 cannot hold."""
+    try:
+        return dumps_checkpoint(data).encode("utf-8")
+    except ValueError:   # UnicodeEncodeError is one too
+        where, what = _unwritable(data, "") or ("?", "a value JSON cannot hold")
+        raise ConfigError(f"{source}: {where} {what}, so it cannot be written to an lrb result file",
+                          fix=f"mend {where} in {source} (or rerun that pair), then export again") from None
+
+
+def _unwritable(value: Any, where: str) -> tuple[str, str] | None:
+    """The JSON path of the first value or key under `value` that lrb's UTF-8 JSON cannot hold (a NaN or
+    infinite float: 1e400 reads as infinity; a string with a lone surrogate), and why; None when none."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where, f"is {value!r}, which JSON cannot hold"
+    if isinstance(value, str):
+        return None if _encodes(value) else (where, "holds a lone surrogate, which UTF-8 cannot encode")
+    if isinstance(value, Mapping):
+        children = [(f"{where}.{_segment(k)}" if where else _segment(k), k, v) for k, v in value.items()]
+    elif isinstance(value, list):
+        children = [(f"{where}[{i}]", "", v) for i, v in enumerate(value)]
+    else:
+        return None
+    for path, key, child in children:
+        if not _encodes(str(key)):
+            return path, "is a key with a lone surrogate, which UTF-8 cannot encode"
+        found = _unwritable(child, path)
+        if found:
+            return found
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _segment(key: Any) -> str:
+    """A key as a path segment; one UTF-8 cannot encode is shown escaped, so the error line prints."""
+    return str(key) if _encodes(str(key)) else ascii(key)
 
 
 def lrb_result(data: Mapping[str, Any], language: str) -> dict[str, Any]:
@@ -95,8 +159,11 @@ def lrb_result(data: Mapping[str, Any], language: str) -> dict[str, Any]:
     meta = data[keys.METADATA]
     score = meta.get(keys.TASK) == keys.TASK_SCORE
     predictions = [_prediction(p, score) for p in data[keys.PREDICTIONS]]
-    return {keys.METADATA: _metadata(meta, language, score), keys.METRICS: compute_metrics(predictions),
-            keys.PREDICTIONS: predictions}
+    out = {keys.METADATA: _metadata(meta, language, score), keys.METRICS: compute_metrics(predictions),
+           keys.PREDICTIONS: predictions}
+    if isinstance(data.get(keys.SPEED), Mapping):
+        out[keys.SPEED] = dict(data[keys.SPEED])
+    return out
 
 
 def _metadata(meta: Mapping[str, Any], language: str, score: bool) -> dict[str, Any]:
@@ -109,6 +176,9 @@ def _metadata(meta: Mapping[str, Any], language: str, score: bool) -> dict[str, 
     for key in _TEXT_DEFAULTS:
         if out.get(key) is None:
             out[key] = ""
+    for key in _OMITTED_WHEN_EMPTY:
+        if out.get(key) in ("", None):
+            out.pop(key, None)
     if score:
         out.update({"inference": "scoring", keys.DECODING: "none", keys.MAX_NEW_TOKENS: 0})
     missing = [k for k in LRB_REQUIRED if k not in out or (k != keys.MODEL_REVISION and out[k] is None)]
@@ -126,9 +196,17 @@ def _prediction(item: Mapping[str, Any], score: bool) -> dict[str, Any]:
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (no, yes, native)):
             raise ValueError(f"prediction {item[keys.ITEM_ID]!r} of a score run lacks numeric "
                              f"{keys.SCORE_NO}, {keys.SCORE_YES} and {keys.NATIVE_SCORE}")
-        raw = f"no={float(no):.6f} yes={float(yes):.6f} native={float(native)!r}"
+        raw = f"no={float(no):.6f} yes={float(yes):.6f} native={float(native):.6f}"
     return {
         keys.ITEM_ID: item[keys.ITEM_ID], keys.EXPECTED: item[keys.EXPECTED],
         keys.PREDICTED: None if label == keys.UNPARSED else label, keys.RAW_OUTPUT: raw,
         keys.TRUNCATED: item.get(keys.TRUNCATED) is True, keys.PARSE_MODE: mode if mode in LRB_PARSE_MODES else None,
+        **_counters(item),
     }
+
+
+def _counters(item: Mapping[str, Any]) -> dict[str, Any]:
+    """lrb's counters the prediction has; one that is neither a number nor null is left out, since
+    lrb sums them for its speed columns and reads a missing one as not measured."""
+    return {k: item[k] for k in LRB_COUNTERS if k in item
+            and (item[k] is None or (isinstance(item[k], (int, float)) and not isinstance(item[k], bool)))}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -32,9 +33,9 @@ _VERDICT = itemgetter(keys.EXPECTED, keys.PREDICTED)
 
 
 def all_well_formed(predictions: Sequence[Any]) -> bool:
-    """True when every prediction is a JSON object with a non-empty string item id, a yes/no `expected`
-    and a verdict (has_verdict): the common case, decided with C-level passes over the list (about
-    20 times faster than item by item). False sends the caller to the item-by-item check that names
+    """True when every prediction is a JSON object with a non-empty string item id, a yes/no `expected`,
+    a verdict (has_verdict) and a boolean `truncated` if any: the common case, decided with C-level
+    passes over the list (about 20 times faster than item by item). False sends the caller to the item-by-item check that names
     the faults; it never lets a faulty list through."""
     try:
         ids = list(map(_ID, predictions))     # KeyError: a key is missing; TypeError: not an object
@@ -42,12 +43,14 @@ def all_well_formed(predictions: Sequence[Any]) -> bool:
             return True
         "".join(ids)                          # TypeError: an id that is not a string
         return ("" not in ids and set(map(_EXPECTED_OF, predictions)) <= _EXPECTED
-                and set(map(_PREDICTED_OF, predictions)) <= _PREDICTED)
+                and set(map(_PREDICTED_OF, predictions)) <= _PREDICTED
+                and set(map(type, map(dict.get, predictions, repeat(keys.TRUNCATED)))) <= _TRUNCATED_TYPES)
     except (KeyError, TypeError):             # TypeError also: an unhashable value
         return False
 
 
 _EXPECTED, _PREDICTED = frozenset(keys.LABELS), frozenset(PREDICTED_LABELS)
+_TRUNCATED_TYPES = frozenset({bool, type(None)})   # `truncated`: true, false, or absent
 
 
 def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]:

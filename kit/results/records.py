@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.config.prompts import prompt_kind
+from kit.config.prompts import lrb_prompt_kind, prompt_kind
 from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
@@ -68,6 +68,8 @@ class CheckpointRecord:
     def prompt_kind(self) -> str:
         """The kind of prompt lrb gives this run (kit.config.prompts); lrb files record only the task."""
         meta = self.metadata
+        if meta.get(keys.BACKEND) is None and self.task == keys.TASK_SCORE:
+            return lrb_prompt_kind(meta.get(keys.LRB_DECISION_RULE))
         options = meta.get(keys.OPTIONS)
         return prompt_kind(self.task, meta.get(keys.BACKEND), options if isinstance(options, Mapping) else None)
 
@@ -87,11 +89,19 @@ class CheckpointRecord:
 
     @property
     def duration_seconds(self) -> float:
-        """Benchmark wall time: metadata `duration_seconds`, else `speed.duration_seconds`, else 0."""
+        """Benchmark wall time: metadata `duration_seconds`, else `speed.duration_seconds`; 0.0 when
+        there is none or it is not a finite non-negative number (a string, NaN, infinity)."""
         value = self.metadata.get(keys.DURATION_SECONDS)
         if value is None:
-            value = ((self.data or {}).get(keys.SPEED) or {}).get(keys.DURATION_SECONDS)
-        return float(value or 0.0)
+            speed = (self.data or {}).get(keys.SPEED)
+            value = speed.get(keys.DURATION_SECONDS) if isinstance(speed, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return 0.0
+        try:
+            seconds = float(value)
+        except OverflowError:   # an integer beyond float range
+            return 0.0
+        return seconds if 0.0 <= seconds < float("inf") else 0.0
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,7 @@ def check_comparable(records: Iterable[CheckpointRecord]) -> None:
     with prompts of their own), one (decoding, max_new_tokens) among generate runs.
     """
     valid = sorted((r for r in records if r.valid), key=lambda r: (r.run, r.language, r.name))
+    _once_each(valid)
     with_manifest = [r for r in valid if r.metadata.get(keys.MANIFEST_SHA256) is not None]
     _same(with_manifest, keys.MANIFEST_SHA256, lambda r: r.metadata[keys.MANIFEST_SHA256], "")
     for language, group in groups(valid, lambda r: r.language):
@@ -174,6 +185,17 @@ def check_comparable(records: Iterable[CheckpointRecord]) -> None:
         _same(group, keys.PROMPT_SHA256, lambda r: r.metadata.get(keys.PROMPT_SHA256), f" for {kind!r} prompts")
     generate = [r for r in valid if r.task == keys.TASK_GENERATE]
     _same(generate, "decoding/max_new_tokens", decoding, " among generate runs")
+
+
+def _once_each(records: Sequence[CheckpointRecord]) -> None:
+    # Only lrb's folder layouts can hold one pair twice: its archive keeps runs of an undetermined
+    # language at the top and in dated batch folders.
+    seen: dict[tuple[str, str], CheckpointRecord] = {}
+    for r in records:
+        first = seen.setdefault((r.run, r.language), r)
+        if first is not r:
+            raise ConfigError(f"cannot report {r.run!r} twice for language {r.language!r}: {first.path} and {r.path}",
+                              fix="report one folder at a time (e.g. kit report RESULTS/<batch>), or move one file aside")
 
 
 def decoding(record: CheckpointRecord) -> tuple[Any, Any]:

@@ -70,6 +70,8 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
     if not complete:
         raise ConfigError(f"{results}: no complete checkpoint to release",
                           fix="run `kit status` on it; point at the folder holding <language>/<run>.json")
+    _refuse_links(complete)
+    _refuse_edited(complete)
     datas = {s.path: json.loads(s.path.read_text(encoding="utf-8")) for s in complete}
     prompts = _prompts(datas, benchmark, results)
     covered = coverage(states)
@@ -125,6 +127,28 @@ def _refuse_invalid(states: list[Any]) -> None:
         raise ConfigError(f"{first.path}: invalid checkpoint ({'; '.join(first.reasons) or 'unreadable'})"
                           + (f", and {len(invalid) - 1} more" if len(invalid) > 1 else ""),
                           fix="rerun the pair (kit shard --force) or move the file out of RESULTS, then release again")
+
+
+def _refuse_links(complete: list[Any]) -> None:
+    """A linked checkpoint or log would copy whatever it points at into the release: refuse it, as
+    `kit collect` does."""
+    links = [p for s in complete for p in (s.path, s.path.with_suffix(".mllog")) if p.is_symlink()]
+    if links:
+        raise ConfigError(f"symlink: {links[0]} is a link, not a file the site wrote"
+                          + (f", and {len(links) - 1} more" if len(links) > 1 else ""),
+                          fix="replace each link with the file itself (or move it out of RESULTS), then release again")
+
+
+def _refuse_edited(complete: list[Any]) -> None:
+    """A checkpoint changed since its job logged its digest is not the job's result: refuse it, as
+    `kit check` (log_matches_checkpoint) and `kit collect` do."""
+    from kit.results.compliance import edited_since_logged
+
+    edited = [(s.path, why) for s in complete if (why := edited_since_logged(s.path))]
+    if edited:
+        path, why = edited[0]
+        raise ConfigError(f"{path}: {why}" + (f", and {len(edited) - 1} more" if len(edited) > 1 else ""),
+                          fix="rerun the pair (kit shard --force), or restore the file its job wrote, then release again")
 
 
 def _prompts(datas: dict[Path, dict], benchmark: Any, results: Path) -> list[CardPrompt]:

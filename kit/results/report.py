@@ -16,14 +16,14 @@ from pathlib import Path
 
 from kit.config.kinds import get_kind
 from kit.config.names import run_from_stem
-from kit.errors import CheckpointError, ConfigError
+from kit.errors import ConfigError
 from kit.results import keys
 from kit.plan import Pair
 from kit.results.checkpoint import CheckpointState, ValidateAll, validate_each, without_predictions
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_name
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, groups, select_runs
-from kit.results.store import iter_checkpoint_files
+from kit.results.store import file_language, iter_checkpoint_files
 from kit.results.html_report import write_html_report
 from kit.results.verdicts import default_verdict_dirs
 
@@ -51,7 +51,8 @@ def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = Non
             fix="point at the folder holding <language>/<run>.json checkpoints (e.g. results/)",
         )
     paths = iter_checkpoint_files(results_dir)
-    return [_record(path, st) for path, st in zip(paths, validate_all([(path, _job(path, expect)) for path in paths]))]
+    return [_record(results_dir, path, st)
+            for path, st in zip(paths, validate_all([(path, _job(path, expect)) for path in paths]))]
 
 
 def _job(path: Path, expect: PlanExpectations | None) -> dict:
@@ -61,10 +62,11 @@ def _job(path: Path, expect: PlanExpectations | None) -> dict:
     return {"expect": expect(pair) if expect is not None and expect.covers(pair) else None}
 
 
-def _record(path: Path, st: CheckpointState) -> CheckpointRecord:
+def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRecord:
     st = without_predictions(st)
     data = st.data if st.state in (keys.COMPLETE, keys.STALE) else None
-    return CheckpointRecord(path, path.parent.name, st.state, tuple(st.reasons), tuple(st.notices), data,
+    language = file_language(results_dir, path, (st.data or {}).get(keys.METADATA))
+    return CheckpointRecord(path, language, st.state, tuple(st.reasons), tuple(st.notices), data,
                             truncated_count=st.truncated)
 
 
@@ -85,8 +87,8 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
                  if r.state == keys.STALE else r for r in found]
     records = select_runs(found, runs)
     valid = [r for r in records if r.valid]
-    if not valid:
-        raise CheckpointError(
+    if not valid:   # nothing to report: the folder is refused, as bad input (exit 2)
+        raise ConfigError(
             f"no complete checkpoint under {str(results_dir)!r} ({len(records)} invalid or stale)",
             fix="run `kit status` to see why, or point at the folder holding <language>/<run>.json",
         )

@@ -16,7 +16,7 @@ from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import ValidateAll, validate_each
 from kit.results.identity import Expected
-from kit.results.store import checkpoint_path, iter_checkpoint_files
+from kit.results.store import checkpoint_path, file_language, iter_checkpoint_files
 
 
 @dataclass
@@ -71,7 +71,8 @@ def scan_results(results: Path, validate_all: ValidateAll = validate_each) -> li
     out = []
     paths = iter_checkpoint_files(results)
     for path, st in zip(paths, validate_all([(path, {}) for path in paths])):
-        pair = Pair(run_from_stem(path.stem), path.parent.name)
+        metadata = (st.data or {}).get(keys.METADATA)
+        pair = Pair(run_from_stem(path.stem), file_language(results, path, metadata))
         out.append(PairStatus(pair, st.state, path, list(st.reasons), list(st.notices)))
     return out
 

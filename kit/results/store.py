@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from kit.config.names import run_file_stem
 # kit's file digest and atomic writes live in kit.files (standard library only); imported from here across kit
 from kit.files import file_sha256, write_bytes_atomic, write_text_atomic  # noqa: F401
 from kit.errors import ConfigError
+from kit.results import keys
 
 
 def checkpoint_path(results: Path, run: str, language: str) -> Path:
@@ -77,9 +79,29 @@ NON_LANGUAGE_DIRS = frozenset({SYSTEMS_DIR, "report", "logs"})
 
 
 def iter_checkpoint_files(results: Path) -> list[Path]:
-    """Every RESULTS/<language>/<run>.json, sorted; temporary files and non-language folders are skipped."""
+    """Every RESULTS/<language>/<run>.json, and every RESULTS/<run>.json (lrb's single-language layout,
+    still that of its archive), sorted; temporary files and non-language folders are skipped."""
     results = Path(results)
     if not results.is_dir():
         return []
-    return sorted(p for p in results.glob("*/*.json")
-                  if not p.name.startswith(".") and p.parent.name not in NON_LANGUAGE_DIRS)
+    return sorted(p for pattern in ("*.json", "*/*.json") for p in results.glob(pattern)
+                  if not p.name.startswith(".") and p.parent.name not in NON_LANGUAGE_DIRS and p.is_file())
+
+
+# BCP 47's code for an undetermined language: that of an lrb file recording none (lrb's single-language
+# archive) that sits at the top of RESULTS or in a folder not named like a language (a dated batch).
+UNDETERMINED_LANGUAGE = "und"
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
+
+
+def file_language(results: Path, path: Path, metadata: Any) -> str:
+    """The language a checkpoint counts for: its metadata.language; for an lrb file that records none,
+    its folder's name when that is a language code (RESULTS/fr/...), else UNDETERMINED_LANGUAGE (a
+    file at the top of RESULTS or in a batch folder such as lrb's qwen3-20260913/)."""
+    recorded = metadata.get(keys.LANGUAGE) if isinstance(metadata, dict) else None
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    folder = Path(path).parent
+    if folder != Path(results) and _LANGUAGE_CODE.fullmatch(folder.name):
+        return folder.name
+    return UNDETERMINED_LANGUAGE

@@ -26,6 +26,14 @@ class _RaisingFileHandler(logging.FileHandler):
         raise  # logging calls this inside the except clause of the failed emit
 
 
+def _create_fresh(tmp: Path) -> Any:
+    """A text stream on a new file at `tmp`, after removing whatever was there: O_EXCL|O_NOFOLLOW
+    never opens an existing file or writes through a link planted at the name."""
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
 class PairLog:
     """An mllog logger bound to one pair's log file; use as a context manager."""
 
@@ -44,7 +52,8 @@ class PairLog:
         self._logger.propagate = False
         self._tmp = self.path.with_name(f".{self.path.name}.tmp")
         self._committed = False
-        self._handler = _RaisingFileHandler(self._tmp, mode="w", encoding="utf-8")
+        self._handler = _RaisingFileHandler(self._tmp, mode="w", encoding="utf-8", delay=True)
+        self._handler.stream = _create_fresh(self._tmp)
         self._logger.addHandler(self._handler)
         self.ml = MLLogger(logger=self._logger, default_namespace="", default_stack_offset=1,
                                  root_dir=str(Path(__file__).resolve().parents[2]))
@@ -68,8 +77,7 @@ class PairLog:
             return
         self._committed = True
         self._handler.flush()
-        with open(self._tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+        os.fsync(self._handler.stream.fileno())   # the file we created, not whatever the name holds now
         self._detach()
         os.replace(self._tmp, self.path)
 

@@ -70,7 +70,7 @@ def test_a_hostile_checkpoint_is_invalid_everywhere_and_crashes_nothing(project,
     assert ("en", "invalid") in states
     r = kit("check", "results", cwd=project)
     assert r.returncode == 1 and "FAIL [checkpoints_valid]" in r.stdout and "Traceback" not in r.stderr
-    refused(kit("report", "results", cwd=project), "no complete checkpoint", code=1)
+    refused(kit("report", "results", cwd=project), "no complete checkpoint")
 
 
 @pytest.mark.parametrize("body,why", [(DEEP, "nested deeper than"), ('{"row_count": ' + HUGE + "}", "5000 digits")])

@@ -270,7 +270,7 @@ def test_kit_export_lrb_writes_files_lrb_s_loader_reads(kit_results, tmp_path):
     assert variant["run_id"] == "org/model-a@sglang" and variant["model_id"] == "org/model-a"
     score = json.loads((out / "en/org__rank.json").read_text(encoding="utf-8"))
     assert score["metadata"]["inference"] == "scoring" and score["metadata"]["decoding"] == "none"
-    assert score["predictions"][0]["raw_output"] == "no=0.250000 yes=0.750000 native=1.0"
+    assert score["predictions"][0]["raw_output"] == "no=0.250000 yes=0.750000 native=1.000000"
     r = kit("verify", str(out), cwd=tmp_path)   # and kit reads them back as lrb files
     assert r.returncode == 0 and "3 verified, 0 failed" in r.stdout, r.stdout
 

@@ -25,7 +25,7 @@ from kit.results.metrics import compute_metrics  # noqa: E402
 RUN = "org/model-a"
 OTHER_REV = "fedcba9876543210fedcba9876543210fedcba98"
 BASE = {"model": f'"{RUN}"', "revision": f'"{REV}"', "backend": '"transformers-5.17"', "dtype": '"float32"',
-        "max_new_tokens": "64", "options": '{ threshold = 0.5, max_num_seqs = 8 }'}
+        "max_new_tokens": "64", "options": '{ threshold = 0.5, attention_heads = 8 }'}
 
 
 def write_roster(root: Path, **changes: str) -> None:
@@ -75,7 +75,7 @@ def test_the_job_written_checkpoints_are_complete_to_start_with(sweep):
     ({"dtype": '"bfloat16"'}, "dtype"),
     ({"max_new_tokens": "65"}, "max_new_tokens"),
     ({"seed": "7"}, "seed"),
-    ({"options": "{ threshold = 0.6, max_num_seqs = 8 }"}, "options"),
+    ({"options": "{ threshold = 0.6, attention_heads = 8 }"}, "options"),
     ({"trust_remote_code": "true"}, "trust_remote_code"),
     ({"task": '"score"'}, "task"),
 ])
@@ -86,7 +86,7 @@ def test_a_changed_run_makes_its_checkpoints_stale(sweep, change, key):
     assert f"metadata.{key} is" in " ".join(got["de"]["reasons"])
 
 
-@pytest.mark.parametrize("change", [{"batch_size": "64"}, {"options": "{ threshold = 0.5, max_num_seqs = 64 }"}])
+@pytest.mark.parametrize("change", [{"batch_size": "64"}, {"options": "{ threshold = 0.5, attention_heads = 64 }"}])
 def test_a_throughput_setting_does_not_make_a_result_stale(sweep, change):
     write_roster(sweep, **change)
     assert {p["state"] for p in states(sweep).values()} == {"complete"}
@@ -121,7 +121,7 @@ def test_plan_and_a_dry_run_show_stale_pairs_and_plan_to_rerun_them(sweep):
 
 def test_a_report_leaves_stale_results_out_unless_asked_and_then_says_so(sweep):
     write_roster(sweep, revision=f'"{OTHER_REV}"')
-    refused(kit("report", "results", cwd=sweep), "no complete checkpoint", code=1)
+    refused(kit("report", "results", cwd=sweep), "no complete checkpoint")
     r = kit("report", "results", "--include-stale", "--json", cwd=sweep)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)["data"]

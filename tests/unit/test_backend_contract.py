@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kit.config.backends import BACKENDS
+from kit.config.backends import BACKENDS, ENGINE_OPTIONS, ENGINE_TASKS
 from kit.config.roster import Run
 from kit.errors import ConfigError, MissingExtraError
 from kit.worker.backends.base import Backend, Generation, get_backend, remote_code_allowed
@@ -57,6 +57,24 @@ def test_docstring_lists_settings_and_a_valid_roster_example(engine):
     assert BACKENDS[run.backend] == engine
     documented = {key.removeprefix("options.") for key in keys if key.startswith("options.")}
     assert set(run.options) <= documented, "the example uses an option the docstring does not list"
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_the_config_task_table_says_what_the_docstring_says(engine):
+    # kit.config cannot import the engines (torch): its table must agree with their documented tasks
+    (default, text) = next((d, t) for key, d, t in engine_doc(engine).settings if key == "task")
+    tasks = ENGINE_TASKS[engine]
+    assert default == tasks[0]
+    assert text == f"{tasks[0]} only" if len(tasks) == 1 else all(f"`{t}`" in text for t in tasks)
+    for family in (f for f, e in BACKENDS.items() if e == engine):
+        assert Run(model="org/name", revision=HEX, backend=family).task == default
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_the_config_option_table_says_what_the_docstring_says(engine):
+    # the roster refuses options an engine does not read: the table must list exactly the documented ones
+    documented = [key.removeprefix("options.") for key, _d, _t in engine_doc(engine).settings if key.startswith("options.")]
+    assert ENGINE_OPTIONS[engine] == tuple(documented)
 
 
 @pytest.mark.parametrize("engine", engines())

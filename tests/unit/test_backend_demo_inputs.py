@@ -36,9 +36,11 @@ def test_benchmark_carries_the_chosen_score_prompt(tmp_path, kind):
 
 def test_roster_text_round_trips_through_the_roster_loader(tmp_path):
     runs = [{"model": "kit-demo/tiny-llama@vllm", "revision": HEX, "backend": "vllm", "max_new_tokens": 8,
-             "options": {"enforce_eager": True, "max_num_seqs": 8, "note": 'a "quoted"\nline'}},
+             "options": {"enforce_eager": True, "max_num_seqs": 8}},
+            {"model": "kit-demo/tiny-reranker", "revision": HEX, "backend": "transformers-5.17", "task": "score",
+             "options": {"prefix": 'a "quoted"\nline', "yes_token": ["yes", "oui"]}},
             {"model": "kit-demo/tiny-gliclass", "revision": HEX, "backend": "gliclass", "task": "score",
-             "options": {"labels": ["a", "b"], "threshold": 0.25}}]
+             "options": {"label": "relevant", "threshold": 0.25}}]
     path = tmp_path / "roster.toml"
     path.write_text(roster_text(runs, tmp_path / "bench"), encoding="utf-8")
     roster, _folder = load_roster(path)

@@ -39,6 +39,11 @@ ROSTER_CASES = {
     "duplicate run": (GOOD_RUN + "\n" + GOOD_RUN, ["duplicate run", "org/m", "@suffix"]),
     "toml syntax": (GOOD_RUN + 'batch_size = = 3\n', ["invalid TOML", "line 7"]),
     "bad language": (GOOD_RUN + 'languages = ["en", "French"]\n', ["'French'", "ISO codes"]),
+    "params without a unit": (GOOD_RUN + 'params = 70\n', ["run[0].params", ":7:", "70 parameters", 'params = "70B"',
+                                                          "70e9"]),
+    "task the backend cannot run": (GOOD_RUN.replace("transformers-5.17", "gliclass") + 'task = "generate"\n',
+                                    ["run[0].task", ":7:", "'org/m'", "'gliclass'", "score only", "'generate'",
+                                     'task = "score"', "vllm"]),
 }
 
 
@@ -83,8 +88,47 @@ def test_variant_runs_are_distinct(tmp_path):
     assert r.run[1].file_stem == "org__m@fast"
 
 
+@pytest.mark.parametrize("value", [70, "70", 1.5, "350", 9_999, 0])
+def test_a_bare_params_number_under_ten_thousand_is_refused(tmp_path, value):
+    p = tmp_path / "roster.toml"
+    p.write_text(roster(GOOD_RUN + f"params = {value!r}\n".replace("'", '"')))
+    with pytest.raises(ConfigError) as exc:
+        load_roster(p)
+    assert "run[0].params" in exc.value.message and "parameters" in exc.value.message and "B" in exc.value.fix
+
+
+@pytest.mark.parametrize("value,count", [('"70B"', 70 * 10**9), ("7e10", 70 * 10**9), ("70_000_000_000", 70 * 10**9),
+                                         ('"400K"', 400_000), ('"350M"', 350 * 10**6), ("400_000", 400_000), ("10_000", 10**4)])
+def test_params_with_a_unit_or_a_real_count_are_read(tmp_path, value, count):
+    p = tmp_path / "roster.toml"
+    p.write_text(roster(GOOD_RUN + f"params = {value}\n"))
+    assert load_roster(p)[0].run[0].params == count
+
+
+@pytest.mark.parametrize("backend,task", [("gliclass", "score"), ("gliner2", "score"), ("vllm", "generate"),
+                                          ("gguf", "generate"), ("transformers-5.17", "generate"),
+                                          ("transformers-5.11", "generate")])
+def test_a_run_without_task_gets_its_backend_s_own(tmp_path, backend, task):
+    p = tmp_path / "roster.toml"
+    p.write_text(roster(GOOD_RUN.replace("transformers-5.17", backend)))
+    assert load_roster(p)[0].run[0].task == task
+
+
+def test_a_run_keeps_a_task_its_backend_runs(tmp_path):
+    p = tmp_path / "roster.toml"
+    p.write_text(roster(GOOD_RUN + 'task = "score"\n'))
+    assert load_roster(p)[0].run[0].task == "score"
+    p.write_text(roster(GOOD_RUN.replace("transformers-5.17", "vllm") + 'task = "score"\n'))
+    with pytest.raises(ConfigError) as exc:
+        load_roster(p)
+    assert "'vllm' runs task generate only" in exc.value.message and "transformers-5.17" in exc.value.fix
+
+
 @pytest.mark.parametrize("body,pieces", [
     ('[site.x]\nscheduler = "pbs"\n', ["site.x.scheduler", "'pbs'"]),
+    ('[site.x]\nscheduler = "oar"\njob_types = ["night", "deploy"]\n',
+     ["site.x.job_types", ":3:", "'deploy'", "frontend", "kadeploy", "drop deploy", "night, exotic or besteffort"]),
+    ('[site.x]\nscheduler = "oar"\njob_types = ["night;rm"]\n', ["not an OAR job type", "night, exotic or besteffort"]),
     ('[site.x]\nscheduler = "slurm"\nwalltime = "90 minutes"\n', ["walltime", "Slurm's M, M:S", "'90m'", ":3:"]),
     ('[site.x]\nscheduler = "local"\nwalltime = "0:30"\n', ["walltime", "H:M:S or D-H:M:S", ":3:"]),
     ('[site.x]\nscheduler = "oar"\nwalltime = "1-00:00"\n', ["walltime", "OAR's H, H:M or H:M:S", ":3:"]),

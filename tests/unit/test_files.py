@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kit.files import file_sha256, replace_folder, write_bytes_atomic, write_text_atomic
+from kit.errors import ConfigError
+from kit.files import file_sha256, read_regular_file, replace_folder, write_bytes_atomic, write_text_atomic
 
 
 @pytest.fixture
@@ -89,3 +90,32 @@ def test_a_staged_folder_is_made_durable_before_it_is_renamed_into_place(tmp_pat
     monkeypatch.setattr(files.os, "rename", lambda a, b: events.append(("rename", Path(b))) or real_rename(a, b))
     replace_folder(staged, dest)
     assert events == [("durable", sorted([staged / "card.md", staged / "de" / "run.json"])), ("rename", dest)]
+
+
+def test_read_regular_file_returns_a_small_files_bytes(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_bytes(b'{"pairs": []}')
+    assert read_regular_file(path, "a plan file", 1 << 20) == b'{"pairs": []}'
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "folder", "fifo"])
+def test_read_regular_file_refuses_what_is_not_a_regular_file(tmp_path, target):
+    path = tmp_path / "x.json"
+    if target == "folder":
+        path.mkdir()
+    elif target == "fifo":
+        os.mkfifo(path)   # opening it must not wait for a writer
+    else:
+        path.symlink_to(target)
+    with pytest.raises(ConfigError, match=r"x\.json: a plan file is not a regular file") as err:
+        read_regular_file(path, "a plan file", 1 << 20)
+    assert err.value.fix
+
+
+def test_read_regular_file_refuses_a_file_over_the_limit(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_bytes(b"x" * 1025)
+    with pytest.raises(ConfigError, match=r"big\.json: a checkpoint is over 1024 bytes"):
+        read_regular_file(path, "a checkpoint", 1024)
+    path.write_bytes(b"x" * 1024)
+    assert len(read_regular_file(path, "a checkpoint", 1024)) == 1024

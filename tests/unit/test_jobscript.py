@@ -10,7 +10,7 @@ import pytest
 from scripts_golden import HOSTILE, assert_golden
 
 from kit.config.sites import Site
-from kit.launch.jobscript import JobScript, allow_listed_env, render_job_script
+from kit.launch.jobscript import JobScript, allow_listed_env, render_job_script, render_site_setup
 from kit.launch.request import JobRequest
 from kit.launch.schedulers.base import get_scheduler
 
@@ -87,3 +87,38 @@ def test_job_refuses_an_image_whose_sha256_is_not_the_recorded_one(tmp_path):
     sif.unlink()
     gone = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
     assert gone.returncode == 2 and "not readable" in gone.stderr
+
+
+# what Lmod's `module` does that `set -u` cannot take: it reads variables that are not set
+LMOD_LIKE = 'module() { echo "module $* ${LMOD_NOT_SET_ANYWHERE}"; }\n'
+
+
+def bash(text: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", text], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+
+
+def test_site_setup_runs_without_set_u_and_gets_module_from_the_profile(tmp_path):
+    profile = tmp_path / "profile"
+    profile.write_text(LMOD_LIKE)
+    # as the lines ran before, even with `module` defined: under set -u Lmod's function ends the job
+    before = bash(f"set -euo pipefail\n. {profile}\nmodule load apptainer\necho reached")
+    assert before.returncode != 0 and "unbound variable" in before.stderr and "reached" not in before.stdout
+    profile.write_text(LMOD_LIKE + "false\n")    # and a profile whose last command fails
+    lines = render_site_setup(["module load apptainer"], profile=str(profile))
+    assert lines[1] == "set +u" and lines[-2:] == ["module load apptainer", "set -u"]
+    r = bash("set -euo pipefail\n" + "\n".join(lines) + "\necho reached\necho ${STILL_UNSET}")
+    assert r.stdout.splitlines() == ["module load apptainer ", "reached"], r.stderr
+    assert r.returncode != 0 and "STILL_UNSET: unbound variable" in r.stderr   # set -u is back after the setup
+
+
+def test_site_setup_survives_a_missing_profile_and_keeps_a_defined_module(tmp_path):
+    missing = render_site_setup(["echo setup ran"], profile=str(tmp_path / "no-such-profile"))
+    r = bash("set -euo pipefail\n" + "\n".join(missing))
+    assert r.returncode == 0 and r.stdout == "setup ran\n", r.stderr
+    profile = tmp_path / "profile"
+    profile.write_text("echo profile sourced\n")
+    defined = render_site_setup(["module list"], profile=str(profile))
+    r = bash("set -euo pipefail\nmodule() { echo \"own module $*\"; }\n" + "\n".join(defined))
+    assert r.returncode == 0 and r.stdout == "own module list\n", r.stderr   # the profile is not read again
+    assert render_site_setup([]) == []

@@ -229,6 +229,14 @@ def test_job_types_given_together_become_one_t_each(proj):
     assert r.returncode == 2 and "not an OAR job type" in r.stderr
 
 
+def test_a_deploy_job_is_refused_before_anything_is_submitted(proj):
+    root, env, fake, *_ = proj
+    r = kit("run", "--site", "ci", "--model", "org/model-a", "--job-type", "deploy", cwd=root, env=env)
+    assert r.returncode == 2 and not fake.calls("oarsub"), r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("kit: error: --job-type: job type 'deploy'") and "kadeploy" in line and "fix:" in line
+
+
 def test_a_failing_policy_check_blocks_the_submission_and_its_output_is_shown(proj):
     root, env, fake, *_ = proj
     r = kit("run", "--site", "ci-over", "--model", "org/model-a", cwd=root, env=env)

@@ -87,6 +87,30 @@ def test_remote_sites_need_absolute_cluster_paths():
                                 results="/r"))
 
 
+# ids not named "images": that keyword is the images tier's marker, which conftest deselects
+@pytest.mark.parametrize("key", ["root", "scratch", "results", "images", "weights"], ids=lambda key: f"empty-{key}")
+def test_an_empty_remote_path_is_refused_too(key):
+    paths = {"root": "/home/j/kit", "results": "/home/j/r", "images": "/home/j/i", key: ""}
+    with pytest.raises(ConfigError) as err:
+        check_remote_paths(Site(name="n", scheduler="oar", frontend="nancy.g5k", **paths))
+    assert f"{key} = '' is empty" in err.value.message and err.value.exit_code == 2
+    assert f'{key} = "/' in err.value.fix
+
+
+@pytest.mark.parametrize("key,value,meant", [
+    ("root", "~/kit", "/home/<login>/kit"), ("root", "$HOME/kit", "/home/<login>/kit"),
+    ("root", "${HOME}/kit/", "/home/<login>/kit"), ("results", "~/kit/results", "/home/<login>/kit/results"),
+    ("root", "kit", "/home/<login>/kit"), ("root", ".", "/home/<login>/kit"), ("root", "", "/home/<login>/kit"),
+    ("images", "images", "/home/<login>/kit/images"), ("results", "./results/", "/home/<login>/kit/results"),
+    ("scratch", "", "/tmp"), ("weights", "~jdoe/hf-hub", "/home/jdoe/hf-hub"),
+])
+def test_the_fix_names_the_absolute_path_meant(key, value, meant):
+    paths = {"root": "/home/j/kit", "results": "/home/j/r", "images": "/home/j/i", key: value}
+    with pytest.raises(ConfigError) as err:
+        check_remote_paths(Site(name="n", scheduler="oar", frontend="nancy.g5k", **paths))
+    assert err.value.fix == f'write it absolute in [site.n], e.g. {key} = "{meant}"'
+
+
 def st(lang: str, state: str, job: str | None = None) -> PairStatus:
     return PairStatus(Pair("m", lang), state, Path("x"), [f"why {state}"] if state != keys.COMPLETE else [], job=job)
 

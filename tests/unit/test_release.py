@@ -80,6 +80,34 @@ def test_invalid_checkpoint_stops_the_release_and_writes_nothing(sweep):
     assert sorted(p.name for p in sweep.root.iterdir()) == ["data", "results", "roster.toml"]
 
 
+@pytest.mark.parametrize("name", ["kit-demo__tiny-llama.json", "kit-demo__tiny-llama.mllog"])
+def test_a_linked_checkpoint_or_log_stops_the_release_and_writes_nothing(sweep, name):
+    secret = sweep.root / "secret.txt"
+    path = sweep.results / "en" / name
+    if path.exists():
+        secret.write_bytes(path.read_bytes())
+        path.unlink()
+    else:
+        secret.write_text("private key\n")
+    path.symlink_to(secret)
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 2 and "symlink:" in r.stderr and name in r.stderr and "fix:" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in sweep.root.iterdir()) == ["data", "results", "roster.toml", "secret.txt"]
+
+
+def test_a_checkpoint_changed_since_its_job_logged_it_stops_the_release(sweep):
+    from kit.files import file_sha256
+
+    path = sweep.results / "en" / "kit-demo__tiny-llama.json"
+    log = ':::MLLOG {"key": "run_stop", "metadata": {"checkpoint_sha256": "%s"}}\n' % file_sha256(path)
+    path.with_suffix(".mllog").write_text(log, encoding="utf-8")   # what the job logs of its file
+    path.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=1), encoding="utf-8")
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 2 and "changed after the job wrote it" in r.stderr and path.name in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (sweep.root / "release").exists()
+
+
 def test_release_refuses_an_existing_folder_unless_it_is_a_release(sweep):
     (sweep.root / "mine").mkdir()
     (sweep.root / "mine" / "notes.txt").write_text("keep")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from kit.errors import CheckpointError, ConfigError, MissingExtraError
+from kit.errors import ConfigError, MissingExtraError
 from kit.results import keys, lrb_report, report
 from kit.results.metrics import compute_metrics
 from kit.results.records import ReportFiles, check_comparable
@@ -237,7 +238,7 @@ def test_missing_or_empty_results_folder(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         report.write_report(tmp_path / "absent", tmp_path / "out")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(CheckpointError, match="no complete checkpoint"):
+    with pytest.raises(ConfigError, match="no complete checkpoint"):
         report.write_report(tmp_path / "empty", tmp_path / "out")
 
 
@@ -276,3 +277,41 @@ def test_a_heatmap_too_large_for_numbers_gets_narrower_cells() -> None:
     # per language and per run, the unannotated grid spends about half the room of the annotated one
     assert (big_w - 2.0) / len(many) < 0.6 * (small_w - 2.0) / len(few)
     assert big_w * lrb_report.HEATMAP_DPI <= 3000 and big_h * lrb_report.HEATMAP_DPI <= 1500
+
+
+@pytest.mark.parametrize("metadata,speed,seconds", [
+    ({"duration_seconds": 12.5}, None, 12.5),
+    ({"duration_seconds": 7}, None, 7.0),
+    ({}, {"duration_seconds": 3.25}, 3.25),
+    ({"duration_seconds": None}, {"duration_seconds": 3.25}, 3.25),
+    ({"duration_seconds": "fast"}, None, 0.0),
+    ({"duration_seconds": "12.3"}, None, 0.0),
+    ({"duration_seconds": {"x": 1}}, None, 0.0),
+    ({"duration_seconds": [1.0]}, None, 0.0),
+    ({"duration_seconds": True}, None, 0.0),
+    ({"duration_seconds": float("nan")}, None, 0.0),
+    ({"duration_seconds": float("inf")}, None, 0.0),
+    ({"duration_seconds": -5}, None, 0.0),
+    ({"duration_seconds": 10**400}, None, 0.0),
+    ({}, {"duration_seconds": "x"}, 0.0),
+    ({}, "fast", 0.0),
+    ({}, None, 0.0),
+])
+def test_duration_seconds_is_a_finite_non_negative_number_or_zero(tmp_path, metadata, speed, seconds):
+    from kit.results.records import CheckpointRecord
+
+    data = {keys.METADATA: metadata, **({keys.SPEED: speed} if speed is not None else {})}
+    got = CheckpointRecord(tmp_path / "en" / "x.json", "en", keys.COMPLETE, data=data).duration_seconds
+    assert type(got) is float and got == seconds
+
+
+@pytest.mark.parametrize("duration", ["fast", {"x": 1}, float("nan"), float("inf")])
+def test_a_duration_that_is_not_a_number_reports_zero_seconds(results, tmp_path, duration):
+    # the speed section's duration: a checkpoint whose metadata has none (validation reads only metadata's)
+    path = make_checkpoint(results, RUN_A, "en", duration_seconds=None)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["speed"] = {"duration_seconds": duration}
+    path.write_text(json.dumps(data), encoding="utf-8")   # NaN and Infinity as Python's json writes them
+    paths = report.write_report(results, tmp_path / "out")
+    board = {row["run"]: row for row in _rows(paths.files["leaderboard"])}
+    assert (board[RUN_A]["languages"], board[RUN_A]["duration_seconds"]) == ("3", "2.5")   # en counts 0 seconds

@@ -14,11 +14,14 @@ import pytest
 from safetensors.numpy import save_file
 
 from kit.config.project import load_project
-from kit.config.sites import load_sites
+from kit.config.sites import Site, load_sites
 from kit.demo.dataset import write_demo_benchmark
 from kit.errors import ConfigError
+from kit.launch.jobsize import grown_filter, site_gpus
 from kit.launch.submit import prepare_run
 
+# `kit run` asks oarstat for your live jobs: the fake one (conftest), not an OAR this machine may have
+pytestmark = pytest.mark.usefixtures("fake_oar")
 REV = "0123456789abcdef0123456789abcdef01234567"
 SITES = '''
 [site.nancy]
@@ -118,3 +121,47 @@ def test_a_dry_run_as_json_keeps_every_jobs_script(tmp_path):
     data = json.loads(r.stdout)["data"]
     assert len(data["jobs"]) == 2 and sorted(data["scripts"]) == sorted(j["script"] for j in data["jobs"])
     assert all(text.startswith("#!/bin/bash") for text in data["scripts"].values())
+
+
+def oar_site(gpu_filter: str) -> Site:
+    return Site(name="lille", scheduler="oar", runtime="host", gpus_per_node=1, gpu_memory_gib=80, gpu_filter=gpu_filter)
+
+
+@pytest.mark.parametrize("gpu_filter,floor,grown", [
+    # a plain conjunction's one gpu_mem>=N holds for every GPU it picks: raised in place, as before
+    ("gpu_compute_capability_major>=7 AND gpu_mem>=23040", 23040,
+     "gpu_compute_capability_major>=7 AND gpu_mem>=76294"),
+    ("gpu_mem>=23040", 23040, "gpu_mem>=76294"),
+    # anything else gets the floor on the whole filter (OAR's -p is an SQL WHERE clause)
+    ("gpu_mem>23040", 23041, "(gpu_mem>23040) AND gpu_mem>=76294"),
+    ("cluster='chuc' OR gpu_mem>=23040", 0, "(cluster='chuc' OR gpu_mem>=23040) AND gpu_mem>=76294"),
+    ("cluster='grouille'", 0, "(cluster='grouille') AND gpu_mem>=76294"),
+    ("not cluster='chuc' and gpu_mem>=23040", 0, "(not cluster='chuc' and gpu_mem>=23040) AND gpu_mem>=76294"),
+    ("(cluster='a' OR cluster='b') AND gpu_mem>=23040", 0,
+     "((cluster='a' OR cluster='b') AND gpu_mem>=23040) AND gpu_mem>=76294"),
+    # what a quoted value holds is no operator, and no floor
+    ("host like 'x (or y)' AND gpu_mem>=23040", 23040, "host like 'x (or y)' AND gpu_mem>=76294"),
+    ("host='gpu_mem>=99999' AND gpu_mem>=23040", 23040, "(host='gpu_mem>=99999' AND gpu_mem>=23040) AND gpu_mem>=76294"),
+])
+def test_the_floor_holds_for_every_gpu_the_filter_can_pick(gpu_filter, floor, grown):
+    site = oar_site(gpu_filter)
+    assert site_gpus(site).filter_mib == floor
+    assert grown_filter(site, 76294) == grown
+    assert grown_filter(site, None) == gpu_filter
+
+
+def test_an_or_filter_gets_the_floor_in_the_oarsub_line(tmp_path):
+    project, _ = workspace(tmp_path, run("org/mid-27B", "transformers-5.17"))
+    lille = oar_site("cluster='chuc' OR gpu_mem>=23040")
+    sized = prepare_run(project, [lille], tmp_path, list(project.roster.run), None, dry_run=True)
+    wanted = "(cluster='chuc' OR gpu_mem>=23040) AND gpu_mem>=64374"    # 27e9 x 2 bytes x 1.25, in MiB
+    assert sized.sites[0].site.gpu_filter == wanted
+    argv = sized.sites[0].submit_argv
+    assert argv[argv.index("-p") + 1] == wanted
+
+
+def test_a_filter_that_guarantees_enough_is_left_as_written(tmp_path):
+    project, _ = workspace(tmp_path, run("org/small-1B", "transformers-5.17"))   # 3 GiB: under 23041 MiB
+    sized = prepare_run(project, [oar_site("gpu_mem>23040")], tmp_path, list(project.roster.run), None, dry_run=True)
+    argv = sized.sites[0].submit_argv
+    assert argv[argv.index("-p") + 1] == "gpu_mem>23040"

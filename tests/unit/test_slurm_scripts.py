@@ -111,6 +111,20 @@ def test_script_is_valid_bash_and_asks_for_what_the_model_needs(sweep, runtime):
     assert 'export HF_HOME="$KIT_CACHE/hf"' in text and 'rm -rf -- "$KIT_CACHE"' in text
 
 
+def test_site_setup_lines_of_the_job_script_survive_set_u_and_a_missing_module(sweep, tmp_path):
+    lines = cluster_script(sweep, "apptainer").splitlines()
+    start, end = lines.index("set +u"), lines.index("set -u")
+    fragment = lines[start:end + 1]
+    assert "module load apptainer/1.3" in fragment and "  . /etc/profile || true" in fragment
+    assert lines.index("set -euo pipefail") < start
+    # the generated lines, run by bash with a fake Lmod in place of /etc/profile: `module` reads unset variables
+    profile = tmp_path / "profile"
+    profile.write_text('module() { echo "module $* ${LMOD_NOT_SET}"; }\nfalse\n')
+    text = "\n".join(["set -euo pipefail", *fragment, "echo after setup"]).replace("/etc/profile", str(profile))
+    r = subprocess.run(["bash", "-c", text], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and r.stdout.splitlines() == ["module load apptainer/1.3 ", "after setup"], r.stderr
+
+
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed (apt-get install shellcheck)")
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_script_passes_shellcheck(sweep, runtime, tmp_path):

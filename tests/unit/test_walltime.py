@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit.config.walltime import walltime_seconds
+from kit.config.walltime import short_walltime, walltime_seconds
 from kit.config.loading import invalid_line
 
 H, M = 3600, 60
@@ -34,3 +34,23 @@ def test_what_a_scheduler_would_not_read_or_reads_as_no_limit_is_refused(schedul
         walltime_seconds(text, scheduler)
     message, _, fix = invalid_line(exc.value).partition("; fix: ")
     assert why in message and fix
+
+
+@pytest.mark.parametrize("scheduler,text,note", [
+    ("slurm", "2:00", "walltime '2:00' is 2 minutes in Slurm's grammar (M:S); write 2:00:00 for 2 hours"),
+    ("slurm", "5", "walltime '5' is 5 minutes in Slurm's grammar (M); write 5:00:00 for 5 hours"),
+    ("slurm", "9:59", "walltime '9:59' is 9 minutes 59 seconds in Slurm's grammar (M:S); "
+                      "write 9:59:00 for 9 hours 59 minutes"),
+    ("oar", "0:05", "walltime '0:05' is 5 minutes in OAR's grammar (H:M): too short"),
+    ("local", "0:01:30", "walltime '0:01:30' is 1 minute 30 seconds in kit's local grammar (H:M:S): too short"),
+    ("oar", "5m", "walltime '5m' is 5 minutes: too short"),
+])
+def test_a_walltime_under_ten_minutes_is_said_as_it_was_read(scheduler, text, note):
+    assert short_walltime(text, scheduler).startswith(note)
+    assert walltime_seconds(text, scheduler) < 600   # taken, not refused: a warning only
+
+
+@pytest.mark.parametrize("scheduler,text", [("slurm", "10"), ("slurm", "2:00:00"), ("oar", "2:00"), ("oar", "0:10"),
+                                            ("local", "1h"), ("slurm", "not a walltime")])
+def test_ten_minutes_or_more_or_an_unreadable_walltime_gives_no_note(scheduler, text):
+    assert short_walltime(text, scheduler) is None

@@ -46,6 +46,17 @@ def test_an_unmeasured_language_costs_the_runs_median_times_what_it_costs_other_
     assert p.unmeasured == [Pair("c", "en")]
 
 
+@pytest.mark.parametrize("damaged", [1e308, float("inf"), float("nan"), 400 * 24 * 3600.0])
+def test_an_absurd_recorded_time_is_unknown_and_packing_survives_it(damaged):
+    history = [PairTime("a", "en", 100.0, damaged), PairTime("a", "fr", damaged),
+               PairTime("b", "en", damaged, 1e308)]
+    p = predict([Pair("a", "en"), Pair("a", "fr"), Pair("b", "en")], history)
+    assert p.seconds == {Pair("a", "en"): 100.0, Pair("a", "fr"): 100.0} and p.unmeasured == [Pair("b", "en")]
+    assert p.load_seconds == {"a": 0.0}
+    count, shards = fewest_shards(p.seconds, 3600, p.load_seconds)
+    assert count == 1 and job_walltime(shards, p.seconds, p.load_seconds) == 900
+
+
 def test_packing_puts_the_longest_first_on_the_least_loaded_shard():
     costs = {Pair("r", lang): c for lang, c in zip("abcdefg", (7, 6, 5, 4, 3, 2, 1))}
     shards = pack(costs, 3)
@@ -106,6 +117,10 @@ def test_a_plan_file_keeps_its_packed_shards_and_refuses_a_wrong_count(tmp_path)
     body["shards"] = [[["r", "a"]], [["r", "a"], ["r", "b"]]]
     path.write_text(json.dumps(body))
     with pytest.raises(ConfigError, match="exactly once"):
+        read_plan_file(path)
+    body["kit_plan_version"] = 99   # a plan of another kit: refused, never read as no pairs
+    path.write_text(json.dumps({**body, "shards": None}))
+    with pytest.raises(ConfigError, match="kit_plan_version 99; this kit reads version 1"):
         read_plan_file(path)
 
 

@@ -13,13 +13,44 @@ holding only the allow-listed variables; its output goes to the console and to
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kit.launch.request import JobRequest
 from kit.launch.schedulers.base import Scheduler, Submission, register_scheduler
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextmanager
+def forward_signals(proc: subprocess.Popen) -> Iterator[list[int]]:
+    """While the job runs, SIGTERM, SIGINT and SIGHUP sent to kit go to the job's process group
+    instead of ending kit at once: the job stops as on a cluster's cancel, kit reads its last
+    output and then exits 128 + the signal. Yields the signals received (none: the job ended)."""
+    received: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        received.append(signum)
+        try:
+            os.killpg(proc.pid, signum)
+        except ProcessLookupError:   # the job has just ended
+            pass
+
+    try:
+        previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
+    except ValueError:   # not the main thread: signals stay as they are
+        previous = {}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @register_scheduler("local")
@@ -40,14 +71,18 @@ class LocalScheduler(Scheduler):
             task_env = {**env, "KIT_ARRAY_INDEX": str(index), "KIT_JOB_ID": job_id}
             log = Path(log_dir) / f"{job_id}.out"
             with open(log, "w", encoding="utf-8") as fh:
+                # its own process group, so that a signal to kit reaches every process of the job
                 proc = subprocess.Popen(
                     self.submit_argv(request, script, log_dir), env=task_env, stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, text=True, bufsize=1,
+                    stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True,
                 )
                 assert proc.stdout is not None
-                for line in proc.stdout:
-                    fh.write(line)
-                    sys.stderr.write(line)
-                codes[job_id] = proc.wait()
+                with forward_signals(proc) as received:
+                    for line in proc.stdout:
+                        fh.write(line)
+                        sys.stderr.write(line)
+                    codes[job_id] = proc.wait()
             ids.append(job_id)
+            if received:   # the job has stopped as the worker does on a signal (its checkpoints are whole)
+                raise SystemExit(128 + received[0])
         return Submission(self.site.name, ids, self.submit_argv(request, script, log_dir), script, exit_codes=codes)

@@ -30,12 +30,14 @@ class LrbKind(ResultKind):
 
     def prediction_faults(self, predictions: Sequence[Any]) -> dict[str, list[int]]:
         """Items that are not objects, or lack a string item id, a yes/no expected label or a
-        yes/no/unparsed prediction (null is lrb's unparsed)."""
+        yes/no/unparsed prediction (null is lrb's unparsed), or whose `truncated` is not a boolean."""
         if all_well_formed(predictions):   # the common case, at C speed
             return {}
         return item_faults(predictions, lambda item: [
             *([f"{keys.EXPECTED} is not yes/no"] if item.get(keys.EXPECTED) not in keys.LABELS else []),
-            *([f"{keys.PREDICTED} is not yes/no/unparsed/null"] if not has_verdict(item) else [])])
+            *([f"{keys.PREDICTED} is not yes/no/unparsed/null"] if not has_verdict(item) else []),
+            *([f"{keys.TRUNCATED} is not true/false"] if not isinstance(item.get(keys.TRUNCATED), (bool, type(None)))
+              else [])])
 
     def metrics(self, predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """lrb's metrics and confusion cells (kit.results.metrics)."""

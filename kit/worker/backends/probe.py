@@ -25,7 +25,8 @@ def probe(args: argparse.Namespace) -> dict:
     from kit.worker.backends.base import get_backend
 
     run = Run.model_validate({
-        "model": args.model, "revision": args.revision, "backend": args.backend, "task": args.task,
+        "model": args.model, "revision": args.revision, "backend": args.backend,
+        **({"task": args.task} if args.task else {}),   # unset: the backend's own task, as in a roster
         "dtype": args.dtype, "batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
         "seed": args.seed, "options": json.loads(args.options),
     }, context={"allow_unpinned": args.revision is None})
@@ -50,7 +51,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--model", required=True)
     p.add_argument("--revision", default=None)
     p.add_argument("--cache-dir", type=Path, default=None)
-    p.add_argument("--task", default="generate", choices=("generate", "score"))
+    p.add_argument("--task", default=None, choices=("generate", "score"), help="default: the backend's own")
     p.add_argument("--dtype", default="auto")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-new-tokens", type=int, default=16)

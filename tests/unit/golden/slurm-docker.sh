@@ -51,7 +51,15 @@ trap kit_cleanup EXIT
 # srun steps get this script's environment, not the batch job's --export list
 export SLURM_EXPORT_ENV=ALL
 export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
+# the site's setup lines, without set -u (Lmod reads unset variables); `module` from the profile
+set +u
+if ! command -v module >/dev/null 2>&1 && [ -r /etc/profile ]; then
+  KIT_PATH="$PATH"
+  . /etc/profile || true
+  export PATH="$KIT_PATH${PATH:+:$PATH}"
+fi
 module load apptainer/1.3
+set -u
 KIT_UID=$(id -u)
 KIT_GID=$(id -g)
 if [ -n "${KIT_IMAGE_DIGEST:-}" ]; then

@@ -48,7 +48,15 @@ trap kit_cleanup EXIT
 # srun steps get this script's environment, not the batch job's --export list
 export SLURM_EXPORT_ENV=ALL
 export SRUN_CPUS_PER_TASK="${SLURM_CPUS_PER_TASK:-1}"
+# the site's setup lines, without set -u (Lmod reads unset variables); `module` from the profile
+set +u
+if ! command -v module >/dev/null 2>&1 && [ -r /etc/profile ]; then
+  KIT_PATH="$PATH"
+  . /etc/profile || true
+  export PATH="$KIT_PATH${PATH:+:$PATH}"
+fi
 module load apptainer/1.3
+set -u
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
 # the worker runs as a child so that the cleanup runs after it; signals are passed on
 /opt/kit/.venv/bin/python -m kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-0b6cf6902de64b9c --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2" &

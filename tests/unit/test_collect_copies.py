@@ -1,0 +1,69 @@
+"""`kit collect` (kit.results.collect): one pair held by two sites is one file when the files are the
+same bytes, and a refused duplicate when they differ."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from conftest_checkpoints import make_checkpoint, predictions_of, rewrite
+
+from kit.plan import Pair
+from kit.results.collect import plan_collect
+
+PAIR = Pair("org/m", "en")
+
+
+def _sites(tmp_path: Path) -> tuple[Path, Path]:
+    """Site a holds org/m [en]; site b a byte-identical copy of that file."""
+    a = make_checkpoint(tmp_path / "a", PAIR.run, PAIR.language, predictions_of([("yes", "yes"), ("no", "no")]))
+    b = tmp_path / "b" / a.relative_to(tmp_path / "a")
+    b.parent.mkdir(parents=True)
+    shutil.copy2(a, b)
+    return a, b
+
+
+def _plan(tmp_path: Path):
+    return plan_collect([("a", tmp_path / "a"), ("b", tmp_path / "b")], [PAIR], lambda pair: None)
+
+
+def test_the_same_checkpoint_at_two_sites_is_collected_once(tmp_path):
+    a, _ = _sites(tmp_path)
+    plan = _plan(tmp_path)
+    assert plan.problems == []
+    assert plan.chosen == {PAIR: ("a", a)}
+
+
+def test_two_different_checkpoints_of_one_pair_are_still_refused(tmp_path):
+    a, b = _sites(tmp_path)
+    rewrite(b, lambda data: data["metadata"].update(duration_seconds=2.0))   # still valid, other bytes
+    plan = _plan(tmp_path)
+    assert plan.problems == [f"duplicate: {PAIR} in a ({a}) and b ({b}) differ"]
+
+
+def test_a_checkpoint_changed_since_its_job_logged_it_is_refused(tmp_path):
+    from kit.files import file_sha256
+
+    a = make_checkpoint(tmp_path / "a", PAIR.run, PAIR.language, predictions_of([("yes", "yes"), ("no", "no")]))
+    log = a.with_suffix(".mllog")
+    log.write_text(':::MLLOG {"key": "run_stop", "metadata": {"checkpoint_sha256": "%s"}}\n' % file_sha256(a),
+                   encoding="utf-8")
+    plan = plan_collect([("a", tmp_path / "a")], [PAIR], lambda pair: None)
+    assert plan.problems == [] and plan.chosen == {PAIR: ("a", a)}
+    rewrite(a, lambda data: data["metadata"].update(duration_seconds=2.0))   # still valid, other bytes
+    plan = plan_collect([("a", tmp_path / "a")], [PAIR], lambda pair: None)
+    assert plan.problems[0].startswith(f"edited: a: {a}: sha256 ") and plan.problems[1:] == ["missing: org/m [en]"]
+    assert "changed after the job wrote it" in plan.problems[0] and PAIR not in plan.chosen
+
+
+def test_one_site_name_given_twice_is_bad_input(tmp_path):
+    from click.testing import CliRunner
+
+    from kit.cli.main import cli
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    r = CliRunner().invoke(cli, ["collect", "--from", f"nancy={tmp_path / 'a'}", "--from", f"nancy={tmp_path / 'b'}",
+                                 "-o", str(tmp_path / "out")])
+    assert isinstance(r.exception, Exception) and "site 'nancy' is given twice" in str(r.exception)
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,74 @@
+"""A signal to kit while the `local` scheduler runs a job reaches the job: it stops as on a cluster's
+cancel (its own trap runs), no process of it outlives kit, and kit exits 128 + the signal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+RUNNER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from kit.config.sites import Site
+    from kit.launch.request import JobRequest
+    from kit.launch.schedulers.local import LocalScheduler
+
+    script, logs = Path(sys.argv[1]), sys.argv[2]
+    LocalScheduler(Site(name="local", scheduler="local")).submit(JobRequest("job", 0, 60), script, logs, {})
+    print("not stopped", flush=True)
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_kit_stops_the_job_and_leaves_no_process(tmp_path: Path, sig: signal.Signals) -> None:
+    marker, pids = tmp_path / "trapped", tmp_path / "pids"
+    script = tmp_path / "job.sh"
+    script.write_text(textwrap.dedent(f"""\
+        trap 'echo trapped > {marker}; kill $child 2>/dev/null; exit 143' TERM INT
+        sleep 60 &
+        child=$!
+        echo "$$ $child" > {pids}
+        echo started
+        wait $child
+    """), encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(script), str(tmp_path / "logs")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    assert proc.stderr.readline().strip() == "started"
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + sig and "not stopped" not in out
+    assert marker.exists()
+    shell, sleeper = map(int, pids.read_text(encoding="utf-8").split())
+    deadline = time.monotonic() + 5
+    while (_alive(shell) or _alive(sleeper)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(shell) and not _alive(sleeper)
+
+
+def test_a_job_that_ends_by_itself_leaves_kit_s_signals_as_they_were(tmp_path: Path) -> None:
+    from kit.config.sites import Site
+    from kit.launch.request import JobRequest
+    from kit.launch.schedulers.local import LocalScheduler
+
+    script = tmp_path / "job.sh"
+    script.write_text("echo done\n", encoding="utf-8")
+    before = signal.getsignal(signal.SIGTERM)
+    sub = LocalScheduler(Site(name="local", scheduler="local")).submit(JobRequest("job", 0, 60), script,
+                                                                      str(tmp_path / "logs"), dict(os.environ))
+    assert list(sub.exit_codes.values()) == [0] and signal.getsignal(signal.SIGTERM) is before

@@ -1,0 +1,98 @@
+"""`kit export lrb` (kit.results.lrb_export): values lrb's file cannot hold stop the export before any
+file is written, and lrb's own fields (device_name, the per-generation counters, the speed section,
+the scorer's raw output) come through as lrb writes them. lrb files are built from tests/lrb_schema.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import lrb_schema as lrb
+import pytest
+
+from kit.errors import ConfigError
+from kit.results.lrb_export import export_lrb, lrb_result
+
+
+def _results(tmp_path: Path) -> Path:
+    """Two lrb files: org/a (exported first) and org/b, three predictions each."""
+    root = tmp_path / "results"
+    for model in ("org/a", "org/b"):
+        preds = [lrb.prediction(f"i-{i}", "yes", "yes", "yes") for i in range(3)]
+        lrb.write(root, lrb.result(model, "en", preds, throughput_items_per_second=24.0))
+    return root
+
+
+def _poison(path: Path, old: str, new: str) -> None:
+    """Replace the first `old` of the file's text by `new`, the raw JSON a hand edit or a foreign writer leaves."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+@pytest.mark.parametrize("old,new,where,what", [
+    ('"raw_output": "yes"', '"raw_output": "\\ud800yes"', "predictions[0].raw_output", "lone surrogate"),
+    ('"latency_seconds": null', '"latency_seconds": NaN', "predictions[0].latency_seconds", "nan"),
+    ('"sentences_per_second": 1.0', '"sentences_per_second": Infinity', "speed.sentences_per_second", "inf"),
+    ('"throughput_items_per_second": 24.0', '"throughput_items_per_second": 1e400',
+     "metadata.throughput_items_per_second", "inf"),
+])
+def test_export_writes_nothing_and_names_the_file_and_value_json_cannot_hold(tmp_path, old, new, where, what):
+    results = _results(tmp_path)
+    bad = results / "en" / "org__b.json"
+    _poison(bad, old, new)
+    with pytest.raises(ConfigError) as err:
+        export_lrb(results, tmp_path / "out")
+    assert f"{bad}: {where}" in err.value.message and what in err.value.message
+    assert where in (err.value.fix or "")
+    assert not (tmp_path / "out").exists()   # org__a.json, converted first, was not written either
+
+
+def test_the_cli_refuses_such_a_value_with_exit_2_and_one_line(tmp_path):
+    results = _results(tmp_path)
+    _poison(results / "en" / "org__a.json", '"raw_output": "yes"', '"raw_output": "\\udfffyes"')
+    r = subprocess.run([sys.executable, "-m", "kit", "export", "lrb", str(results), "-o", str(tmp_path / "out")],
+                       capture_output=True, text=True, env={**os.environ, "KIT_NO_CACHE": "1"})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.count("kit: error:") == 1 and "predictions[0].raw_output" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_keeps_lrb_s_device_name_counters_and_speed(tmp_path):
+    root = tmp_path / "results"
+    preds = [lrb.prediction("i-0", "yes", "yes", "yes"), lrb.prediction("i-1", "no", None, "cut", truncated=True)]
+    preds[0].update(latency_seconds=0.5, generated_tokens=3, verify_steps=2, accepted_drafts=1, proposed_drafts=4)
+    data = lrb.result("org/a", "en", preds, device_name="NVIDIA L40S", run_id="org/a+DSpark")
+    data["speed"].update(wall_seconds=12.5, n_items=2)
+    source = lrb.write(root, data)
+    done = export_lrb(root, tmp_path / "out")
+    assert [p.relative_to(tmp_path / "out").as_posix() for p in done.written] == ["en/org__a+DSpark.json"]
+    # lrb's own file comes back byte for byte: nothing of it is lost
+    assert done.written[0].read_bytes() == source.read_bytes()
+    out = json.loads(done.written[0].read_text(encoding="utf-8"))
+    assert out["metadata"]["device_name"] == "NVIDIA L40S" and out["speed"]["wall_seconds"] == 12.5
+    assert out["predictions"][0]["generated_tokens"] == 3 and out["predictions"][1]["latency_seconds"] is None
+    assert lrb.problems(done.written[0], tmp_path / "out") == []
+
+
+def test_a_counter_that_is_not_a_number_is_left_out_and_an_empty_device_name_omitted(tmp_path):
+    preds = [lrb.prediction("i-0", "yes", "yes", "yes")]
+    preds[0].update(latency_seconds="slow", generated_tokens=True)
+    out = lrb_result(lrb.result("org/a", "en", preds, device_name=""), "en")
+    assert "latency_seconds" not in out["predictions"][0] and "generated_tokens" not in out["predictions"][0]
+    assert out["predictions"][0]["verify_steps"] is None and "device_name" not in out["metadata"]
+
+
+def test_a_score_run_s_raw_output_has_lrb_s_six_decimals_for_every_score():
+    pred = {"item_id": "i-0", "expected": "yes", "predicted": "yes", "raw_output": "x", "truncated": False,
+            "parse_mode": "score", "score_yes": 0.75, "score_no": 0.25, "native_score": 1.0986122886681098}
+    meta = {"model_id": "org/rank", "run": "org/rank", "language": "en", "task": "score", "backend": "b",
+            "model_revision": None, "prompt_sha256": "2" * 64, "benchmark_sha256": "a" * 64, "max_new_tokens": 0,
+            "batch_size": 1, "seed": 0, "decoding": "score", "dtype": "float32",
+            "started_at": "2026-11-29T20:00:00Z", "duration_seconds": 1.5}
+    data = {"metadata": meta, "predictions": [pred], "metrics": {}}
+    out = lrb_result(data, "en")
+    assert out["predictions"][0]["raw_output"] == "no=0.250000 yes=0.750000 native=1.098612"

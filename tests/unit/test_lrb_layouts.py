@@ -1,0 +1,235 @@
+"""lrb's own result trees as lrb publishes them: the single-language archive (files at the top and in
+dated batch folders, no metadata.language), and its scoring files (inference "scoring", decoding
+"none", max_new_tokens 0, scorer variants named in model_id, prompt told by the decision rule)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest_checkpoints import LRB_ARCHIVE, dump, predictions_of
+from kit.config.prompts import GENERATE, MASKED_LM, RERANKER, ZEROSHOT, lrb_prompt_kind
+from kit.errors import ConfigError
+from kit.results import keys, report
+from kit.results.identity import stale_reasons
+from kit.results.metrics import compute_metrics
+from kit.results.records import CheckpointRecord, check_comparable
+from kit.results.status import scan_results
+from kit.results.store import UNDETERMINED_LANGUAGE, file_language, iter_checkpoint_files
+
+TOP_FILE = "LiquidAI__LFM2.5-350M.json"
+BATCH_FILE = Path("qwen3-20260913") / "Qwen__Qwen3-4B.json"
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    """A copy of lrb's historical single-language archive (one file at the top, three in batch folders)."""
+    return Path(shutil.copytree(LRB_ARCHIVE, tmp_path / "historical-single-language"))
+
+
+def test_the_archive_counts_its_top_level_file_and_invents_no_language(archive: Path) -> None:
+    statuses = scan_results(archive)
+    assert sorted(s.pair.run for s in statuses) == [
+        "LiquidAI/LFM2.5-350M", "Qwen/Qwen3-4B", "Qwen/Qwen3-4B-Instruct-2507", "google/gemma-4-E4B-it"]
+    assert {s.pair.language for s in statuses} == {UNDETERMINED_LANGUAGE}
+    assert {s.state for s in statuses} == {keys.COMPLETE}
+
+
+def test_the_archive_report_has_lrb_s_published_scores(archive: Path, tmp_path: Path) -> None:
+    files = report.write_report(archive, tmp_path / "out").files
+    with files["leaderboard"].open(newline="", encoding="utf-8") as fh:
+        f1 = {row["run"]: row["f1"] for row in csv.DictReader(fh)}
+    # the archive README's table: lrb's own scores of these four runs
+    assert f1 == {"Qwen/Qwen3-4B-Instruct-2507": "0.8606", "google/gemma-4-E4B-it": "0.8205",
+                  "Qwen/Qwen3-4B": "0.7586", "LiquidAI/LFM2.5-350M": "0.6838"}
+    with files["by_language"].open(newline="", encoding="utf-8") as fh:
+        assert [row["language"] for row in csv.DictReader(fh)] == [UNDETERMINED_LANGUAGE]
+
+
+def test_one_run_at_the_top_and_in_a_batch_is_refused_naming_both(archive: Path, tmp_path: Path) -> None:
+    shutil.copy(archive / BATCH_FILE, archive / BATCH_FILE.name)
+    with pytest.raises(ConfigError) as err:
+        report.write_report(archive, tmp_path / "out")
+    line = str(err.value)
+    assert "'Qwen/Qwen3-4B' twice" in line and str(archive / BATCH_FILE) in line and "one folder at a time" in line
+    assert not (tmp_path / "out").exists()
+    # one folder at a time is a flat lrb folder of its own
+    assert len(report.write_report(archive / BATCH_FILE.parent, tmp_path / "batch").files) > 0
+
+
+def test_a_file_s_language(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    assert file_language(results, results / "fr" / "m.json", {}) == "fr"
+    assert file_language(results, results / "pt-BR" / "m.json", {}) == "pt-BR"
+    assert file_language(results, results / "qwen3-20260913" / "m.json", {}) == UNDETERMINED_LANGUAGE
+    assert file_language(results, results / "m.json", {}) == UNDETERMINED_LANGUAGE
+    # a recorded language always wins (kit's own files; a LightEval suite's task folders)
+    assert file_language(results, results / "arc_easy" / "m.json", {keys.LANGUAGE: "arc_easy"}) == "arc_easy"
+    assert file_language(results, results / "m.json", None) == UNDETERMINED_LANGUAGE
+
+
+def test_top_level_files_are_listed_hidden_and_report_folders_are_not(archive: Path) -> None:
+    (archive / ".partial.json").write_text("{}", encoding="utf-8")
+    (archive / "report").mkdir()
+    (archive / "report" / "x.json").write_text("{}", encoding="utf-8")
+    names = [p.relative_to(archive).as_posix() for p in iter_checkpoint_files(archive)]
+    assert TOP_FILE in names and BATCH_FILE.as_posix() in names and len(names) == 4
+
+
+SCORE_IDENTITY = {keys.MODEL_ID: "org/reranker", keys.RUN: "org/reranker", keys.DECODING: "score",
+                  keys.MAX_NEW_TOKENS: 4096, keys.PROMPT_SHA256: "r" * 64}
+
+
+def test_an_lrb_scoring_file_is_current_for_a_score_run() -> None:
+    lrb = {keys.MODEL_ID: "org/reranker", keys.LRB_INFERENCE: "scoring", keys.DECODING: "none",
+           keys.MAX_NEW_TOKENS: 0, keys.PROMPT_SHA256: "r" * 64}
+    assert stale_reasons(lrb, SCORE_IDENTITY, legacy=True) == []
+    # a generation file with lrb's scoring marks removed is still held to the run's decoding and budget
+    generated = {**lrb, keys.LRB_INFERENCE: "generation"}
+    assert [r.split(" is ")[0] for r in stale_reasons(generated, SCORE_IDENTITY, legacy=True)] == [
+        "metadata.decoding", "metadata.max_new_tokens"]
+    # kit's own checkpoints get no such reading
+    kit_file = {**lrb, keys.RUN: "org/reranker"}
+    assert [r.split(" is ")[0] for r in stale_reasons(kit_file, SCORE_IDENTITY, legacy=False)] == [
+        "metadata.decoding", "metadata.max_new_tokens"]
+
+
+def test_lrb_s_logprob_scorer_is_current_for_the_run_of_its_name() -> None:
+    identity = {**SCORE_IDENTITY, keys.MODEL_ID: "org/llm", keys.RUN: "org/llm@logprob"}
+    lrb = {keys.MODEL_ID: "org/llm@logprob", keys.RUN_ID: "", keys.LRB_INFERENCE: "scoring",
+           keys.DECODING: "none", keys.MAX_NEW_TOKENS: 0, keys.PROMPT_SHA256: "r" * 64}
+    assert stale_reasons(lrb, identity, legacy=True) == []
+    other = {**lrb, keys.MODEL_ID: "org/other@logprob"}
+    assert stale_reasons(other, identity, legacy=True) == [
+        "metadata.model_id is 'org/other@logprob'; the run now has 'org/llm'"]
+
+
+@pytest.mark.parametrize(("rule", "kind"), [
+    ("argmax over the first-token yes/no log-probabilities", GENERATE),
+    ("zero-shot label probability at 0.5", ZEROSHOT),
+    ("zero-shot pipeline entailment probability at 0.5", ZEROSHOT),
+    ("sigmoid of the native relevance logit at 0.5", RERANKER),
+    ("argmax over the native yes/no scores", RERANKER),
+    ("P(yes) at the [MASK] token", MASKED_LM),
+    ("", RERANKER),
+    (None, RERANKER),
+])
+def test_an_lrb_scoring_file_s_prompt_kind_follows_its_decision_rule(rule, kind) -> None:
+    assert lrb_prompt_kind(rule) == kind
+
+
+def _lrb_file(root: Path, model: str, prompt: str, *, rule: str | None = None, language: str = "en") -> Path:
+    predictions = predictions_of([("yes", "yes"), ("no", "no"), ("yes", "no")])
+    meta = {keys.MODEL_ID: model, keys.RUN_ID: "", keys.LANGUAGE: language, keys.PROMPT_SHA256: prompt,
+            keys.BENCHMARK_SHA256: "b" * 64, keys.DECODING: "greedy", keys.MAX_NEW_TOKENS: 4096}
+    if rule is not None:
+        meta.update({keys.LRB_INFERENCE: "scoring", keys.LRB_DECISION_RULE: rule, keys.DECODING: "none",
+                     keys.MAX_NEW_TOKENS: 0})
+    path = root / language / f"{model.replace('/', '__')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump({keys.METADATA: meta, keys.METRICS: compute_metrics(predictions),
+                          keys.PREDICTIONS: predictions}), encoding="utf-8")
+    return path
+
+
+def test_lrb_scorers_of_every_kind_report_together(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    _lrb_file(root, "org/llm", "g" * 64)
+    _lrb_file(root, "org/llm@logprob", "g" * 64, rule="argmax over the first-token yes/no log-probabilities")
+    _lrb_file(root, "org/reranker", "r" * 64, rule="sigmoid of the native relevance logit at 0.5")
+    _lrb_file(root, "org/gliclass", "z" * 64, rule="zero-shot label probability at 0.5")
+    _lrb_file(root, "org/nli", "z" * 64, rule="zero-shot pipeline entailment probability at 0.5")
+    check_comparable(report.collect_checkpoints(root))
+    # the logprob scorer is asked with the generative prompt: another one is refused
+    _lrb_file(root, "org/llm@logprob", "x" * 64, rule="argmax over the first-token yes/no log-probabilities")
+    with pytest.raises(ConfigError, match=r"prompt_sha256 differs for 'generate' prompts"):
+        check_comparable(report.collect_checkpoints(root))
+
+
+def test_a_kit_score_record_keeps_its_backend_s_prompt_kind(tmp_path: Path) -> None:
+    meta = {keys.TASK: keys.TASK_SCORE, keys.BACKEND: "gliclass", keys.LRB_DECISION_RULE: "sigmoid"}
+    record = CheckpointRecord(tmp_path / "en" / "x.json", "en", keys.COMPLETE, data={keys.METADATA: meta})
+    assert record.prompt_kind == ZEROSHOT
+
+
+def test_verify_against_a_benchmark_fails_a_language_it_does_not_define(lrb_bench: Path, archive: Path,
+                                                                         tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kit.cli.main import cli
+
+    root = tmp_path / "results"
+    _lrb_file(root, "org/llm", "g" * 64, language="xx")
+    r = CliRunner().invoke(cli, ["verify", str(root / "xx"), str(archive / TOP_FILE), "--benchmark", str(lrb_bench)],
+                           env={"KIT_NO_CACHE": "1"})
+    assert r.exit_code == 1
+    assert "language 'xx' is not one of the benchmark's 85 (af, am, ar, az, be, ...)" in r.output
+    # lrb's archive file names no language: nothing to hold it to
+    assert f"OK    {archive / TOP_FILE}" in r.output
+
+
+@pytest.mark.parametrize(("key", "value", "reason"), [
+    (keys.PROMPT_SHA256, ["a" * 64], "metadata.prompt_sha256 is a JSON array, not a string"),
+    (keys.DECODING, {"mode": "greedy"}, "metadata.decoding is a JSON object, not a string"),
+    (keys.DTYPE, ["bfloat16"], "metadata.dtype is a JSON array, not a string"),
+    (keys.MAX_NEW_TOKENS, "4096", "metadata.max_new_tokens is string '4096', not a whole number"),
+    (keys.SEED, True, "metadata.seed is boolean True, not a whole number"),
+    (keys.DURATION_SECONDS, "fast", "metadata.duration_seconds is 'fast', not a number of seconds"),
+    (keys.DURATION_SECONDS, float("nan"), "metadata.duration_seconds is nan, not a number of seconds"),
+    (keys.DURATION_SECONDS, -1.5, "metadata.duration_seconds is -1.5, not a number of seconds"),
+])
+def test_metadata_of_a_type_no_writer_produces_is_invalid(tmp_path: Path, key, value, reason) -> None:
+    from kit.results.checkpoint import validate_checkpoint
+
+    path = _lrb_file(tmp_path, "org/llm", "g" * 64)
+    assert validate_checkpoint(path).state == keys.COMPLETE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data[keys.METADATA][key] = value
+    path.write_text(json.dumps(data), encoding="utf-8")
+    state = validate_checkpoint(path)
+    assert (state.state, state.reasons) == (keys.INVALID, [reason])
+
+
+@pytest.mark.parametrize("value", ["true", 1, [], None])
+def test_a_truncated_flag_that_is_not_a_boolean_is_invalid(tmp_path: Path, value) -> None:
+    from kit.results.checkpoint import validate_checkpoint
+
+    path = _lrb_file(tmp_path, "org/llm", "g" * 64)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data[keys.PREDICTIONS][1][keys.TRUNCATED] = value
+    path.write_text(json.dumps(data), encoding="utf-8")
+    state = validate_checkpoint(path)
+    if value is None:   # null: lrb's "not recorded", as an absent key
+        assert state.state == keys.COMPLETE
+    else:
+        assert (state.state, state.reasons) == (keys.INVALID, ["predictions[1]: truncated is not true/false"])
+
+
+def test_verify_prints_a_name_with_a_newline_on_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kit.cli.main import cli
+
+    path = _lrb_file(tmp_path / "results", "org/llm", "g" * 64)
+    odd = path.with_name("x\nOK    forged.json")
+    path.rename(odd)
+    r = CliRunner().invoke(cli, ["verify", str(odd)], env={"KIT_NO_CACHE": "1"})
+    assert r.exit_code == 1
+    assert r.output.count("\n") == 2 and "\nOK    forged.json" not in r.output
+    assert repr(str(odd)) in r.output
+
+
+def test_a_file_name_in_another_unicode_normalisation_is_said_so(tmp_path: Path) -> None:
+    import unicodedata
+
+    from kit.results.checkpoint import validate_checkpoint
+
+    path = _lrb_file(tmp_path / "results", "org/café", "g" * 64)
+    odd = path.with_name(unicodedata.normalize("NFD", path.name))
+    path.rename(odd)
+    state = validate_checkpoint(odd)
+    assert state.state == keys.INVALID and "another Unicode normalisation" in state.reasons[0]

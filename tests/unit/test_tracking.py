@@ -1,0 +1,33 @@
+"""kit.launch.tracking: a damaged records file costs its damaged lines, and one that is not a file is
+bad input naming it, never a traceback in `kit status` or `kit cancel`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from kit.errors import ConfigError
+from kit.launch.tracking import SubmissionRecord, load_records, records_file
+
+
+def _record(job: str) -> SubmissionRecord:
+    return SubmissionRecord(site="local", scheduler="local", job_ids=[job], slots=[0], shard_count=1,
+                            pairs=[["org/m", "en"]], plan_file="plan.json", script="job.sh", command=["kit"])
+
+
+def test_a_line_of_invalid_utf8_is_skipped_and_the_others_kept(tmp_path):
+    path = records_file(tmp_path, "local")
+    path.parent.mkdir(parents=True)
+    good = [json.dumps(asdict(_record(job))).encode() for job in ("1", "2")]
+    path.write_bytes(good[0] + b"\n" + b'{"site": "\xff\xfe"}\n' + good[1] + b"\n")
+    assert [r.job_ids for r in load_records(tmp_path, "local")] == [["1"], ["2"]]
+
+
+def test_a_folder_at_the_records_path_is_bad_input_naming_it(tmp_path):
+    path = records_file(tmp_path, "local")
+    path.mkdir(parents=True)
+    with pytest.raises(ConfigError, match=r"local\.jsonl: the job records file is not a regular file") as err:
+        load_records(tmp_path, "local")
+    assert "local.jsonl.bak" in err.value.fix

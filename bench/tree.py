@@ -131,6 +131,7 @@ def _roster_text(runs: int) -> str:
 def _write_results(tree: Tree, codes: list[str]) -> None:
     from kit.config.project import load_project
     from kit.results import keys
+    from kit.results.answers import parse_verdict
     from kit.results.metrics import compute_metrics
     from kit.results.store import checkpoint_path, dumps_checkpoint
     from kit.worker.record import pair_metadata
@@ -148,11 +149,12 @@ def _write_results(tree: Tree, codes: list[str]) -> None:
             prompt = dataset.prompt_for(run)
             preds = []
             for item in data.items:
-                predicted = item.label if rng.random() < 0.8 else rng.choice(("yes", "no", "unparsed"))
-                raw = f"Answer: {predicted}" if predicted != keys.UNPARSED else "I cannot tell from this sentence."
+                answer = item.label if rng.random() < 0.8 else rng.choice(("yes", "no", "unparsed"))
+                raw = f"Answer: {answer}" if answer != keys.UNPARSED else "I cannot tell from this sentence."
+                truncated = rng.random() < 0.02
+                predicted, mode = parse_verdict(raw, truncated)   # what the worker records of that output
                 preds.append({keys.ITEM_ID: item.item_id, keys.EXPECTED: item.label, keys.PREDICTED: predicted,
-                              keys.RAW_OUTPUT: raw, keys.TRUNCATED: rng.random() < 0.02,
-                              keys.PARSE_MODE: keys.PARSE_EXACT if predicted != keys.UNPARSED else keys.PARSE_NONE})
+                              keys.RAW_OUTPUT: raw, keys.TRUNCATED: truncated, keys.PARSE_MODE: mode})
             metadata = pair_metadata(run=run, language=lang, benchmark_sha256=data.file_sha256,
                                      manifest_sha256=dataset.manifest_sha256, prompt_sha256=prompt.sha256,
                                      started_at="2026-12-01T00:00:00Z", source_commit=None,

@@ -8,6 +8,10 @@ from pathlib import Path
 import click
 
 from kit.cli import common
+from kit.errors import ConfigError
+
+# where `kit images build` records what it built, unless KIT_IMAGES_LOCK says otherwise
+DEFAULT_IMAGES_LOCK = Path("containers/images.lock.json")
 
 
 @click.command()
@@ -16,7 +20,7 @@ from kit.cli import common
 @common.benchmark_option
 @common.models_option
 @common.languages_option
-@click.option("--images-lock", type=click.Path(path_type=Path), default=Path("containers/images.lock.json"),
+@click.option("--images-lock", type=click.Path(path_type=Path), default=DEFAULT_IMAGES_LOCK,
               show_default=True, envvar="KIT_IMAGES_LOCK", help="The lock of built images that result digests must appear in.")
 @click.option("--weights", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
               help="A Hugging Face cache with the staged weights manifests (a site's `weights`): each pair's recorded "
@@ -55,6 +59,9 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     from kit.plan import select_pairs
     from kit.results.check import RULES, run_checks
 
+    if images_lock != DEFAULT_IMAGES_LOCK and not images_lock.exists():
+        raise ConfigError(f"--images-lock {images_lock}: no such file",
+                          fix="pass the images lock the images were built with (containers/images.lock.json)")
     project = load_project(roster, benchmark, allow_unpinned=True)
     runs = project.roster.select(models)
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))

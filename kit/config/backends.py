@@ -26,6 +26,18 @@ def backend_name(written: str) -> str:
     return key if key in BACKENDS else written
 
 
+# words of a Hub id that name its backend family beyond doubt (checked in order, case-insensitively)
+_ID_FAMILIES = (("gguf", "gguf"), ("gliclass", "gliclass"), ("gliner", "gliner2"))
+
+
+def backend_from_id(model: str) -> str | None:
+    """The backend family a model id names beyond doubt ('...-GGUF' -> gguf, '.../gliclass-...' ->
+    gliclass, '.../gliner...' -> gliner2), or None when only the roster can say (a causal LM runs
+    on vllm or transformers; a reranker's remote code may need transformers-5.11)."""
+    lowered = model.lower()
+    return next((family for word, family in _ID_FAMILIES if word in lowered), None)
+
+
 # worker engine -> the roster `options` it reads (each engine's docstring lists them as "- `options.KEY`";
 # a unit test keeps them in step)
 ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kit.errors import ConfigError
+from kit.files import read_regular_file
 
 if TYPE_CHECKING:   # pydantic is imported where a model is validated: read_toml alone (status, verify) needs none
     from pydantic import BaseModel, ValidationError
@@ -24,6 +25,20 @@ _HINTS = {
 
 
 _FIX = "kit_fix"   # the context key of an invalid() error that holds its fix
+
+# pydantic's bound errors -> (its context key, the fix with that bound)
+_BOUNDS = {
+    "greater_than_equal": ("ge", "use a value of at least {}"), "greater_than": ("gt", "use a value above {}"),
+    "less_than_equal": ("le", "use a value of at most {}"), "less_than": ("lt", "use a value below {}"),
+    "too_short": ("min_length", "give at least {} item(s)"), "too_long": ("max_length", "give at most {} item(s)"),
+}
+
+
+def _bound_fix(err: Any) -> str | None:
+    """The fix of a value outside a field's bounds, naming the bound (None for other errors)."""
+    key, text = _BOUNDS.get(err["type"], (None, None))
+    ctx = err.get("ctx") or {}
+    return text.format(ctx[key]) if key in ctx else None
 
 
 def invalid(message: str, *, fix: str) -> PydanticCustomError:
@@ -49,13 +64,21 @@ def invalid_parts(exc: ValueError) -> tuple[str, str | None]:
     return str(exc), None
 
 
+# a config file is a few KB; this bounds what a wrong path (a log, an image) costs to read
+CONFIG_LIMIT_BYTES = 16 << 20
+
+
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """Parse a TOML file; a missing file or a syntax error is a ConfigError."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise ConfigError(f"{path}: {what} file not found", fix="create it or pass the right path")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = read_regular_file(path, f"the {what} file", CONFIG_LIMIT_BYTES, fix="pass the TOML file itself")
+        return tomllib.loads(text.decode("utf-8"))
+    except OSError as exc:   # a dangling link or a loop of links, or no permission
+        raise ConfigError(f"{path}: {what} file cannot be read ({exc.strerror})",
+                          fix="pass the TOML file itself, readable, not a broken link") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}", fix="correct the syntax at that line") from None
     except UnicodeDecodeError:
@@ -89,7 +112,7 @@ def config_error_from(exc: ValidationError, path: Path, text: str | None) -> Con
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
-    fix = (err.get("ctx") or {}).get(_FIX) or _HINTS.get(err["type"])
+    fix = (err.get("ctx") or {}).get(_FIX) or _HINTS.get(err["type"]) or _bound_fix(err)
     if fix is None and err["type"].endswith("_type") or err["type"].endswith("_parsing"):
         fix = "give a value of the expected type"
     got = err.get("input")

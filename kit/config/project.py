@@ -43,9 +43,10 @@ def load_project(
     if benchmark_path is None:
         if roster.benchmark is None:
             where = f"{roster_path}: " if roster_path else ""
+            what = "no benchmark given" if roster_path else "no roster.toml here and no --benchmark given"
             raise ConfigError(
-                f"{where}no benchmark given",
-                fix="pass --benchmark DIR or set benchmark = \"DIR\" at the top of roster.toml",
+                f"{where}{what}",
+                fix="pass --benchmark DIR (or --roster FILE), or set benchmark = \"DIR\" at the top of roster.toml",
             )
         benchmark_path = roster_dir / roster.benchmark
     return Project(roster, Path(roster_path) if roster_path else None, load_benchmark(Path(benchmark_path)))

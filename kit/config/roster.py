@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
-from kit.config.backends import BACKENDS, backend_name, backends_for, options_for, tasks_for
+from kit.config.backends import BACKENDS, backend_from_id, backend_name, backends_for, options_for, tasks_for
 from kit.config.loading import config_error_from, invalid, read_toml
 from kit.config.names import run_file_stem
 from kit.errors import ConfigError
@@ -119,7 +119,16 @@ class Run(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _default_task(cls, data: Any) -> Any:
-        # a run without `task` gets its backend's own: a scoring-only backend must not get "generate"
+        # a run without `backend` gets the one its model id names beyond doubt; without `task`, its
+        # backend's own: a scoring-only backend must not get "generate"
+        if isinstance(data, dict) and "backend" not in data and isinstance(data.get("model"), str):
+            family = backend_from_id(data["model"])
+            if family is None:
+                raise invalid(f"run {data['model']!r}: backend is missing",
+                              fix="add backend = one of " + ", ".join(BACKENDS) + " (a generative model: vllm or "
+                                  "transformers-5.17; a reranker or classifier: transformers-5.17, or -5.11 "
+                                  "for remote code written for it)")
+            data = {**data, "backend": family}
         if isinstance(data, dict) and isinstance(data.get("backend"), str):
             data = {**data, "backend": backend_name(data["backend"])}
             if "task" not in data and data["backend"] in BACKENDS:

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, ValidationInfo, field_validator,
+                      model_validator)
 
 from kit.config.loading import invalid, load_model
 from kit.config.walltime import walltime_seconds
@@ -47,6 +48,21 @@ def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+# options kit writes itself into oarsub's and sbatch's request (or that would take the job away from
+# it: interactive, connect); submit_args may not repeat them
+KIT_SUBMIT_OPTIONS = {
+    "oar": frozenset({"-l", "--resource", "-t", "--type", "-q", "--queue", "-p", "--property", "--project",
+                      "-n", "--name", "-d", "--directory", "-O", "--stdout", "-E", "--stderr", "--array",
+                      "--array-param-file", "--checkpoint", "--signal", "-I", "--interactive", "-C", "--connect",
+                      "-S", "--scanscript"}),
+    "slurm": frozenset({"-t", "--time", "-a", "--array", "-J", "--job-name", "-o", "--output", "-e", "--error",
+                        "--parsable", "--export", "-D", "--chdir", "--gres", "-G", "--gpus", "--gpus-per-node",
+                        "-p", "--partition", "-A", "--account", "-q", "--qos", "-C", "--constraint", "--mem",
+                        "--mem-per-gpu", "-c", "--cpus-per-task", "--reservation", "--exclusive", "--requeue",
+                        "--no-requeue", "--signal", "--wrap", "-N", "--nodes", "-n", "--ntasks"}),
+}
+
+
 # runtime names people write for one kit knows: Apptainer's command was Singularity's, and clusters such
 # as Jean Zay still call the module singularity
 _RUNTIME_ALIASES = {"singularity": "apptainer"}
@@ -54,13 +70,15 @@ _RUNTIME_ALIASES = {"singularity": "apptainer"}
 
 def _common_spellings(data: Any) -> Any:
     """A site table with `scheduler` and `runtime` as kit spells them ('OAR' -> 'oar', 'Slurm' ->
-    'slurm', 'singularity' -> 'apptainer') and a `job_types` string as its list; anything else is left
-    for validation to judge."""
+    'slurm', 'singularity' -> 'apptainer'), a `job_types` string as its list and a `walltime` number as
+    the same digits in the scheduler's grammar; anything else is left for validation to judge."""
     if not isinstance(data, dict):
         return data
     data = dict(data)
     if isinstance(data.get("job_types"), str):   # job_types = "night" or "night,exotic", as -t takes it
         data["job_types"] = [data["job_types"]]
+    if isinstance(data.get("walltime"), int) and not isinstance(data["walltime"], bool):
+        data["walltime"] = str(data["walltime"])   # read as the scheduler reads a bare number (kit.config.walltime)
     for key in ("scheduler", "runtime"):
         if isinstance(data.get(key), str):
             value = data[key].strip().lower()
@@ -106,6 +124,8 @@ class Site(BaseModel):
     walltime: str = Field("1h", description="per job, in the scheduler's own grammar or units (kit.config.walltime)")
     weight: int = Field(1, ge=1)
     policy_checks: tuple[str, ...] = ()
+    submit_args: tuple[str, ...] = Field((), description="more oarsub/sbatch options, one argument each, e.g. "
+                                         "'--exclude=node07' or '--mail-type=END' (not those kit sets itself)")
     forward_env: tuple[str, ...] = ()
     hf_token_file: str | None = Field(None, description="file with the HF token, mode 600, on this machine: "
                                       "`kit weights stage --site NAME` uses it for gated models; jobs never get it")
@@ -151,6 +171,24 @@ class Site(BaseModel):
                           fix="remove them, or write the OAR request in gpu_filter and job_types")
         return self
 
+    @field_validator("submit_args")
+    @classmethod
+    def _submit_args(cls, v: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        scheduler = info.data.get("scheduler")
+        kit_sets = KIT_SUBMIT_OPTIONS.get(scheduler, frozenset())
+        if v and scheduler not in KIT_SUBMIT_OPTIONS:
+            raise invalid(f"submit_args on a {scheduler} site", fix="remove it: only oar and slurm sites submit")
+        for at, arg in enumerate(v):
+            # an option, or the value of the option before it (["--notify", "mail:me@example.org"])
+            if (at == 0 and not arg.startswith("-")) or not arg or any(c in arg for c in "\n\r\0"):
+                raise invalid(f"submit_args entry {arg!r} is not one option",
+                              fix="write each option as one string starting with '-', e.g. \"--exclude=node07\"")
+            if arg.startswith("-") and arg.split("=", 1)[0] in kit_sets:
+                raise invalid(f"submit_args entry {arg!r} sets what kit sets from the site and the plan",
+                              fix="use the site key for it (walltime, gres, partition, account, qos, queue, "
+                                  "job_types, gpu_filter, ...) or --walltime/--job-type")
+        return v
+
     @field_validator("job_types")
     @classmethod
     def _job_types(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -192,16 +230,38 @@ class Site(BaseModel):
         return self.frontend != "local"
 
 
+def _named_tables(tables: list[Any]) -> dict[str, Any]:
+    """[[site]] tables, each with its `name`, as the [site.NAME] tables kit documents."""
+    named: dict[str, Any] = {}
+    for at, table in enumerate(tables):
+        name = table.get("name") if isinstance(table, dict) else None
+        if not isinstance(name, str) or not name:
+            raise invalid(f"site[{at}]: a [[site]] table without a name",
+                          fix='write each site as [site.NAME] (e.g. [site.lyon]), or give its [[site]] a name = "lyon"')
+        if name in named:
+            raise invalid(f"site[{at}]: site {name!r} is defined twice", fix="keep one table per site")
+        named[name] = {k: v for k, v in table.items() if k != "name"}
+    return named
+
+
 class SitesFile(BaseModel):
     """The whole sites.toml."""
 
     model_config = ConfigDict(extra="forbid")
 
     site: dict[str, Site] = Field(default_factory=dict)
+    _source: str | None = PrivateAttr(None)   # the file it was read from, for errors
+
+    @property
+    def source(self) -> str | None:
+        """The path of the file these sites were read from (None when built in code)."""
+        return self._source
 
     @model_validator(mode="before")
     @classmethod
     def _names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("site"), list):
+            data = {**data, "site": _named_tables(data["site"])}
         if isinstance(data, dict) and isinstance(data.get("site"), dict):
             data = dict(data)
             named = {}
@@ -224,10 +284,13 @@ class SitesFile(BaseModel):
         """The named site, or a ConfigError listing the configured ones."""
         if name not in self.site:
             known = ", ".join(self.site) or "(none)"
-            raise ConfigError(f"site {name!r} is not configured", fix=f"use one of: {known}, or add [site.{name}] to sites.toml")
+            raise ConfigError(f"site {name!r} is not configured",
+                              fix=f"use one of: {known}, or add [site.{name}] to {self.source or 'sites.toml'}")
         return self.site[name]
 
 
 def load_sites(path: Path) -> SitesFile:
     """Load and validate sites.toml."""
-    return load_model(SitesFile, Path(path), "sites")
+    sites = load_model(SitesFile, Path(path), "sites")
+    sites._source = str(path)
+    return sites

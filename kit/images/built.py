@@ -100,7 +100,12 @@ def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
         text = read_regular_file(path, "an images lock", LOCK_LIMIT_BYTES,
                                  fix="pass the images lock kit wrote (images.lock.json)").decode("utf-8")
         return ImagesLock.model_validate(safejson.loads(text))
-    except (ValueError, ValidationError) as exc:
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the top level"
+        raise ConfigError(f"{path}: not a valid images lock ({where}: {first['msg']})",
+                          fix="rebuild the images (make images) or restore the file from git") from None
+    except ValueError as exc:
         raise ConfigError(f"{path}: not a valid images lock ({str(exc).splitlines()[0]})",
                           fix="rebuild the images (make images) or restore the file from git") from None
 

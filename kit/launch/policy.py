@@ -32,6 +32,8 @@ except ZoneInfoNotFoundError:  # no time zone database here (slim containers): r
     PARIS = None
 DAY_BOUNDARIES = (time(9, 0), time(19, 0))
 NIGHT_TYPE = "night"
+# the longest time a night job can hold: the weekend, Friday 19:00 to Monday 09:00 Europe/Paris
+LONGEST_NIGHT_S = 62 * 3600
 
 
 def _paris() -> ZoneInfo:

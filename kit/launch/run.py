@@ -80,15 +80,24 @@ def prepare_kit_run(req: RunRequest, now: datetime | None = None) -> PreparedRun
 
 def walltime_warnings(sites: list[Site], walltime: str | None) -> list[str]:
     """A line per site whose walltime (--walltime, else the site's own) is too short for any job,
-    saying how its scheduler reads it (kit.config.walltime.short_walltime)."""
-    from kit.config.walltime import short_walltime
+    saying how its scheduler reads it (kit.config.walltime.short_walltime), or too long for any
+    night window of an OAR site that submits night jobs."""
+    from kit.config.walltime import duration_words, short_walltime, walltime_seconds
+    from kit.launch.policy import LONGEST_NIGHT_S, NIGHT_TYPE
 
     given = walltime if walltime and walltime != AUTO else None
     out = []
     for site in sites:
-        note = short_walltime(given or site.walltime, site.scheduler)
+        text, where = given or site.walltime, f"site {site.name}{' (--walltime)' if given else ''}"
+        note = short_walltime(text, site.scheduler)
         if note:
-            out.append(f"site {site.name}{' (--walltime)' if given else ''}: {note}")
+            out.append(f"{where}: {note}")
+        elif site.scheduler == "oar" and NIGHT_TYPE in site.job_types \
+                and walltime_seconds(text, site.scheduler) > LONGEST_NIGHT_S:
+            out.append(f"{where}: walltime {text!r} is {duration_words(walltime_seconds(text, site.scheduler))}, "
+                       f"longer than the longest night window (the weekend, Friday 19:00 to Monday 09:00, "
+                       f"{duration_words(LONGEST_NIGHT_S)}): a night job this long never starts; shorten it "
+                       "(--walltime auto packs shards to fit)")
     return out
 
 

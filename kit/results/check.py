@@ -15,7 +15,7 @@ from kit.errors import ConfigError
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import CheckpointState, validate_checkpoint
-from kit.results.compliance import check_mllog, run_stop_checkpoint_sha256
+from kit.results.compliance import check_mllog, metrics_unlike_logged, run_stop_checkpoint_sha256
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_of
 from kit.results.store import checkpoint_path, file_sha256, iter_checkpoint_files, mllog_path
@@ -85,7 +85,8 @@ def checkpoints_current(inp: CheckInput) -> list[Finding]:
 
 
 def log_matches_checkpoint(inp: CheckInput) -> list[Finding]:
-    """The sha256 the job wrote in its log's run_stop line is the checkpoint's: no edit since."""
+    """The sha256 the job wrote in its log's run_stop line is the checkpoint's, and so are the metrics it
+    logged (eval_accuracy): no edit since, even one that rewrote the logged digest."""
     out = []
     for path, _ in inp.complete():
         log = mllog_path(path)
@@ -100,6 +101,8 @@ def log_matches_checkpoint(inp: CheckInput) -> list[Finding]:
             out.append(Finding("log_matches_checkpoint", str(path), "-",
                                f"sha256 {actual[:16]} is not the {recorded[:16]} its job logged: "
                                "the file was changed after the job wrote it"))
+        elif (unlike := metrics_unlike_logged(path, log)) is not None:
+            out.append(Finding("log_matches_checkpoint", str(path), "metrics", unlike))
     return out
 
 

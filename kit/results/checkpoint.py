@@ -137,6 +137,7 @@ def validate_checkpoint(
         differing = kind.metrics_differ(data[keys.METRICS], kind.metrics(predictions))
         if differing:
             reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
+        reasons += kind.verdict_faults(data)
     reasons += edit_reasons(data)
     if expect is not None:
         if not reasons and expect.identity is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from kit import safejson
 from kit.errors import MissingExtraError
@@ -30,11 +31,31 @@ MAX_LINE_BYTES = 16 << 10
 def run_stop_checkpoint_sha256(log: Path) -> str | None:
     """The checkpoint digest the job wrote in the log's last run_stop line; None when it wrote none
     (or the log cannot be read)."""
-    found = None
+    meta = _last_events(log).get("run_stop", {}).get("metadata")
+    value = meta.get("checkpoint_sha256") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def logged_metrics(log: Path) -> dict[str, Any]:
+    """The metrics the job logged in its last eval_accuracy line: {metric name: value}; the line's
+    value is its metadata's `metric` (accuracy when it names none). Empty when it logged none."""
+    entry = _last_events(log).get("eval_accuracy")
+    if not entry:
+        return {}
+    meta = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
+    out = {k: v for k, v in meta.items() if k != "metric"}
+    out[meta.get("metric", "accuracy")] = entry.get("value")
+    return out
+
+
+def _last_events(log: Path) -> dict[str, dict[str, Any]]:
+    """The last :::MLLOG line of each key in a log (read up to MAX_LOG_BYTES); empty when it cannot be read."""
     try:
-        lines = Path(log).read_text(encoding="utf-8").splitlines()
+        with open(log, "rb") as fh:
+            lines = fh.read(MAX_LOG_BYTES).decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        return None
+        return {}
+    found: dict[str, dict[str, Any]] = {}
     for line in lines:
         if not line.startswith(MLLOG_PREFIX):
             continue
@@ -42,10 +63,8 @@ def run_stop_checkpoint_sha256(log: Path) -> str | None:
             entry = safejson.loads(line[len(MLLOG_PREFIX):])
         except ValueError:
             continue
-        if isinstance(entry, dict) and entry.get("key") == "run_stop":
-            meta = entry.get("metadata")
-            value = meta.get("checkpoint_sha256") if isinstance(meta, dict) else None
-            found = value if isinstance(value, str) else None
+        if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+            found[entry["key"]] = entry
     return found
 
 
@@ -60,6 +79,23 @@ def edited_since_logged(checkpoint: Path) -> str | None:
         return f"its log {log.name} records no checkpoint digest (run_stop.metadata.checkpoint_sha256)"
     if recorded != actual:
         return f"sha256 {actual[:16]} is not the {recorded[:16]} its job logged: the file was changed after the job wrote it"
+    return metrics_unlike_logged(checkpoint, log)
+
+
+def metrics_unlike_logged(checkpoint: Path, log: Path) -> str | None:
+    """Why a checkpoint's metrics are not those its job logged (eval_accuracy), or None when they are
+    (or the log holds none): a checkpoint edited together with its logged digest still differs here."""
+    logged = logged_metrics(log)
+    try:
+        metrics = safejson.loads_utf8(Path(checkpoint).read_bytes()).get("metrics")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(metrics, dict):
+        return None
+    for name, value in sorted(logged.items()):
+        if name in metrics and metrics[name] != value:
+            return (f"metrics.{name} {metrics[name]!r} is not the {value!r} its job logged (eval_accuracy): "
+                    "the file was changed after the job wrote it")
     return None
 
 

@@ -184,9 +184,9 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
           covered: list[Coverage], done: bool, planned: bool, title: str, license_id: str, benchmark: Any,
           runs: list[Any] | None) -> None:
     """Write every file of the release into the empty folder `tmp`."""
-    from kit.results.lrb_export import lrb_result
+    from kit.results.lrb_export import lrb_bytes, lrb_result
     from kit.results.report import write_report
-    from kit.results.store import checkpoint_path, dumps_checkpoint
+    from kit.results.store import checkpoint_path
 
     expect = None
     if benchmark is not None and runs:
@@ -199,8 +199,8 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
         lrb = lrb_result(data, s.pair.language)
         meta = lrb[keys.METADATA]
         # made durable together when the folder is renamed into place (kit.files.replace_folder)
-        write_text_atomic(checkpoint_path(tmp, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]),
-                          dumps_checkpoint(lrb), durable=False)
+        write_bytes_atomic(checkpoint_path(tmp, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]),
+                           lrb_bytes(s.path, lrb), durable=False)   # a value JSON cannot hold: a one-line error
         for source in (s.path, s.path.with_suffix(".mllog")):
             if source.is_file():
                 write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes(),

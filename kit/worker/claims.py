@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kit.errors import CheckpointError
+
 Signature = tuple[int, int, int] | None
 RUNNING_ELSEWHERE = "another kit process is running it"
 
@@ -52,6 +54,10 @@ def claim(checkpoint: Path, planned: Signature) -> Iterator[str | None]:
     except Timeout:
         yield RUNNING_ELSEWHERE
         return
+    except OSError as exc:   # a link planted at the claim's name (never followed), a folder, no permission
+        raise CheckpointError(f"{claim_path(checkpoint)}: the pair's claim file cannot be opened ({exc.strerror})",
+                              fix="remove it (kit makes a new one); a claim file is a plain empty file, never a link") \
+            from None
     try:
         if signature(checkpoint) != planned:
             yield "another kit process wrote its checkpoint after this one planned it"

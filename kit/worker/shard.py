@@ -19,7 +19,7 @@ from pathlib import Path
 from kit.config.dataset import Dataset
 from kit.config.kinds import get_kind
 from kit.config.roster import Run
-from kit.errors import KitError
+from kit.errors import CheckpointError, KitError
 from kit.plan import Pair, PlanFile, group_by_run
 from kit.results import keys
 from kit.results.identity import PlanExpectations
@@ -239,6 +239,10 @@ def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, r
     data = benchmark.load_language(language)
     prompt = benchmark.prompt_for(run)
     path = checkpoint_path(results, run.name, language)
+    if path.exists() and not path.is_file() and not path.is_symlink():   # a link is replaced, never written through
+        # before its log: a log must never record a checkpoint the job could not then write
+        raise CheckpointError(f"{path}: the pair's checkpoint path holds a folder (or a device), not a file",
+                              fix="move it out of RESULTS, then run the pair again")
     started = _now()
     prov = provenance.build_provenance(
         backend=run.backend, model_id=run.model_id, revision=run.revision,

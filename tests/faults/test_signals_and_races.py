@@ -150,6 +150,16 @@ def test_a_claim_left_by_a_killed_worker_blocks_nothing(project):
     assert again.returncode == 0 and "3 written" in again.stdout, again.stdout + again.stderr
 
 
+def test_a_folder_at_a_checkpoint_path_fails_that_pair_before_its_log_claims_it(project):
+    results, stub = project / "results", project / "stub"
+    (results / "de" / "org__model-a.json").mkdir(parents=True)
+    r = subprocess.run([*shard_argv(project, results), "--force"], cwd=project, env={**os.environ, "STUB_DIR": str(stub)},
+                       capture_output=True, text=True, timeout=120)   # --force: replace what is there
+    assert r.returncode != 0 and "holds a folder (or a device), not a file" in r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and not (results / "de" / "org__model-a.mllog").exists()
+    assert (results / "en" / "org__model-a.json").is_file() and (results / "fr" / "org__model-a.json").is_file()
+
+
 # ------------------------------------------------------------------ two workers on the same pairs
 
 

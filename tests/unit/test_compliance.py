@@ -33,3 +33,30 @@ def test_a_log_over_the_size_cap_is_refused_at_once(tmp_path):
     findings = check_mllog(log, RULESET)
     assert findings == [f"{log}: log too large (over {MAX_LOG_BYTES} bytes); not handed to the compliance checker"]
     assert time.monotonic() - started < 5
+
+
+def _logged(tmp_path, metrics, logged_value, logged_meta):
+    import hashlib
+    import json
+
+    checkpoint = tmp_path / "en" / "org__m.json"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint.write_text(json.dumps({"metrics": metrics}), encoding="utf-8")
+    digest = hashlib.sha256(checkpoint.read_bytes()).hexdigest()   # a forger rewrites the logged digest
+    lines = [{"key": "eval_accuracy", "value": logged_value, "metadata": logged_meta},
+             {"key": "run_stop", "metadata": {"status": "success", "checkpoint_sha256": digest}}]
+    checkpoint.with_suffix(".mllog").write_text("".join(f":::MLLOG {json.dumps(x)}\n" for x in lines), encoding="utf-8")
+    return checkpoint
+
+
+def test_metrics_unlike_those_the_job_logged_are_an_edit_even_with_the_digest_rewritten(tmp_path):
+    from kit.results.compliance import edited_since_logged
+
+    same = _logged(tmp_path / "a", {"accuracy": 0.5, "f1": 0.4, "n_items": 10}, 0.5, {"f1": 0.4, "n_items": 10})
+    assert edited_since_logged(same) is None
+    forged = _logged(tmp_path / "b", {"accuracy": 0.5, "f1": 0.9, "n_items": 10}, 0.5, {"f1": 0.4, "n_items": 10})
+    assert edited_since_logged(forged) == ("metrics.f1 0.9 is not the 0.4 its job logged (eval_accuracy): "
+                                           "the file was changed after the job wrote it")
+    # a LightEval suite logs its first metric by name
+    suite = _logged(tmp_path / "c", {"em": 0.25, "n_items": 4}, 0.75, {"metric": "em", "n_items": 4})
+    assert "metrics.em 0.25 is not the 0.75" in edited_since_logged(suite)

@@ -176,3 +176,31 @@ def test_unknown_model_selection(tmp_path):
     r = run_kit("plan", "--roster", "roster.toml", "--model", "org/other", cwd=tmp_path)
     assert r.returncode == 2
     assert "'org/other'" in r.stderr and "org/m" in r.stderr
+
+
+@pytest.mark.parametrize("make", ["folder", "device", "loop", "dangling"])
+def test_a_config_path_that_is_no_file_says_what_it_is(tmp_path, make):
+    import os
+
+    path = tmp_path / "roster.toml"
+    if make == "folder":
+        path.mkdir()
+    elif make == "device":
+        os.symlink("/dev/zero", path)
+    else:
+        os.symlink(path if make == "loop" else tmp_path / "gone.toml", path)
+    with pytest.raises(ConfigError) as exc:
+        load_roster(path)
+    said = {"folder": "not a regular file", "device": "not a regular file",
+            "loop": "Too many levels of symbolic links", "dangling": "cannot be read"}[make]
+    assert said in exc.value.message and "not found" not in exc.value.message
+
+
+@pytest.mark.parametrize(("body", "fix"), [("batch_size = 0\n", "use a value of at least 1"),
+                                           ("batch_size = 99999\n", "use a value of at most 4096")])
+def test_a_value_out_of_bounds_is_told_its_bound(tmp_path, body, fix):
+    p = tmp_path / "roster.toml"
+    p.write_text(roster(GOOD_RUN + body))
+    with pytest.raises(ConfigError) as exc:
+        load_roster(p)
+    assert "run[0].batch_size" in exc.value.message and exc.value.fix == fix

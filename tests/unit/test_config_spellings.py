@@ -100,3 +100,63 @@ def test_job_types_written_as_one_string_are_read_as_a_list(tmp_path: Path) -> N
     path = tmp_path / "sites.toml"
     path.write_text('[site.lyon]\nscheduler = "oar"\njob_types = "night,exotic"\n', encoding="utf-8")
     assert load_sites(path).site["lyon"].job_types == ("night", "exotic")
+
+
+def test_sites_written_as_an_array_of_named_tables_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "clusters.toml"
+    path.write_text('[[site]]\nname = "lyon"\nscheduler = "oar"\n\n[[site]]\nname = "jz"\nscheduler = "slurm"\n',
+                    encoding="utf-8")
+    sites = load_sites(path)
+    assert sorted(sites.site) == ["jz", "lyon"] and sites.site["lyon"].name == "lyon"
+    with pytest.raises(ConfigError) as err:
+        sites.get("nancy")
+    assert err.value.fix == f"use one of: lyon, jz, or add [site.nancy] to {path}"
+
+
+@pytest.mark.parametrize(("body", "said"), [('[[site]]\nscheduler = "oar"\n', "a [[site]] table without a name"),
+                                            ('[[site]]\nname = "a"\n\n[[site]]\nname = "a"\n', "'a' is defined twice")])
+def test_an_array_of_sites_without_names_or_with_one_twice_is_refused(tmp_path: Path, body, said) -> None:
+    path = tmp_path / "sites.toml"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_sites(path)
+    assert said in err.value.message and str(path) in err.value.message
+
+
+def test_plan_without_a_roster_here_says_so(tmp_path: Path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from kit.cli.main import cli
+
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["plan"])
+    assert "no roster.toml here and no --benchmark given" in str(r.exception)
+
+
+def test_a_walltime_written_as_a_number_is_read_in_the_scheduler_s_grammar(tmp_path: Path) -> None:
+    path = tmp_path / "sites.toml"
+    path.write_text('[site.jz]\nscheduler = "slurm"\nwalltime = 90\n\n[site.lyon]\nscheduler = "oar"\nwalltime = 2\n',
+                    encoding="utf-8")
+    sites = load_sites(path).site
+    assert sites["jz"].walltime_s == 90 * 60 and sites["lyon"].walltime_s == 2 * 3600   # Slurm minutes, OAR hours
+
+
+def _run_without_backend(tmp_path: Path, model: str) -> Path:
+    path = tmp_path / "roster.toml"
+    path.write_text(f'benchmark = "data"\n\n[[run]]\nmodel = "{model}"\nrevision = "{REV}"\n', encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("model", "backend", "task"), [
+    ("unsloth/Qwen3-4B-GGUF", "gguf", "generate"), ("knowledgator/gliclass-multilang-ultra", "gliclass", "score"),
+    ("fastino/gliner2.5-multi-v1", "gliner2", "score"),
+])
+def test_a_model_id_that_names_its_backend_needs_no_backend_key(tmp_path: Path, model, backend, task) -> None:
+    run = load_roster(_run_without_backend(tmp_path, model))[0].run[0]
+    assert (run.backend, run.task) == (backend, task)
+
+
+def test_a_model_id_that_does_not_name_its_backend_is_asked_for_one(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_roster(_run_without_backend(tmp_path, "Qwen/Qwen3-4B"))
+    assert "run 'Qwen/Qwen3-4B': backend is missing" in err.value.message and "vllm" in err.value.fix

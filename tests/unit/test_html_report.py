@@ -229,7 +229,7 @@ def test_a_valid_mllog_is_a_pass(results, tmp_path):
         log.end(c.INIT_STOP, metadata={"load_seconds": 1.0})
         log.start(c.RUN_START)
         log.event("batch_done", 0, metadata={"batch_size": 20, "seconds": 0.5})
-        log.event(c.EVAL_ACCURACY, data[keys.METRICS][keys.F1], metadata={"f1": data[keys.METRICS][keys.F1],
+        log.event(c.EVAL_ACCURACY, data[keys.METRICS][keys.ACCURACY], metadata={"f1": data[keys.METRICS][keys.F1],
                                                                           "n_items": 20})
         log.end(c.RUN_STOP, metadata={"status": "success", "checkpoint": path.name,
                                       "checkpoint_sha256": hashlib.sha256(dumps_checkpoint(data).encode()).hexdigest()})

@@ -92,3 +92,23 @@ def test_upgrade_and_name_selection(jobs):
     with pytest.raises(ConfigError) as exc:
         jobs(names=["nope"])
     assert "nope" in exc.value.one_line()
+
+
+def test_an_invalid_lock_names_the_key_and_the_problem(tmp_path):
+    from kit.errors import ConfigError
+    from kit.images.built import load_lock
+
+    bad = tmp_path / "images.lock.json"
+    bad.write_text('{"images": {"vllm": {"backend": 3}}}', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"not a valid images lock \(images\.vllm\.backend: Input should be a valid string\)"):
+        load_lock(bad)
+
+
+def test_check_with_a_lock_that_is_not_there_is_bad_input(tmp_path):
+    from click.testing import CliRunner
+
+    from kit.cli.main import cli
+
+    (tmp_path / "results").mkdir()
+    r = CliRunner().invoke(cli, ["check", str(tmp_path / "results"), "--images-lock", str(tmp_path / "nope.json")])
+    assert "--images-lock" in str(r.exception) and "no such file" in str(r.exception)

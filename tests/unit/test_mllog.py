@@ -28,3 +28,4 @@ def test_a_stale_temporary_file_is_replaced_not_appended_to(tmp_path):
     with PairLog(log) as pl:
         pl.event("kit_pair", {"run": "org/m"})
     assert "stale line" not in log.read_text() and "kit_pair" in log.read_text()
+

@@ -108,6 +108,16 @@ def test_a_checkpoint_changed_since_its_job_logged_it_stops_the_release(sweep):
     assert len(r.stderr.strip().splitlines()) == 1 and not (sweep.root / "release").exists()
 
 
+def test_a_value_lrb_s_json_cannot_hold_stops_the_release_in_one_line(sweep):
+    path = sweep.results / "fr" / "kit-demo__tiny-llama.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["predictions"][2]["latency_seconds"] = float("nan")   # a counter lrb's files carry; kit's reader allows NaN
+    path.write_text(json.dumps(data), encoding="utf-8")
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 2 and "predictions[2].latency_seconds" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (sweep.root / "release").exists() and not list(sweep.root.glob(".release.tmp-*"))
+
+
 def test_release_refuses_an_existing_folder_unless_it_is_a_release(sweep):
     (sweep.root / "mine").mkdir()
     (sweep.root / "mine" / "notes.txt").write_text("keep")

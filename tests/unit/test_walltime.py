@@ -54,3 +54,17 @@ def test_a_walltime_under_ten_minutes_is_said_as_it_was_read(scheduler, text, no
                                             ("local", "1h"), ("slurm", "not a walltime")])
 def test_ten_minutes_or_more_or_an_unreadable_walltime_gives_no_note(scheduler, text):
     assert short_walltime(text, scheduler) is None
+
+
+def test_a_night_job_longer_than_the_weekend_is_a_warning_and_one_that_fits_is_not() -> None:
+    from kit.config.sites import Site
+    from kit.launch.run import walltime_warnings
+
+    night = Site(name="nancy", scheduler="oar")                      # OAR sites submit night jobs by default
+    day = Site(name="lyon", scheduler="oar", job_types=("exotic",))
+    assert walltime_warnings([night, day], "72:00") == [
+        "site nancy (--walltime): walltime '72:00' is 3 days, longer than the longest night window (the "
+        "weekend, Friday 19:00 to Monday 09:00, 2 days 14 hours): a night job this long never starts; shorten "
+        "it (--walltime auto packs shards to fit)"]
+    assert walltime_warnings([night], "62:00") == []
+    assert walltime_warnings([Site(name="s", scheduler="slurm")], "3-00:00:00") == []

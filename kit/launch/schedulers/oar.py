@@ -183,8 +183,10 @@ class OarScheduler(Scheduler):
                        "-E", f"{log_dir}/OAR.%jobid%.stderr"]
 
     def submit_argv(self, request: JobRequest, script: Path, log_dir: str) -> list[str]:
-        """The oarsub command; its last argument is the quoted command OAR's shell runs."""
-        return ["oarsub", *self.options(request, script, log_dir), shlex.join(["bash", str(script)])]
+        """The oarsub command (the site's submit_args after kit's options); its last argument is the quoted
+        command OAR's shell runs."""
+        return ["oarsub", *self.options(request, script, log_dir), *self.site.submit_args,
+                shlex.join(["bash", str(script)])]
 
     def job_script(self, base: JobScript, request: JobRequest, log_dir: str) -> JobScript:
         """The common script with OAR's array index, plus the forwarded variables written out."""

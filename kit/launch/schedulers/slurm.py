@@ -138,8 +138,9 @@ class SlurmScheduler(Scheduler):
         return replace(spec, setup=(*lines, *spec.setup))
 
     def submit_argv(self, request: JobRequest, script: Path, log_dir: str) -> list[str]:
-        """`sbatch --parsable SCRIPT` (every option is an #SBATCH line of the script)."""
-        return ["sbatch", "--parsable", str(script)]
+        """`sbatch --parsable [submit_args] SCRIPT` (kit's options are #SBATCH lines of the script; the
+        site's submit_args come on the command line)."""
+        return ["sbatch", "--parsable", *self.site.submit_args, str(script)]
 
     def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str]) -> Submission:
         """Submit; job ids are `<id>` or, for an array, `<id>_<task>` for every task."""

@@ -63,6 +63,11 @@ class ResultKind(ABC):
         """The data-side identity a current checkpoint of (run, language) records (metadata key ->
         value now): the data file's and prompt's digests, the decoding, the kind's own settings."""
 
+    def verdict_faults(self, data: Mapping[str, Any]) -> list[str]:
+        """Predictions of a well-formed checkpoint whose verdict is not what their recorded output
+        gives, one line; none by default (the kind cannot tell)."""
+        return []
+
     def compared_metrics(self, recorded: Mapping[str, Any]) -> list[str]:
         """The metric names a reproduce verdict shows deltas for (all but the item count by default)."""
         return sorted(m for m in recorded if m != keys.N_ITEMS)

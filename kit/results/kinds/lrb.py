@@ -4,10 +4,12 @@ leaderboard report. Agreement of a rerun is the same predicted label; the tolera
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kit.results import keys
+from kit.results.answers import parse_verdict
 from kit.results.kinds.base import ResultKind
 from kit.results.lrb_report import write_lrb_report
 from kit.results.metrics import all_well_formed, compute_metrics, has_verdict, metrics_equal
@@ -38,6 +40,23 @@ class LrbKind(ResultKind):
             *([f"{keys.PREDICTED} is not yes/no/unparsed/null"] if not has_verdict(item) else []),
             *([f"{keys.TRUNCATED} is not true/false"] if not isinstance(item.get(keys.TRUNCATED), (bool, type(None)))
               else [])])
+
+    def verdict_faults(self, data: Mapping[str, Any]) -> list[str]:
+        """In kit's own checkpoints (lrb's files follow rules of their own version), each score verdict
+        is its yes-score against the run's threshold, and each short answer's verdict is what lrb's
+        rules read in it (kit.results.answers); long answers are not re-read, to keep a verify fast."""
+        if keys.PROVENANCE not in data:
+            return []
+        options = data[keys.METADATA].get(keys.OPTIONS)
+        threshold = options.get("threshold", 0.5) if isinstance(options, Mapping) else 0.5
+        wrong = [(i, want) for i, item in enumerate(data[keys.PREDICTIONS])
+                 if (want := _verdict_of(item, threshold)) is not None and want != item[keys.PREDICTED]]
+        if not wrong:
+            return []
+        at, want = wrong[0]
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        return [f"{keys.PREDICTIONS}[{at}].{keys.PREDICTED} is not the {want!r} its recorded output gives{more} "
+                "(the verdict was edited after the job wrote it)"]
 
     def metrics(self, predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """lrb's metrics and confusion cells (kit.results.metrics)."""
@@ -70,6 +89,30 @@ class LrbKind(ResultKind):
     def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
         """leaderboard.csv, aggregates.csv, by_language.csv, summary.md, heatmap_f1.png."""
         return write_lrb_report(records, out_dir)
+
+
+# answers up to this length are re-read by verify; a reasoning model's long ones are not (cost)
+_REREAD_CHARS = 256
+
+
+def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:
+    """The verdict an item's recorded output gives, or None when it is not re-read."""
+    if item.get(keys.PARSE_MODE) == keys.PARSE_SCORE:
+        yes = item.get(keys.SCORE_YES)
+        if isinstance(yes, bool) or not isinstance(yes, (int, float)) or isinstance(threshold, bool) \
+                or not isinstance(threshold, (int, float)):
+            return None
+        return keys.YES if yes >= threshold else keys.NO
+    raw = item.get(keys.RAW_OUTPUT)
+    if not isinstance(raw, str) or len(raw) > _REREAD_CHARS:
+        return None
+    return _reread(raw, item.get(keys.TRUNCATED) is True)
+
+
+@lru_cache(maxsize=4096)
+def _reread(raw: str, truncated: bool) -> str:
+    # answers repeat ("yes", "No."): each distinct one is parsed once per process
+    return parse_verdict(raw, truncated)[0]
 
 
 LRB = LrbKind()

@@ -1,0 +1,44 @@
+"""sites.toml `submit_args`: options of oarsub or sbatch that kit has no key for (--exclude, --mail-type),
+passed as they are after kit's own, and refused where they would repeat what kit sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kit.config.sites import load_sites
+from kit.errors import ConfigError
+from kit.launch.request import JobRequest
+from kit.launch.schedulers.oar import OarScheduler
+from kit.launch.schedulers.slurm import SlurmScheduler
+
+
+def _site(tmp_path: Path, scheduler: str, args: str):
+    path = tmp_path / "sites.toml"
+    path.write_text(f'[site.x]\nscheduler = "{scheduler}"\nsubmit_args = {args}\n', encoding="utf-8")
+    return load_sites(path).site["x"]
+
+
+def test_slurm_gets_them_before_the_script(tmp_path: Path) -> None:
+    site = _site(tmp_path, "slurm", '["--exclude=node07", "--mail-type=END"]')
+    argv = SlurmScheduler(site).submit_argv(JobRequest("j", 1, 3600), Path("jobs/j.sh"), "logs")
+    assert argv == ["sbatch", "--parsable", "--exclude=node07", "--mail-type=END", "jobs/j.sh"]
+
+
+def test_oar_gets_them_after_kit_s_options_and_before_the_command(tmp_path: Path) -> None:
+    site = _site(tmp_path, "oar", '["--notify", "mail:me@example.org"]')
+    argv = OarScheduler(site).submit_argv(JobRequest("j", 1, 3600), Path("jobs/j.sh"), "logs")
+    assert argv[-3:] == ["--notify", "mail:me@example.org", "bash jobs/j.sh"] and "-l" in argv[:-3]
+
+
+@pytest.mark.parametrize(("scheduler", "args", "said"), [
+    ("slurm", '["--time=2:00:00"]', "sets what kit sets"), ("slurm", '["-p", "gpu"]', "sets what kit sets"),
+    ("oar", '["-l", "host=2"]', "sets what kit sets"), ("oar", '["-I"]', "sets what kit sets"),
+    ("slurm", '["exclude=node07"]', "is not one option"), ("slurm", '["--x\\ny"]', "is not one option"),
+    ("local", '["--exclude=a"]', "submit_args on a local site"),
+])
+def test_what_would_clash_or_is_not_an_option_is_refused(tmp_path: Path, scheduler, args, said) -> None:
+    with pytest.raises(ConfigError) as err:
+        _site(tmp_path, scheduler, args)
+    assert said in err.value.message and "submit_args" in err.value.message

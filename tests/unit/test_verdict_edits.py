@@ -1,0 +1,82 @@
+"""An edited verdict in kit's own checkpoint is caught even when the metrics were recomputed to match:
+each short answer is re-read by lrb's rules and each score verdict is its yes-score against the run's
+threshold. lrb's own files (no provenance) follow the rules of their own version and are not re-read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kit.results import keys
+from kit.results.checkpoint import validate_checkpoint
+from kit.results.metrics import compute_metrics
+from release_helpers import demo_sweep
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    sweep = demo_sweep(tmp_path_factory.mktemp("sweep"))
+    return next(iter(sorted(sweep.results.glob("en/*.json"))))
+
+
+def _edited(checkpoint: Path, tmp_path: Path, change) -> Path:
+    data = json.loads(checkpoint.read_text(encoding="utf-8"))
+    change(data)
+    data[keys.METRICS] = compute_metrics(data[keys.PREDICTIONS])   # a forger recomputes them
+    path = tmp_path / checkpoint.parent.name / checkpoint.name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _flip(label: str) -> str:
+    return keys.NO if label == keys.YES else keys.YES
+
+
+def test_the_job_s_own_checkpoint_is_complete(checkpoint: Path) -> None:
+    assert validate_checkpoint(checkpoint).state == keys.COMPLETE
+
+
+def test_a_flipped_answer_verdict_is_caught(checkpoint: Path, tmp_path: Path) -> None:
+    def flip(data):
+        for item in data[keys.PREDICTIONS][3:5]:
+            item[keys.PREDICTED] = _flip(item[keys.PREDICTED])
+    state = validate_checkpoint(_edited(checkpoint, tmp_path, flip))
+    assert state.state == keys.INVALID
+    assert state.reasons == [f"predictions[3].predicted is not the {_first(checkpoint, 3)!r} its "
+                             "recorded output gives (and 1 more) (the verdict was edited after the job wrote it)"]
+
+
+def _first(checkpoint: Path, at: int) -> str:
+    return json.loads(checkpoint.read_text(encoding="utf-8"))[keys.PREDICTIONS][at][keys.PREDICTED]
+
+
+@pytest.mark.parametrize(("yes", "threshold", "predicted", "state"), [
+    (0.9, None, keys.YES, keys.COMPLETE), (0.9, None, keys.NO, keys.INVALID),
+    (0.9, 0.95, keys.NO, keys.COMPLETE), (0.5, None, keys.YES, keys.COMPLETE),
+])
+def test_a_score_verdict_is_its_yes_score_against_the_threshold(checkpoint: Path, tmp_path: Path, yes, threshold,
+                                                                  predicted, state) -> None:
+    def score(data):
+        item = data[keys.PREDICTIONS][0]
+        item.update({keys.PARSE_MODE: keys.PARSE_SCORE, keys.SCORE_YES: yes, keys.SCORE_NO: 1 - yes,
+                     keys.RAW_OUTPUT: "1.5", keys.PREDICTED: predicted})
+        if threshold is not None:
+            data[keys.METADATA][keys.OPTIONS] = {"threshold": threshold}
+    assert validate_checkpoint(_edited(checkpoint, tmp_path, score)).state == state
+
+
+def test_a_long_answer_is_not_re_read_and_lrb_s_own_files_are_not_either(checkpoint: Path, tmp_path: Path) -> None:
+    def long_answer(data):
+        item = data[keys.PREDICTIONS][0]
+        item[keys.RAW_OUTPUT] = "<think>" + "x " * 200 + "</think> " + item[keys.PREDICTED]
+        item[keys.PREDICTED] = _flip(item[keys.PREDICTED])
+        item[keys.PARSE_MODE] = keys.PARSE_LAST
+    assert validate_checkpoint(_edited(checkpoint, tmp_path / "long", long_answer)).state == keys.COMPLETE
+
+    def lrb_file(data):
+        del data[keys.PROVENANCE]
+        data[keys.PREDICTIONS][0][keys.PREDICTED] = _flip(data[keys.PREDICTIONS][0][keys.PREDICTED])
+    assert validate_checkpoint(_edited(checkpoint, tmp_path / "lrb", lrb_file)).state == keys.COMPLETE

@@ -26,6 +26,8 @@ MLLOG_PREFIX = ":::MLLOG "
 # their lines under 2 KB.
 MAX_LOG_BYTES = 4 << 20
 MAX_LINE_BYTES = 16 << 10
+# and its time grows with a line's nesting: 256 lines of 16 KiB of brackets would still take a minute
+MAX_LINE_BRACKETS = 512
 
 
 def run_stop_checkpoint_sha256(log: Path) -> str | None:
@@ -132,8 +134,11 @@ def _oversize(log: Path) -> str | None:
         if log.stat().st_size > MAX_LOG_BYTES:
             return f"log too large (over {MAX_LOG_BYTES} bytes)"
         with open(log, "rb") as fh:
-            if any(len(line) > MAX_LINE_BYTES for line in fh):
-                return f"line too long (over {MAX_LINE_BYTES} bytes)"
+            for line in fh:
+                if len(line) > MAX_LINE_BYTES:
+                    return f"line too long (over {MAX_LINE_BYTES} bytes)"
+                if line.count(b"[") + line.count(b"{") > MAX_LINE_BRACKETS:
+                    return f"line with over {MAX_LINE_BRACKETS} brackets (kit's own lines have a few dozen)"
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
     return None

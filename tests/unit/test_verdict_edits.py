@@ -80,3 +80,12 @@ def test_a_long_answer_is_not_re_read_and_lrb_s_own_files_are_not_either(checkpo
         del data[keys.PROVENANCE]
         data[keys.PREDICTIONS][0][keys.PREDICTED] = _flip(data[keys.PREDICTIONS][0][keys.PREDICTED])
     assert validate_checkpoint(_edited(checkpoint, tmp_path / "lrb", lrb_file)).state == keys.COMPLETE
+
+
+def test_in_a_reasoning_model_s_file_a_flipped_short_answer_is_still_caught(checkpoint: Path, tmp_path: Path) -> None:
+    def reasoning(data):
+        long_item, short_item = data[keys.PREDICTIONS][0], data[keys.PREDICTIONS][1]
+        long_item[keys.RAW_OUTPUT] = "<think>" + "x " * 200 + "</think> " + long_item[keys.PREDICTED]
+        short_item[keys.PREDICTED] = _flip(short_item[keys.PREDICTED])
+    state = validate_checkpoint(_edited(checkpoint, tmp_path, reasoning))
+    assert state.state == keys.INVALID and state.reasons[0].startswith("predictions[1].predicted is not the")

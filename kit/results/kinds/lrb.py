@@ -4,7 +4,8 @@ leaderboard report. Agreement of a rerun is the same predicted label; the tolera
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from itertools import compress, repeat
+from operator import itemgetter, ne
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,9 +48,12 @@ class LrbKind(ResultKind):
         rules read in it (kit.results.answers); long answers are not re-read, to keep a verify fast."""
         if keys.PROVENANCE not in data:
             return []
+        predictions = data[keys.PREDICTIONS]
         options = data[keys.METADATA].get(keys.OPTIONS)
         threshold = options.get("threshold", 0.5) if isinstance(options, Mapping) else 0.5
-        wrong = [(i, want) for i, item in enumerate(data[keys.PREDICTIONS])
+        if _all_agree(predictions, threshold):
+            return []
+        wrong = [(i, want) for i, item in enumerate(predictions)
                  if (want := _verdict_of(item, threshold)) is not None and want != item[keys.PREDICTED]]
         if not wrong:
             return []
@@ -93,6 +97,36 @@ class LrbKind(ResultKind):
 
 # answers up to this length are re-read by verify; a reasoning model's long ones are not (cost)
 _REREAD_CHARS = 256
+# a short raw output -> the verdict lrb's rules give it (not truncated); bounded: cleared when full
+_READ: dict[str, str] = {}
+_READ_MAX = 1 << 16
+_PREDICTED_OF = itemgetter(keys.PREDICTED)
+
+
+def _all_agree(predictions: Sequence[Any], threshold: Any) -> bool:
+    """True when every verdict is what its output gives, decided mostly with C-level passes over the
+    list (a verify reads thousands of files); False sends the caller to the item-by-item check."""
+    try:
+        got = list(map(_PREDICTED_OF, predictions))
+        if predictions and predictions[0].get(keys.PARSE_MODE) == keys.PARSE_SCORE:
+            yes = list(map(dict.get, predictions, repeat(keys.SCORE_YES)))
+            return [keys.YES if y >= threshold else keys.NO for y in yes] == got   # TypeError: not numbers
+        raws = list(map(dict.get, predictions, repeat(keys.RAW_OUTPUT)))
+        if max(map(len, raws), default=0) > _REREAD_CHARS:   # TypeError: not text. A reasoning model's
+            return all(_verdict_of(item, threshold) in (None, item[keys.PREDICTED])   # short answers only
+                       for item, raw in zip(predictions, raws) if len(raw) <= _REREAD_CHARS)
+        if len(_READ) > _READ_MAX:
+            _READ.clear()
+        for raw in set(raws).difference(_READ):
+            _READ[raw] = parse_verdict(raw, False)[0]
+        want = list(map(_READ.__getitem__, raws))
+        if want == got:
+            return True
+        # a truncated answer is unparsed whatever it says: only those, and edits, differ here
+        differ = compress(range(len(got)), map(ne, want, got))
+        return all(_verdict_of(predictions[i], threshold) in (None, got[i]) for i in differ)
+    except (TypeError, KeyError, AttributeError):   # not objects, not numbers, not text
+        return False
 
 
 def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:
@@ -106,13 +140,7 @@ def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:
     raw = item.get(keys.RAW_OUTPUT)
     if not isinstance(raw, str) or len(raw) > _REREAD_CHARS:
         return None
-    return _reread(raw, item.get(keys.TRUNCATED) is True)
-
-
-@lru_cache(maxsize=4096)
-def _reread(raw: str, truncated: bool) -> str:
-    # answers repeat ("yes", "No."): each distinct one is parsed once per process
-    return parse_verdict(raw, truncated)[0]
+    return parse_verdict(raw, item.get(keys.TRUNCATED) is True)[0]
 
 
 LRB = LrbKind()

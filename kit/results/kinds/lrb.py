@@ -115,16 +115,18 @@ def _all_agree(predictions: Sequence[Any], threshold: Any) -> bool:
         if max(map(len, raws), default=0) > _REREAD_CHARS:   # TypeError: not text. A reasoning model's
             return all(_verdict_of(item, threshold) in (None, item[keys.PREDICTED])   # short answers only
                        for item, raw in zip(predictions, raws) if len(raw) <= _REREAD_CHARS)
-        if len(_READ) > _READ_MAX:
-            _READ.clear()
-        for raw in set(raws).difference(_READ):
-            _READ[raw] = parse_verdict(raw, False)[0]
-        want = list(map(_READ.__getitem__, raws))
+        want = list(map(_READ.get, raws))
+        if None in want:   # answers not seen yet in this process: read once each
+            if len(_READ) > _READ_MAX:
+                _READ.clear()
+            for raw in set(raws).difference(_READ):
+                _READ[raw] = parse_verdict(raw, False)[0]
+            want = list(map(_READ.__getitem__, raws))
         if want == got:
             return True
         # a truncated answer is unparsed whatever it says: only those, and edits, differ here
-        differ = compress(range(len(got)), map(ne, want, got))
-        return all(_verdict_of(predictions[i], threshold) in (None, got[i]) for i in differ)
+        return all(got[i] == keys.UNPARSED and predictions[i].get(keys.TRUNCATED) is True
+                   for i in compress(range(len(got)), map(ne, want, got)))
     except (TypeError, KeyError, AttributeError):   # not objects, not numbers, not text
         return False
 

@@ -75,8 +75,11 @@ def _checkpoint(results: Path, run: str, language: str, cells: tuple[int, ...], 
     tp, fp, tn, fn, unparsed = cells
     pairs = ([("yes", "yes")] * tp + [("yes", "no")] * fn + [("yes", "unparsed")] * unparsed
              + [("no", "yes")] * fp + [("no", "no")] * tn)
-    preds = [{keys.ITEM_ID: f"i{n:03d}", keys.EXPECTED: e, keys.PREDICTED: p, keys.RAW_OUTPUT: HOSTILE,
-              keys.TRUNCATED: False, keys.PARSE_MODE: "exact"} for n, (e, p) in enumerate(pairs)]
+    # the hostile text in every answer, which still reads as its verdict (verify re-reads short answers)
+    preds = [{keys.ITEM_ID: f"i{n:03d}", keys.EXPECTED: e, keys.PREDICTED: p,
+              keys.RAW_OUTPUT: HOSTILE if p == "unparsed" else f"{p} {HOSTILE}",
+              keys.TRUNCATED: False, keys.PARSE_MODE: "none" if p == "unparsed" else "leading"}
+             for n, (e, p) in enumerate(pairs)]
     meta = {keys.MODEL_ID: run, keys.RUN: run, keys.LANGUAGE: language, keys.MODEL_REVISION: "1" * 40,
             keys.BACKEND: "transformers-5.17", keys.TASK: "generate", keys.DECODING: "greedy", keys.MAX_NEW_TOKENS: 64,
             keys.MANIFEST_SHA256: "a" * 64, keys.BENCHMARK_SHA256: "c" * 64, keys.PROMPT_SHA256: "b" * 64}

@@ -17,7 +17,8 @@ test:  ## set up and run the whole test suite (starts the services it needs)
 	bash scripts/test.sh
 
 test-fast: venv  ## the fast tier: pure logic, generated scripts, config errors (< 5 min)
-	$(VENV)/bin/python -m pytest -m "not slow and not integration and not e2e and not images"
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then bash scripts/dev/packages.sh --fast-tier; fi
+	KIT_TEST_TIER=fast $(VENV)/bin/python -m pytest -m "not slow and not integration and not e2e and not images"
 
 .PHONY: bench bench-quick bench-readme
 bench: venv  ## the benchmark suite at release size (4,250 checkpoints; a few minutes): figures, anchors, ratios

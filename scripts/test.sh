@@ -14,28 +14,49 @@
 #     that needs a service or venv still being set up waits for
 #     it on the set-up script's lock (every set-up script is idempotent and locked), never builds
 #     it twice; a background step that failed is run again by the test that needs it.
+#     Before the fast tier, in the foreground: the Debian packages of the programs the fast tier
+#     runs (scripts/dev/packages.sh --fast-tier), so that it never races the install; the fast tier
+#     runs with KIT_TEST_TIER=fast, under which it fails if it starts a program from any other package
+#     than those and a Debian 12 base machine's (tests/programs.py).
 #   scripts/test.sh ARGS...    .venv (and, as root on Debian, the packages), then one pytest run
 #                              with ARGS; services start on demand.
+#   scripts/test.sh --plan     print the phases in the order they would start (fg: the script waits
+#                              for it; bg: in the background), one "fg|bg<TAB>NAME<TAB>COMMAND" a
+#                              line, as they would run as root on Debian; run nothing.
 # At the end: a table of every phase (start, seconds, result), pytest's 30 slowest tests, and the
 # logs of the background phases under $KIT_TEST_LOGS (default build/test-logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/dev/lib.sh
 . scripts/dev/lib.sh
+plan=0
+if [ "${1:-}" = --plan ]; then
+  plan=1
+  shift
+fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TESTCONTAINERS_RYUK_DISABLED=true
 logs=${KIT_TEST_LOGS:-build/test-logs}
 case $logs in /*) ;; *) logs="$PWD/$logs" ;; esac
-mkdir -p "$logs"
+export KIT_TEST_LOGS=$logs
 phases=$logs/phases.tsv
-: >"$phases"
 export KIT_TEST_TIMES=$logs/tiers.tsv
-: >"$KIT_TEST_TIMES"
+if [ "$plan" = 0 ]; then
+  mkdir -p "$logs"
+  : >"$phases"
+  : >"$KIT_TEST_TIMES"
+fi
 t0=$(date +%s)
+where='fg'
 
 # phase NAME CMD...: run CMD, record NAME, its start (seconds after t0), its seconds and exit status.
+# Under --plan: print "fg|bg<TAB>NAME<TAB>CMD" and run nothing.
 phase() {
   local name=$1 start rc=0
   shift
+  if [ "$plan" = 1 ]; then
+    printf '%s\t%s\t%s\n' "$where" "$name" "$*"
+    return 0
+  fi
   start=$(date +%s)
   "$@" || rc=$?
   printf '%s\t%s\t%s\t%s\n' "$name" "$((start - t0))" "$(($(date +%s) - start))" "$rc" >>"$phases"
@@ -45,6 +66,10 @@ phase() {
 # background NAME FUNCTION: run FUNCTION in the background, its output in $logs/NAME.log.
 pids=() names=()
 background() {
+  if [ "$plan" = 1 ]; then
+    where='bg' "$2"
+    return 0
+  fi
   # niced: the tests in the foreground come first; the builds take the CPU the tests leave idle
   (renice -n 10 "$BASHPID" >/dev/null && "$2") >"$logs/$1.log" 2>&1 &
   pids+=("$!") names+=("$1")
@@ -82,10 +107,11 @@ table() {
   printf '%-40s %7s %8s\n' "total (wall)" "" "$total"
   printf 'background logs: %s\n' "$logs"
 }
-trap table EXIT
+[ "$plan" = 1 ] || trap table EXIT
 
 root_on_debian=0
 [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && root_on_debian=1
+[ "$plan" = 0 ] || root_on_debian=1
 phase "venv (.venv)" bash scripts/venv.sh
 if [ $# -gt 0 ]; then
   [ "$root_on_debian" = 0 ] || phase "services: Debian packages (one apt run)" bash scripts/dev/packages.sh
@@ -93,15 +119,17 @@ if [ $# -gt 0 ]; then
   phase "tests: pytest $*" .venv/bin/python -m pytest "$@" || rc=$?
   exit "$rc"
 fi
+rc=0
 if [ "$root_on_debian" = 1 ]; then
+  # first, and waited for: what the fast tier runs (the rest installs while the fast tier runs)
+  phase "packages: the fast tier's programs" bash scripts/dev/packages.sh --fast-tier || rc=$?
   background services setup_services
   background llama.cpp setup_llamacpp
   background engines setup_engines
 fi
 
-rc=0
-phase "tests: fast tier (no service)" .venv/bin/python -m pytest -m "not slow and not integration and not e2e and not images" \
-  --durations=10 || rc=$?
+phase "tests: fast tier (no service)" env KIT_TEST_TIER=fast .venv/bin/python -m pytest \
+  -m "not slow and not integration and not e2e and not images" --durations=10 || rc=$?
 # The rest in one run, the tests of the engine venvs last: by then their background set-up is done
 # or nearly (a test that needs a venv or service still being set up waits for it on its lock).
 main=(tests/e2e tests/unit tests/faults) engines=()
@@ -110,6 +138,7 @@ for f in tests/integration/test_*.py; do
 done
 phase "tests: slow, integration, e2e tiers" .venv/bin/python -m pytest -m "(slow or integration or e2e) and not images" \
   --durations=30 "${main[@]}" "${engines[@]}" || rc=$?
+[ "$plan" = 0 ] || exit 0
 # A background step that failed was run again by the tests that needed it (they pass or fail on
 # their own); its log is still worth a look.
 for i in "${!pids[@]}"; do

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import programs
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 LRB = SHARED / "third_party" / "lrb"
@@ -23,6 +25,36 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, which counts as a failure: {reason}"
+
+
+_fast_tier_programs = programs.Recorder()
+
+
+def pytest_configure(config):
+    """In the fast tier (KIT_TEST_TIER=fast, as scripts/test.sh and `make test-fast` run it), record
+    every program the session starts (tests/programs.py)."""
+    if os.environ.get("KIT_TEST_TIER") == "fast":
+        _fast_tier_programs.__enter__()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    """The fast tier fails when it started a program that a brand-new machine lacks while the
+    fast tier runs (tests/programs.py says which machine that is)."""
+    if os.environ.get("KIT_TEST_TIER") != "fast":
+        return
+    _fast_tier_programs.__exit__()
+    lines: list[str] = []
+    if not programs.check_fast_tier(_fast_tier_programs.started, lines.append):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("-", "programs a brand-new machine lacks while the fast tier runs", red=True)
+        for line in lines:
+            if reporter is not None:
+                reporter.write_line(line, red=True)
+            else:
+                print(line)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(config, items):

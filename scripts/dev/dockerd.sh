@@ -10,7 +10,7 @@
 #   stop    stop the dockerd this script started (by its pid file); an engine started some other
 #           way is left alone.
 #   status  exit 0 and print the server version if the engine answers, else exit 3.
-# Env: DOCKER (client binary; default: first docker in PATH), DOCKERD_WAIT (seconds, default 60).
+# Env: DOCKER (client binary; default: first docker in PATH), DOCKERD_WAIT (seconds, default $KIT_START_WAIT: 180).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/dev/lib.sh
@@ -19,7 +19,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PIDFILE=/run/kit-dockerd.pid
 LOG=/var/log/kit-dockerd.log
 CONTAINERD_PID=/var/run/docker/containerd/containerd.pid
-WAIT=${DOCKERD_WAIT:-60}
+WAIT=${DOCKERD_WAIT:-$KIT_START_WAIT}
 
 answers() { timeout 10 "$KIT_DOCKER" info >/dev/null 2>&1; }
 server_version() { timeout 10 "$KIT_DOCKER" version --format '{{.Server.Version}}' 2>/dev/null || echo '?'; }

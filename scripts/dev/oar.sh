@@ -54,6 +54,18 @@ almighty_orphans() {
 }
 no_almighty_orphans() { [ -z "$(almighty_orphans)" ]; }
 oarsshd_alive() { pid_alive "$OARSSHD_PID" sshd; }
+# oarsshd_listeners: the pids of OAR's sshd listeners (started with OAR's config), recorded or not.
+oarsshd_listeners() {
+  local d cmd
+  for d in /proc/[0-9]*; do
+    [ "$(sed 's/.*) //; s/ .*//' "$d/stat" 2>/dev/null)" = Z ] && continue
+    cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
+    case $cmd in *sshd*" -f /etc/oar/sshd_config"*)
+      # only the listener: its parent is not an sshd (a session's sshd is the listener's child)
+      grep -q '^sshd$' "/proc/$(sed 's/.*) //' "$d/stat" | cut -d' ' -f2)/comm" 2>/dev/null || echo "${d#/proc/}" ;;
+    esac
+  done
+}
 kit_home() { getent passwd kit | cut -d: -f6; }
 # as_kit CMD...: run as user kit from its home (oarsub takes the job's directory from $PWD).
 as_kit() {
@@ -85,7 +97,7 @@ random_pass() { head -c 18 /dev/urandom | base64 | tr -d '/+='; }
 start_postgres() {
   if pg_isready -q 2>/dev/null; then return 0; fi
   must "$LOG" "service postgresql start" service postgresql start
-  wait_until 30 pg_isready -q || die "PostgreSQL does not accept connections" /var/log/postgresql/*.log
+  wait_until "$KIT_START_WAIT" pg_isready -q || die "PostgreSQL does not accept connections within ${KIT_START_WAIT}s" /var/log/postgresql/*.log
   step "postgresql up"
 }
 
@@ -144,7 +156,8 @@ start_daemons() {
   if ! oarsshd_alive; then
     mkdir -p /run/sshd
     must "$LOG" "/etc/init.d/oar-node start" /etc/init.d/oar-node start
-    oarsshd_alive || die "OAR's sshd (port 6667) did not start" "$LOG"
+    # the init script returns before sshd has written its pid file
+    wait_until "$KIT_START_WAIT" oarsshd_alive || die "OAR's sshd (port 6667) did not start within ${KIT_START_WAIT}s" "$LOG"
     step "oar-node up (sshd on 6667, pid $(pid_of "$OARSSHD_PID"))"
   fi
   if ! almighty_alive; then
@@ -152,7 +165,7 @@ start_daemons() {
     # Helpers of a killed Almighty keep port 6666, and a new Almighty then dies at once.
     end_almighty_orphans
     must "$LOG" "/etc/init.d/oar-server start" /etc/init.d/oar-server start
-    wait_until 15 almighty_listening || die "Almighty did not start listening on port 6666" /var/log/oar.log "$LOG"
+    wait_until "$KIT_START_WAIT" almighty_listening || die "Almighty did not start listening on port 6666 within ${KIT_START_WAIT}s" /var/log/oar.log "$LOG"
     step "oar-server up (Almighty pid $(pid_of "$ALMIGHTY_PID"))"
   fi
 }
@@ -232,7 +245,7 @@ nodes_alive() {
   [ "$(oarsql "SELECT count(*) FROM resources WHERE network_address = '$HOST' AND state = 'Alive'")" -ge "$(nproc)" ]
 }
 wait_nodes_alive() {
-  wait_until 30 nodes_alive || die "resources on $HOST are not Alive: $(oarnodes -s 2>&1 | tr '\n' ' ')" /var/log/oar.log
+  wait_until "$KIT_START_WAIT" nodes_alive || die "resources on $HOST are not Alive after ${KIT_START_WAIT}s: $(oarnodes -s 2>&1 | tr '\n' ' ')" /var/log/oar.log
 }
 
 start() {
@@ -272,6 +285,11 @@ stop_almighty() {
 stop() {
   stop_almighty
   stop_pidfile "$OARSSHD_PID" "OAR sshd"
+  # an sshd whose start was judged failed (or whose pid file went) is still OAR's: stop it too
+  local pid
+  for pid in $(oarsshd_listeners); do
+    kill -TERM "$pid" 2>/dev/null && step "stopped OAR sshd (pid $pid, not in $OARSSHD_PID)"
+  done
   if pg_isready -q 2>/dev/null; then
     must "$LOG" "service postgresql stop" service postgresql stop
     step "stopped postgresql"

@@ -128,7 +128,7 @@ start_munge() {
   chmod 755 /run/munge
   # --force: take over a socket left behind by a munged that was killed.
   must "$LOG" "starting munged" runuser -u munge -- /usr/sbin/munged --force
-  wait_until 10 munge_ok || die "munged does not answer" /var/log/munge/munged.log
+  wait_until "$KIT_START_WAIT" munge_ok || die "munged does not answer within ${KIT_START_WAIT}s" /var/log/munge/munged.log
   step "munged up (pid $(pid_of "$MUNGE_PID" || echo ?))"
 }
 
@@ -137,7 +137,7 @@ start_dbd() {
   if ! mysqladmin ping >/dev/null 2>&1; then
     must "$LOG" "service mariadb start" service mariadb start
     touch "$MARIADB_MARK"
-    wait_until 30 mysqladmin ping || die "mariadb does not answer" /var/log/mysql/error.log
+    wait_until "$KIT_START_WAIT" mysqladmin ping || die "mariadb does not answer within ${KIT_START_WAIT}s" /var/log/mysql/error.log
     step "mariadb up"
   fi
   if [ ! -s "$DBPASS_FILE" ]; then
@@ -155,7 +155,7 @@ start_dbd() {
   if ! pid_alive "$DBD_PID" slurmdbd; then
     rm -f "$DBD_PID"
     must "$LOG" "starting slurmdbd" slurmdbd
-    wait_until 60 sacctmgr -n list cluster || die "slurmdbd does not answer" "$LOGD/slurmdbd.log"
+    wait_until "$KIT_START_WAIT" sacctmgr -n list cluster || die "slurmdbd does not answer within ${KIT_START_WAIT}s" "$LOGD/slurmdbd.log"
     step "slurmdbd up (pid $(pid_of "$DBD_PID" || echo ?))"
   fi
   if ! sacctmgr -n -P list cluster format=cluster 2>/dev/null | grep -qx "$CLUSTER"; then
@@ -202,7 +202,7 @@ start() {
       find "$STATE" -mindepth 1 -delete
     fi
     must "$LOG" "starting slurmctld" slurmctld
-    wait_until 30 ctld_ok || die "slurmctld does not answer 'scontrol ping'" "$LOGD/slurmctld.log"
+    wait_until "$KIT_START_WAIT" ctld_ok || die "slurmctld does not answer 'scontrol ping' within ${KIT_START_WAIT}s" "$LOGD/slurmctld.log"
     step "slurmctld up (pid $(pid_of "$CTLD_PID" || echo ?))"
   fi
   if ! pid_alive "$SLURMD_PID" slurmd; then
@@ -211,12 +211,12 @@ start() {
     since=$(date +%s)
     must "$LOG" "starting slurmd" slurmd -N "$NODE"
     # slurmctld may still show the node idle from before: wait until this slurmd has registered.
-    wait_until 30 slurmd_registered_since "$since" ||
-      die "slurmd did not register with slurmctld within 30 s" "$LOGD/slurmd.log" "$LOGD/slurmctld.log"
+    wait_until "$KIT_START_WAIT" slurmd_registered_since "$since" ||
+      die "slurmd did not register with slurmctld within ${KIT_START_WAIT}s" "$LOGD/slurmd.log" "$LOGD/slurmctld.log"
     step "slurmd up and registered (pid $(pid_of "$SLURMD_PID" || echo ?))"
   fi
 
-  local state='' resumed=0 end=$(( ${EPOCHREALTIME//[!0-9]/} + 60 * 1000000 ))
+  local state='' resumed=0 end=$(( ${EPOCHREALTIME//[!0-9]/} + KIT_START_WAIT * 1000000 ))
   while :; do
     state=$(node_state || true)
     case $state in
@@ -231,7 +231,7 @@ start() {
         ;;
     esac
     [ "${EPOCHREALTIME//[!0-9]/}" -lt "$end" ] ||
-      die "$NODE is not idle after 60 s (state '${state:-no answer}')" "$LOGD/slurmctld.log" "$LOGD/slurmd.log"
+      die "$NODE is not idle after ${KIT_START_WAIT}s (state '${state:-no answer}')" "$LOGD/slurmctld.log" "$LOGD/slurmd.log"
     sleep 0.5
   done
   step "$NODE $state: $(timeout 5 sinfo -h -o '%P %T %N %G %c cpus %m MB')"

@@ -176,7 +176,7 @@ start() {
     # sshd must be started by absolute path (it re-executes itself); it daemonizes.
     must "$LOG" "starting sshd" /usr/sbin/sshd -f "$CONF" -E "$LOG"
   fi
-  wait_until 10 running || die "sshd is not listening on $ADDR:$PORT" "$LOG"
+  wait_until "$KIT_START_WAIT" running || die "sshd is not listening on $ADDR:$PORT after ${KIT_START_WAIT}s" "$LOG"
   step "sshd listening on $ADDR:$PORT (pid $(pid_of "$PIDFILE"))"
 }
 

@@ -1,5 +1,5 @@
-"""Fixtures of the fast tier shared across modules: the fake OAR commands (the real OAR runs in
-the integration and e2e tiers)."""
+"""Fixtures of the fast tier shared across modules: the fake OAR commands and an idle squeue (the
+real OAR and Slurm run in the integration and e2e tiers)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ elif tool == "oardel":   # --signal SIGTERM: the worker exits 143; plain: OAR's 
             state["jobs"][j].update({"state": "Terminated", "exit_code": 143 << 8, "events": [{"type": "SIGNAL_SIGTERM"}]}
                                     if signalled else {"state": "Error", "events": [{"type": "FRAG_JOB_REQUEST"}]})
     json.dump(state, open(state_file, "w"))
+elif tool == "squeue":   # a Slurm site with no live job (a test's slurm site must not ask a real Slurm)
+    print(json.dumps({"jobs": []}))
 elif tool == "oarstat":   # -j ID...: those jobs; -u: your jobs not finished
     ids = [sys.argv[i + 1] for i, a in enumerate(sys.argv) if a == "-j"]
     if "-u" in sys.argv:
@@ -57,7 +59,7 @@ class FakeOar:
     def __init__(self, folder: Path) -> None:
         self.bin = folder
         folder.mkdir(parents=True, exist_ok=True)
-        for tool in ("oarsub", "oarstat", "oardel"):
+        for tool in ("oarsub", "oarstat", "oardel", "squeue"):
             path = folder / tool
             path.write_text(FAKE.replace("PYTHON", sys.executable))
             path.chmod(0o755)
@@ -79,7 +81,8 @@ class FakeOar:
 
 @pytest.fixture
 def fake_oar(tmp_path, monkeypatch) -> FakeOar:
-    """Fake oarsub/oarstat/oardel first on PATH; `.state` sets their answers, `.calls()` lists their uses."""
+    """Fake oarsub/oarstat/oardel (and an idle squeue) first on PATH; `.state` sets their answers,
+    `.calls()` lists their uses."""
     fake = FakeOar(tmp_path / "fakebin")
     monkeypatch.setenv("PATH", f"{fake.bin}:{os.environ['PATH']}")
     return fake

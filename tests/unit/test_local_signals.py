@@ -1,5 +1,6 @@
 """A signal to kit while the `local` scheduler runs a job reaches the job: it stops as on a cluster's
-cancel (its own trap runs), no process of it outlives kit, and kit exits 128 + the signal."""
+cancel (its own trap runs), no process of it outlives kit, and kit exits 128 + the signal; also when
+kit itself was started with SIGINT and SIGHUP ignored, as under `nohup` or `cmd &` in a script."""
 
 from __future__ import annotations
 
@@ -34,12 +35,25 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_to_kit_stops_the_job_and_leaves_no_process(tmp_path: Path, sig: signal.Signals) -> None:
+def _ignore_stop_signals() -> None:
+    """What `nohup` and a non-interactive shell's `cmd &` hand their command: SIGINT (and SIGHUP) ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def _default_stop_signals() -> None:
+    """A terminal's foreground command: the stop signals at their defaults, whatever pytest was started with."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("started", [_default_stop_signals, _ignore_stop_signals], ids=["terminal", "nohup"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_to_kit_stops_the_job_and_leaves_no_process(tmp_path: Path, sig: signal.Signals, started) -> None:
     marker, pids = tmp_path / "trapped", tmp_path / "pids"
     script = tmp_path / "job.sh"
     script.write_text(textwrap.dedent(f"""\
-        trap 'echo trapped > {marker}; kill $child 2>/dev/null; exit 143' TERM INT
+        trap 'echo trapped > {marker}; kill $child 2>/dev/null; exit 143' TERM INT HUP
         sleep 60 &
         child=$!
         echo "$$ $child" > {pids}
@@ -47,7 +61,7 @@ def test_a_signal_to_kit_stops_the_job_and_leaves_no_process(tmp_path: Path, sig
         wait $child
     """), encoding="utf-8")
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(script), str(tmp_path / "logs")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=started)
     assert proc.stderr is not None
     assert proc.stderr.readline().strip() == "started"
     proc.send_signal(sig)

@@ -246,7 +246,7 @@ def local_site(tmp: Path, token: Path) -> Path:
     return sites
 
 
-def test_no_token_reaches_a_job(sweep, tmp_path):
+def test_no_token_reaches_a_job(sweep, tmp_path, fake_oar):   # fake_oar: an idle squeue
     token = tmp_path / "hf_token"
     token.write_text("hf_SECRET_VALUE\n")
     token.chmod(0o600)

@@ -53,6 +53,16 @@ def forward_signals(proc: subprocess.Popen) -> Iterator[list[int]]:
             signal.signal(sig, handler)
 
 
+def default_stop_signals() -> None:
+    """In the job's process, before bash starts: the stop signals back to their default actions and
+    unblocked. A shell started with a signal ignored cannot trap it, and kit may itself have been
+    started with SIGINT and SIGHUP ignored (`nohup`, `cmd &` in a non-interactive shell), which its
+    children would inherit: the job's trap must see the signal kit passes on."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 @register_scheduler("local")
 class LocalScheduler(Scheduler):
     """Synchronous execution with bash; array index in KIT_ARRAY_INDEX (0-based)."""
@@ -75,6 +85,7 @@ class LocalScheduler(Scheduler):
                 proc = subprocess.Popen(
                     self.submit_argv(request, script, log_dir), env=task_env, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True,
+                    preexec_fn=default_stop_signals,
                 )
                 assert proc.stdout is not None
                 with forward_signals(proc) as received:

@@ -78,16 +78,19 @@ background() {
 # The background set-up chains; each stops at its first failure (the tests that need the rest then
 # set it up themselves through the same idempotent scripts, or fail naming it).
 setup_services() {
-  # in the order the e2e tests first need them: OAR and its frontend, Slurm, then Docker and images
-  phase "services: Debian packages (one apt run)" bash scripts/dev/packages.sh &&
-    phase "services: OAR" bash scripts/dev/oar.sh start &&
-    phase "services: sshd frontend" bash scripts/dev/sshd.sh start &&
-    phase "services: Slurm" bash scripts/dev/slurm.sh start &&
-    phase "services: dockerd" bash scripts/dev/dockerd.sh start &&
+  # in the order the tests first need them: OAR and its frontend, Slurm, then Docker and images;
+  # after the packages, a service that fails does not hold back the next (its tests start it again)
+  local rc=0
+  phase "services: Debian packages (one apt run)" bash scripts/dev/packages.sh || return
+  phase "services: OAR" bash scripts/dev/oar.sh start || rc=1
+  phase "services: sshd frontend" bash scripts/dev/sshd.sh start || rc=1
+  phase "services: Slurm" bash scripts/dev/slurm.sh start || rc=1
+  phase "services: dockerd" bash scripts/dev/dockerd.sh start &&
     phase "images: bases, Apptainer helper" bash scripts/images/tools.sh &&
     phase "images: transformers-5.17 cpu build" env KIT_IMAGES_LOCK="$logs/images.lock.json" \
       KIT_IMAGES_DIR="$logs/images" .venv/bin/kit images build transformers-5.17 --variant cpu \
-      --wheelhouse "${KIT_WHEELHOUSE:-$HOME/.cache/kit/wheelhouse}" --quiet
+      --wheelhouse "${KIT_WHEELHOUSE:-$HOME/.cache/kit/wheelhouse}" --quiet || rc=1
+  return "$rc"
 }
 setup_llamacpp() {
   phase "engines: llama.cpp wheel (compile)" bash scripts/backends/llamacpp-venv.sh --wheel &&
@@ -130,14 +133,20 @@ fi
 
 phase "tests: fast tier (no service)" env KIT_TEST_TIER=fast .venv/bin/python -m pytest \
   -m "not slow and not integration and not e2e and not images" --durations=10 || rc=$?
-# The rest in one run, the tests of the engine venvs last: by then their background set-up is done
-# or nearly (a test that needs a venv or service still being set up waits for it on its lock).
-main=(tests/e2e tests/unit tests/faults) engines=()
-for f in tests/integration/test_*.py; do
-  case $f in */test_backends_*) engines+=("$f") ;; *) main+=("$f") ;; esac
+# The rest in one run, in the order their background set-up ends: first what needs no service or
+# only the packages, OAR and Slurm; then what needs Docker and the CPU image; the tests of the
+# engine venvs last (a test that needs a venv or service still being set up waits for it on its lock).
+main=(tests/unit tests/faults) docker=() engines=()
+for f in tests/e2e/test_*.py tests/integration/test_*.py; do
+  case $f in
+    */test_backends_*) engines+=("$f") ;;
+    */test_slurm_sweep.py | */test_dev_services.py | */test_build_stages.py | */test_image_libraries.py | \
+      */test_images.py | */test_reproduce_guide_images.py | */test_slurm_apptainer.py) docker+=("$f") ;;
+    *) main+=("$f") ;;
+  esac
 done
 phase "tests: slow, integration, e2e tiers" .venv/bin/python -m pytest -m "(slow or integration or e2e) and not images" \
-  --durations=30 "${main[@]}" "${engines[@]}" || rc=$?
+  --durations=30 "${main[@]}" "${docker[@]}" "${engines[@]}" || rc=$?
 [ "$plan" = 0 ] || exit 0
 # A background step that failed was run again by the tests that needed it (they pass or fail on
 # their own); its log is still worth a look.

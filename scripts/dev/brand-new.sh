@@ -70,7 +70,8 @@ fi
 must "$KIT_APT_LOG" "apt-get autoremove" apt-get autoremove --purge -y -q
 step "purged: ${installed[*]:-(none was installed)}"
 rm -f /usr/sbin/policy-rc.d "$KIT_APT_STAMP" /run/lock/kit-*.lock
-rm -rf /etc/oar /var/lib/oar /etc/slurm /var/lib/slurm /var/spool/slurm* /var/lib/postgresql /var/lib/mysql \
+# (the data of packages a base machine keeps, PostgreSQL's cluster, is left: purging removes the rest)
+rm -rf /etc/oar /var/lib/oar /etc/slurm /var/lib/slurm /var/spool/slurm* \
   /etc/munge /var/lib/munge /etc/kit-sshd /etc/ssh/ssh_config.d/kit-frontend.conf /run/kit-* /var/log/kit-*
 id kit >/dev/null 2>&1 && userdel -r kit 2>/dev/null || true
 

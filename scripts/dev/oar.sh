@@ -94,8 +94,25 @@ random_pass() { head -c 18 /dev/urandom | base64 | tr -d '/+='; }
 
 # ------------------------------------------------------------------ start steps
 
+# ensure_pg_cluster: a PostgreSQL cluster whose data directory exists (a machine may have the server
+# package with its cluster's data gone, or no cluster at all: pg_createcluster makes one).
+ensure_pg_cluster() {
+  local ver name data
+  while read -r ver name _ _ _ data _; do
+    [ -d "$data" ] && return 0
+    warn "PostgreSQL $ver/$name has no data directory ($data); dropping it to create it anew"
+    must "$LOG" "pg_dropcluster $ver $name" pg_dropcluster "$ver" "$name"
+  done < <(pg_lsclusters -h 2>/dev/null)
+  ver=$(pg_lsclusters -h 2>/dev/null | head -n 1 | cut -d' ' -f1)
+  [ -n "$ver" ] || ver=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -V | tail -n 1)
+  [ -n "$ver" ] || die "no PostgreSQL server version under /usr/lib/postgresql"
+  must "$LOG" "pg_createcluster $ver main" pg_createcluster "$ver" main
+  step "PostgreSQL cluster $ver/main created"
+}
+
 start_postgres() {
   if pg_isready -q 2>/dev/null; then return 0; fi
+  ensure_pg_cluster
   must "$LOG" "service postgresql start" service postgresql start
   wait_until "$KIT_START_WAIT" pg_isready -q || die "PostgreSQL does not accept connections within ${KIT_START_WAIT}s" /var/log/postgresql/*.log
   step "postgresql up"

@@ -400,10 +400,14 @@ class PromptFiles(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    generate: str | None = None
-    score: str | None = None
-    zeroshot: str | None = None
-    masked_lm: str | None = None
+    generate: str | None = Field(None, description="generative prompt (lrb's prompt.txt): generate runs and "
+                                 "score_kind causal")
+    score: str | None = Field(None, description="reranker prompt (lrb's prompt_reranker.txt): score runs of "
+                              "rerankers and sequence classifiers")
+    zeroshot: str | None = Field(None, description="zero-shot classifier prompt (lrb's prompt_zeroshot.txt): "
+                                 "gliner2, gliclass and score_kind nli")
+    masked_lm: str | None = Field(None, description="masked-LM prompt (lrb's prompt_masked_lm.txt): score_kind "
+                                  "masked_lm")
 
 
 class BenchmarkFile(BaseModel):
@@ -412,9 +416,10 @@ class BenchmarkFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["lrb"] = Field("lrb", description='"lrb" (this file) or "lighteval" (kit.config.evalsuite)')
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, description="the benchmark's name in kit's messages")
     manifest: str = Field(min_length=1, description="manifest.json, relative to benchmark.toml")
-    prompts: PromptFiles = Field(default_factory=PromptFiles)
+    prompts: PromptFiles = Field(default_factory=PromptFiles, description="[prompts]: the prompt files, relative "
+                                 "to benchmark.toml; with a benchmark.toml, only the files named here are used")
 
 
 def load_lrb(root: Path, config: Path | None) -> Benchmark:

@@ -65,8 +65,9 @@ class SuiteTask(BaseModel):
     name: str = Field(min_length=1, description="kit's name of the task: the checkpoint folder")
     lighteval: str = Field(min_length=1, description="LightEval task string, e.g. custom|kit_arith|0")
     data: str = Field(min_length=1, description="JSONL of the evaluation split, relative to benchmark.toml")
-    sha256: str
-    id_field: str = Field("id", min_length=1)
+    sha256: str = Field(description="sha256 of the data file (64 lowercase hex); a changed file is refused")
+    id_field: str = Field("id", min_length=1, description="the key of each JSONL line that holds its item id (a "
+                          "string or integer, unique)")
 
     @field_validator("name")
     @classmethod
@@ -104,12 +105,14 @@ class SuiteFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["lighteval"]
-    name: str = Field(min_length=1)
+    kind: Literal["lighteval"] = Field(description="the benchmark kind: a LightEval suite")
+    name: str = Field(min_length=1, description="the suite's name, recorded in each checkpoint's metadata")
     custom_tasks: str = Field(min_length=1, description="LightEval custom-tasks module, relative to benchmark.toml")
-    custom_tasks_sha256: str
-    generation: SamplingSettings = Field(default_factory=SamplingSettings)
-    task: tuple[SuiteTask, ...] = Field(min_length=1)
+    custom_tasks_sha256: str = Field(description="sha256 of the custom-tasks module (64 lowercase hex); a changed "
+                                     "module is refused")
+    generation: SamplingSettings = Field(default_factory=SamplingSettings, description="[generation]: the "
+                                         "sampling settings of every task")
+    task: tuple[SuiteTask, ...] = Field(min_length=1, description="[[task]] entries, one per LightEval task")
 
     @field_validator("custom_tasks_sha256")
     @classmethod

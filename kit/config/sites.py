@@ -91,27 +91,37 @@ class Site(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = ""
-    scheduler: Literal["oar", "slurm", "local"]
-    runtime: Literal["apptainer", "pyxis", "enroot", "docker", "host"] = "host"
+    name: str = Field("", description="the site's name: set from its [site.NAME] table (a value written here "
+                      "is replaced)")
+    scheduler: Literal["oar", "slurm", "local"] = Field(description="how jobs are submitted: oarsub, sbatch, or "
+                                                        "local (run here, one after the other); any case")
+    runtime: Literal["apptainer", "pyxis", "enroot", "docker", "host"] = Field(
+        "host", description="what runs the worker: a SIF (apptainer; singularity is read as apptainer), a sqsh "
+        "(pyxis, enroot), a docker image, or a Python on the node (host); OAR sites default to apptainer")
     frontend: str = Field("local", description="'local' or an ssh host that runs the scheduler commands")
     root: str = Field(".", description="kit's working folder on the frontend (job scripts, logs)")
     results: str = Field("results", description="results tree, as the job sees it")
     images: str = Field("images", description="where SIF/sqsh artifacts live on the cluster")
     scratch: str = Field("/tmp", description="node-local scratch for caches")
     weights: str | None = Field(None, description="staged Hugging Face cache (HF_HOME/hub layout)")
-    job_types: tuple[str, ...] = ()
+    job_types: tuple[str, ...] = Field((), description="OAR: job types (-t), e.g. night or exotic; a string "
+                                       "\"night,exotic\" is split; OAR default: [\"night\"] (none when "
+                                       "night_jobs = false)")
     night_jobs: bool = Field(True, description="OAR: whether the site accepts job type night (Lyon's sirius does not)")
-    queue: str | None = None
-    partition: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    gpu_filter: str | None = None
-    gres: str | None = None
-    gpus_per_node: int = Field(1, ge=0, le=64)
+    queue: str | None = Field(None, description="OAR: the queue (-q); other schedulers ignore it")
+    partition: str | None = Field(None, description="Slurm: --partition")
+    account: str | None = Field(None, description="Slurm: --account; OAR: --project")
+    qos: str | None = Field(None, description="Slurm: --qos")
+    gpu_filter: str | None = Field(None, description="OAR: the property filter (-p), raised when it guarantees "
+                                   f"less GPU memory than a job needs; OAR default: {G5K_GPU_FILTER}")
+    gres: str | None = Field(None, description="Slurm: the GPU request with a {gpus} placeholder, e.g. "
+                             "'gpu:a100:{gpus}' or '--gpus={gpus}'; unset: --gres=gpu:N")
+    gpus_per_node: int = Field(1, ge=0, le=64, description="GPUs of one node (0: CPU only); a job is sized to "
+                               "fit one node")
     gpu_memory_gib: float | None = Field(None, gt=0, le=4096, description="memory of one GPU (GiB); for a filtered "
                                          "OAR site, the largest GPU its filter can give; kit refuses what cannot fit")
-    cpus_per_task: int | None = Field(None, ge=1)
+    cpus_per_task: int | None = Field(None, ge=1, description="CPU cores per job: Slurm --cpus-per-task; OAR "
+                                      "core=N for a job without GPUs; unset: the scheduler's default")
     mem_gb: int | None = Field(None, ge=1, description="memory per job (GB); Slurm sites may instead give mem_per_gpu_gb")
     mem_per_gpu_gb: int | None = Field(None, ge=1, description="Slurm: memory per allocated GPU (--mem-per-gpu)")
     exclusive: StrictBool = Field(False, description="Slurm: --exclusive (the whole node)")
@@ -122,11 +132,16 @@ class Site(BaseModel):
                                                     "'module load apptainer', with set +u and after /etc/profile "
                                                     "when `module` is undefined (kit.launch.jobscript.render_site_setup)")
     walltime: str = Field("1h", description="per job, in the scheduler's own grammar or units (kit.config.walltime)")
-    weight: int = Field(1, ge=1)
-    policy_checks: tuple[str, ...] = ()
+    weight: int = Field(1, ge=1, description="shards (array tasks) a job group gets at this site; with several "
+                        "sites, its share of them; --array N overrides")
+    policy_checks: tuple[str, ...] = Field((), description="commands run on the frontend before submitting; a "
+                                           "non-zero exit blocks the submission; OAR default: "
+                                           "[\"usagepolicycheck -t\"]")
     submit_args: tuple[str, ...] = Field((), description="more oarsub/sbatch options, one argument each, e.g. "
                                          "'--exclude=node07' or '--mail-type=END' (not those kit sets itself)")
-    forward_env: tuple[str, ...] = ()
+    forward_env: tuple[str, ...] = Field((), description="names of environment variables passed from kit's "
+                                         "environment to the job and its container (secret-looking names are "
+                                         "refused)")
     hf_token_file: str | None = Field(None, description="file with the HF token, mode 600, on this machine: "
                                       "`kit weights stage --site NAME` uses it for gated models; jobs never get it")
     python: str | None = Field(None, description="host runtime: the python that has kit's worker installed")

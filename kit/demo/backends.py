@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.demo.dataset import write_demo_benchmark
-from kit.results.store import write_text_atomic
+from kit.files import write_text_atomic
 
 SCORE_PROMPTS = {
     "zeroshot": (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.results.store import write_text_atomic
+from kit.files import write_text_atomic
 
 DEMO_VERSION = "v2"  # v2: the tiny models are fitted to the demo task (kit.demo.train)
 

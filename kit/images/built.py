@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kit import safejson
 from kit.errors import ConfigError, ImageError
 from kit.files import read_regular_file
-from kit.results.store import write_text_atomic
+from kit.files import write_text_atomic
 
 LOCK_VERSION = 1
 DEFAULT_LOCK = Path("containers") / "images.lock.json"

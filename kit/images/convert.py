@@ -8,12 +8,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from kit.errors import ConfigError, ImageError
+from kit.files import file_sha256
 from kit.images import engine
 from kit.images.built import Artifact, BuiltImage, ImagesLock, update_lock
 from kit.images.progress import Progress
 from kit.images.sif import build_sif
 from kit.images.sqsh import build_sqsh
-from kit.results.store import file_sha256
 
 FORMS = ("sif", "sqsh")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kit.config.images import ImagesFile, ImageSpec, load_images
 from kit.errors import ConfigError
-from kit.results.store import file_sha256
+from kit.files import file_sha256
 
 DEFAULT_IMAGES_FILE = Path("containers") / "images.toml"
 

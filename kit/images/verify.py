@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.errors import ImageError
+from kit.files import file_sha256
 from kit.images import engine
 from kit.images.artifact_trees import oci_tree, sif_tree, squashfs_tree
 from kit.images.built import BuiltImage
 from kit.images.digest_tree import Difference, Entry, compare
-from kit.results.store import file_sha256
 
 EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 

@@ -100,7 +100,7 @@ class Frontend:
         """Write a file on the frontend (atomically: temporary name, then rename)."""
         path = str(path)
         if self.is_local:
-            from kit.results.store import write_text_atomic
+            from kit.files import write_text_atomic
 
             write_text_atomic(Path(path), text)
             os.chmod(path, mode)

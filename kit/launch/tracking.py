@@ -13,8 +13,8 @@ from pathlib import Path
 from kit import safejson
 from kit.errors import SubmitError
 from kit.files import read_regular_file
+from kit.files import write_text_atomic
 from kit.plan import Pair
-from kit.results.store import write_text_atomic
 
 
 @dataclass

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError, ImageError
+from kit.files import write_text_atomic
 from kit.repro.resolve import ResolvedImage, recorded_run
 from kit.results import keys
-from kit.results.store import checkpoint_path, write_text_atomic
+from kit.results.store import checkpoint_path
 
 
 def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int | None = None) -> str:

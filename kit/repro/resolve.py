@@ -14,9 +14,9 @@ from kit.config.kinds import load_benchmark
 from kit.config.roster import Run
 from kit.errors import ConfigError, ImageError
 from kit.files import read_regular_file
+from kit.files import file_sha256
 from kit.images.built import ImagesLock
 from kit.results import keys
-from kit.results.store import file_sha256
 
 RUNTIMES = ("docker", "apptainer", "sqsh", "host")
 

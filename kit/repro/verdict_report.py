@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kit.files import write_text_atomic
 from kit.repro.compare import EXACTNESS_NOTE, Comparison, Tolerance, environment
 from kit.repro.resolve import ResolvedImage
-from kit.results.store import write_text_atomic
 
 
 def verdict_data(result_path: Path, recorded: dict[str, Any], rerun: dict[str, Any], cmp: Comparison,

@@ -12,13 +12,14 @@ from pathlib import Path
 from kit.config.dataset import Dataset
 from kit.config.roster import Run
 from kit.errors import ConfigError
+from kit.files import file_sha256
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.checkpoint import CheckpointState, validate_checkpoint
 from kit.results.compliance import check_mllog, metrics_unlike_logged, run_stop_checkpoint_sha256
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_of
-from kit.results.store import checkpoint_path, file_sha256, iter_checkpoint_files, mllog_path
+from kit.results.store import checkpoint_path, iter_checkpoint_files, mllog_path
 
 
 @dataclass

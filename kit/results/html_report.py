@@ -16,15 +16,15 @@ from kit.results import keys
 from kit.results.check import check_pair
 from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, code, esc, flatten, image, key_values,
                                    link, maybe_link, page, slug, table)
+from kit.files import make_durable
+from kit.files import write_bytes_atomic, write_text_atomic
 from kit.results.html_plots import agreement_png
 from kit.results.kinds.base import ResultKind
 from kit.results.records import CheckpointRecord
-from kit.files import make_durable
-from kit.results.store import write_bytes_atomic, write_text_atomic
 from kit.results.verdicts import Verdict, read_verdicts
 
 AGREEMENT_PLOT = "verdict_agreement.png"
-# the provenance a reviewer looks for first (DESIGN.md section 5), before the full record
+# the provenance a reviewer looks for first (docs/checkpoint-format.md, `provenance`), before the full record
 KEY_PROVENANCE = (
     ("image digest", "image.digest"), ("image artifact", "image.artifact"),
     ("artifact sha256", "image.artifact_sha256"), ("lock sha256", "image.lock_sha256"),

@@ -41,9 +41,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from kit.errors import MissingExtraError
+from kit.files import write_bytes_atomic, write_text_atomic
 from kit.results import keys
 from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
-from kit.results.store import write_bytes_atomic, write_text_atomic
 from kit.results.tables import csv_text, digest_lines, markdown_table, rate, seconds, text
 
 LEADERBOARD = "leaderboard.csv"

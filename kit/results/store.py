@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from kit.config.names import run_file_stem
-# kit's file digest and atomic writes live in kit.files (standard library only); imported from here across kit
-from kit.files import file_sha256, write_bytes_atomic, write_text_atomic  # noqa: F401
 from kit.errors import ConfigError
+from kit.files import write_text_atomic
 from kit.results import keys
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from kit.files import write_text_atomic
 from kit.results import keys
 from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
-from kit.results.store import write_text_atomic
 from kit.results.tables import csv_text, digest_lines, markdown_table, rate
 
 SCORES = "lighteval_scores.csv"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.errors import ConfigError, MissingExtraError
-from kit.results.store import file_sha256
+from kit.files import file_sha256
 from kit.weights.manifest import WEIGHT_SUFFIXES, local_sizes, manifest_beside, read_manifest, size_problems
 
 

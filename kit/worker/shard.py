@@ -20,11 +20,12 @@ from kit.config.dataset import Dataset
 from kit.config.kinds import get_kind
 from kit.config.roster import Run
 from kit.errors import CheckpointError, KitError
+from kit.files import write_bytes_atomic
 from kit.plan import Pair, PlanFile, group_by_run
 from kit.results import keys
 from kit.results.identity import PlanExpectations
 from kit.results.status import PairStatus, pair_states
-from kit.results.store import SUPERSEDED_DIR, checkpoint_path, dumps_checkpoint, mllog_path, set_aside, write_bytes_atomic
+from kit.results.store import SUPERSEDED_DIR, checkpoint_path, dumps_checkpoint, mllog_path, set_aside
 from kit.weights.snapshot import LoadDigests, digests_at_load, resolve_snapshot
 from kit.worker import provenance
 from kit.worker.claims import RUNNING_ELSEWHERE, Signature, claim, held_elsewhere, signature

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit.results.store import SYSTEMS_DIR, dumps_checkpoint, write_text_atomic
+from kit.files import write_text_atomic
+from kit.results.store import SYSTEMS_DIR, dumps_checkpoint
 from kit.worker.jobinfo import JobInfo
 
 

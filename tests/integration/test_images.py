@@ -160,8 +160,8 @@ def test_two_sqsh_conversions_are_byte_identical(converted, lock_env, work):
 
 
 def test_verify_names_a_tampered_file(converted, lock_env, work):
+    from kit.files import file_sha256
     from kit.images.built import load_lock, save_lock
-    from kit.results.store import file_sha256
 
     folder, lock2 = work / "tampered", work / "tampered.lock.json"
     folder.mkdir()
@@ -355,9 +355,9 @@ def test_apptainer_definition_builds_offline_and_runs(built, work):
 
 
 def test_saved_archive_loads_as_the_recorded_image(converted, lock_env, work):
+    from kit.files import file_sha256
     from kit.images import engine
     from kit.images.built import load_lock
-    from kit.results.store import file_sha256
 
     lock2 = work / "save.lock.json"
     shutil.copy(lock_env["KIT_IMAGES_LOCK"], lock2)

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hubserver import HubServer, Repo, go_online  # noqa: E402
 from services import start_service  # noqa: E402
 
-from kit.results.store import file_sha256  # noqa: E402
+from kit.files import file_sha256  # noqa: E402
 from kit.weights import manifest as wm  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

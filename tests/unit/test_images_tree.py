@@ -176,9 +176,9 @@ def test_wheelhouse_selects_files_by_the_locks_hashes(tmp_path):
 
 
 def test_a_conversion_is_up_to_date_only_for_the_same_image_and_the_recorded_bytes(tmp_path):
+    from kit.files import file_sha256
     from kit.images.built import Artifact, BuiltImage
     from kit.images.convert import artifact_name, up_to_date
-    from kit.results.store import file_sha256
 
     built = BuiltImage(backend="transformers-5.17", tag="kit/t:cpu", image_id="sha256:" + "1" * 64,
                        dockerfile_sha256="d", lock_sha256="l", base="b", kit_version="0", built_at="t", variant="cpu")

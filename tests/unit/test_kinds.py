@@ -130,20 +130,33 @@ def test_the_modules_import_no_circle():
     assert circles == [], circles
 
 
-# layer -> layers it must never import (README.md, Layout: arrows point down the list)
-FORBIDDEN = {
-    "config": {"plan", "results", "images", "launch", "worker", "repro", "cli", "demo", "weights"},
-    "results": {"images", "launch", "worker", "repro", "cli", "demo"},
-    "weights": {"images", "launch", "worker", "repro", "cli", "demo"},
-    "worker": {"launch", "images", "repro", "cli", "demo"},
-    "repro": {"worker", "demo", "cli"},
-}
+# The layers from the bottom up (docs/architecture.md, Layers): a module imports only from its own
+# package or from a lower layer, at the top or inside a function; two packages of one layer never
+# import each other. Every top-level package and module of kit is in exactly one layer.
+LAYERS = (
+    {"", "errors"},                                              # kit's version and its one error family
+    {"files", "safejson", "registry", "sizing"},                 # foundation: standard library only
+    {"config"},                                                  # configs: parse and validate
+    {"plan"},                                                    # pure planning
+    {"weights", "images", "costs"},                              # artifacts: snapshots, images; cost model
+    {"results"},                                                 # the results tree and its contracts
+    {"worker", "repro", "launch", "demo"},                       # in-container worker; launcher; rerun; demo
+    {"cli"},                                                     # the thin face
+    {"__main__"},                                                # python -m kit
+)
+LEVEL = {package: level for level, packages in enumerate(LAYERS) for package in packages}
 
 
-def test_no_module_imports_up_the_layers():
-    upward = sorted(f"{m} -> {n}" for m, deps in GRAPH.items() for n in deps
-                    if _layer(n) in FORBIDDEN.get(_layer(m), set()))
-    assert upward == []
+def test_every_package_is_in_one_layer():
+    packages = {_layer(m) for m in MODULES}
+    assert packages - set(LEVEL) == set(), "place each new package in LAYERS (and docs/architecture.md)"
+    assert sum(len(layer) for layer in LAYERS) == len(LEVEL)
+
+
+def test_no_module_imports_up_or_across_the_layers():
+    wrong = sorted(f"{m} -> {n}" for m, deps in GRAPH.items() for n in deps
+                   if _layer(m) != _layer(n) and LEVEL[_layer(n)] >= LEVEL[_layer(m)])
+    assert wrong == []
 
 
 # the only modules that may name a particular kind: the registry and the kinds' own parts

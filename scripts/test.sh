@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Set up and run the test suite, and say where the time went.
 #   scripts/test.sh            the whole suite, in phases (what `make test` and CI run):
-#     venv       .venv (scripts/venv.sh)
-#     then, in the background while the fast tier runs (as root on Debian; elsewhere the
-#     tests that need them skip, and under CI=true a skip is a failure):
+#     first, as root on Debian: the fast tier's Debian packages (see below), then the background
+#     set-up starts, and runs while .venv is made (scripts/venv.sh) and the fast tier runs (elsewhere
+#     the tests that need it skip, and under CI=true a skip is a failure):
 #       services   one apt transaction for every Debian package the suite uses, dockerd, the
 #                  debootstrapped bases, the Apptainer helper image, Slurm, OAR, sshd, and the CPU
 #                  image build (it fills the wheelhouse and Docker's layer cache for the tests)
@@ -87,6 +87,7 @@ setup_services() {
   phase "services: Slurm" bash scripts/dev/slurm.sh start || rc=1
   phase "services: dockerd" bash scripts/dev/dockerd.sh start &&
     phase "images: bases, Apptainer helper" bash scripts/images/tools.sh &&
+    phase "images: .venv (the foreground's, waited for on its lock)" bash scripts/venv.sh &&
     phase "images: transformers-5.17 cpu build" env KIT_IMAGES_LOCK="$logs/images.lock.json" \
       KIT_IMAGES_DIR="$logs/images" .venv/bin/kit images build transformers-5.17 --variant cpu \
       --wheelhouse "${KIT_WHEELHOUSE:-$HOME/.cache/kit/wheelhouse}" --quiet || rc=1
@@ -115,20 +116,20 @@ table() {
 root_on_debian=0
 [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && root_on_debian=1
 [ "$plan" = 0 ] || root_on_debian=1
-phase "venv (.venv)" bash scripts/venv.sh
-if [ $# -gt 0 ]; then
-  [ "$root_on_debian" = 0 ] || phase "services: Debian packages (one apt run)" bash scripts/dev/packages.sh
-  rc=0
-  phase "tests: pytest $*" .venv/bin/python -m pytest "$@" || rc=$?
-  exit "$rc"
-fi
 rc=0
-if [ "$root_on_debian" = 1 ]; then
-  # first, and waited for: what the fast tier runs (the rest installs while the fast tier runs)
+if [ $# -eq 0 ] && [ "$root_on_debian" = 1 ]; then
+  # first, and waited for: what the fast tier runs; then the rest starts in the background while
+  # .venv is made and the fast tier runs (none of it needs .venv but the image build, which waits)
   phase "packages: the fast tier's programs" bash scripts/dev/packages.sh --fast-tier || rc=$?
   background services setup_services
   background llama.cpp setup_llamacpp
   background engines setup_engines
+fi
+phase "venv (.venv)" bash scripts/venv.sh
+if [ $# -gt 0 ]; then
+  [ "$root_on_debian" = 0 ] || phase "services: Debian packages (one apt run)" bash scripts/dev/packages.sh
+  phase "tests: pytest $*" .venv/bin/python -m pytest "$@" || rc=$?
+  exit "$rc"
 fi
 
 phase "tests: fast tier (no service)" env KIT_TEST_TIER=fast .venv/bin/python -m pytest \

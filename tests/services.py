@@ -19,3 +19,21 @@ def start_service(name: str) -> None:
                        text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
     if r.returncode != 0:
         pytest.fail(f"scripts/dev/{name}.sh start exited {r.returncode}\n{r.stdout}\n{r.stderr}", pytrace=False)
+
+
+def let_kit_run_this_python(*also: Path) -> list[Path]:
+    """Give others traverse-only (x) permission on the folders above this venv's python (a pyenv
+    interpreter under /root, say) and above ALSO, so that the ordinary user `kit` can run it; returns
+    the folders changed. Every test that runs kit as user kit calls it itself: no test may rely on
+    another having run first."""
+    import stat
+    import sys
+
+    changed = []
+    for path in (Path(sys.executable), REPO / "kit", *also):
+        for parent in reversed(Path(os.path.realpath(path)).parents):
+            mode = parent.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                parent.chmod(mode | stat.S_IXOTH)
+                changed.append(parent)
+    return changed

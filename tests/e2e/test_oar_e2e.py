@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from services import start_service
+from services import let_kit_run_this_python, start_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
@@ -46,17 +45,6 @@ def as_kit(argv: list[str], cwd: Path, env: dict | None = None, timeout: int = 3
     pairs = [f"{k}={v}" for k, v in {**KIT_ENV, **(env or {})}.items()]
     return subprocess.run(["runuser", "-u", "kit", "--", "env", "-i", *pairs, *argv], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def grant_traverse(path: Path) -> list[Path]:
-    """Give others traverse-only permission on the folders above `path` that lack it."""
-    changed = []
-    for parent in reversed(Path(os.path.realpath(path)).parents):
-        mode = parent.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            parent.chmod(mode | stat.S_IXOTH)
-            changed.append(parent)
-    return changed
 
 
 @dataclass
@@ -148,7 +136,7 @@ def ws() -> Workspace:
     start_service("oar")
     start_service("sshd")
     t_services = time.monotonic() - t0
-    changed = grant_traverse(Path(PY)) + grant_traverse(REPO / "kit")
+    changed = let_kit_run_this_python(Path(PY))
     if changed:
         print(f"\ngave others traverse (x) permission on {', '.join(map(str, changed))} so user kit can run {PY}")
     probe = as_kit([PY, "-c", "import kit, torch, transformers"], Path("/"))

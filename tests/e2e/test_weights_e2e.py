@@ -21,7 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from services import start_service
+from services import let_kit_run_this_python, start_service
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hubserver import HubServer, Repo  # noqa: E402
@@ -82,20 +82,11 @@ def as_kit(argv: list[str], cwd: Path, env: dict | None = None) -> subprocess.Co
                           text=True, timeout=300, stdin=subprocess.DEVNULL)
 
 
-def grant_traverse(path: Path) -> None:
-    """Others need traverse (x) on the folders above this venv's python to run it as kit."""
-    for parent in reversed(Path(os.path.realpath(path)).parents):
-        mode = parent.stat().st_mode
-        if not mode & 0o001:
-            parent.chmod(mode | 0o001)
-
-
 @pytest.fixture(scope="module")
 def ws():
     start_service("oar")
     start_service("sshd")
-    grant_traverse(Path(PY))
-    grant_traverse(REPO / "kit")
+    let_kit_run_this_python(Path(PY))
     base = Path(tempfile.mkdtemp(prefix="kit-weights-e2e-", dir="/tmp"))
     base.chmod(0o755)
     assets, cluster, here = base / "assets", base / "cluster", base / "here"

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from services import start_service
+from services import let_kit_run_this_python, start_service
 
 from kit.demo.dataset import write_demo_benchmark
 from kit.weights.manifest import build_manifest, local_sizes, write_manifest
@@ -328,6 +328,7 @@ def cluster_workspace(owner: str | None) -> Path:
     if owner:
         for p in [root, *root.rglob("*")]:
             shutil.chown(p, owner, owner)
+        let_kit_run_this_python()
     return root
 
 

@@ -10,7 +10,7 @@
 #      install, but those a Debian 12 base machine has (scripts/dev/packages.sh --list base), and the
 #      files kit's scripts leave (policy-rc.d, locks, the apt stamp, the user `kit`);
 #   4. empties the caches (pip, uv, kit's wheelhouse and llama.cpp wheel, Hugging Face) and
-#      /tmp/kit-*, /var/tmp/kit-*, /tmp/pytest-of-*;
+#      /tmp/kit-*, /var/tmp/kit-*, /tmp/pytest-of-*; root's home back to mode 700;
 #   5. clones HEAD into CLONE_DIR (default: a folder `kit-brand-new-ci` beside this checkout, so that
 #      ../shared is found as CI finds it) and starts `.ci/run` there under nohup, HOME an empty folder
 #      and stdin closed, as CI starts it. Its output goes to CLONE_DIR.log, its exit status to
@@ -74,6 +74,8 @@ rm -f /usr/sbin/policy-rc.d "$KIT_APT_STAMP" /run/lock/kit-*.lock
 rm -rf /etc/oar /var/lib/oar /etc/slurm /var/lib/slurm /var/spool/slurm* \
   /etc/munge /var/lib/munge /etc/kit-sshd /etc/ssh/ssh_config.d/kit-frontend.conf /run/kit-* /var/log/kit-*
 id kit >/dev/null 2>&1 && userdel -r kit 2>/dev/null || true
+# tests that run kit as user kit open root's home for traversal (tests/services.py); a new machine's is 700
+chmod 700 "$(getent passwd root | cut -d: -f6)"
 
 # 4. caches and temporary files
 rm -rf "${HOME:?}/.cache/pip" "$HOME/.cache/uv" "$HOME/.cache/kit" "$HOME/.cache/huggingface" \
@@ -81,7 +83,7 @@ rm -rf "${HOME:?}/.cache/pip" "$HOME/.cache/uv" "$HOME/.cache/kit" "$HOME/.cache
 step "caches emptied"
 
 # 5. a fresh clone, CI started under nohup
-rm -rf "$clone" "$clone.home"
+rm -rf "$clone" "$clone.home" "$clone.rc"
 git clone -q "$REPO" "$clone"
 mkdir -p "$clone.home"
 ( cd "$clone" && nohup env -u VIRTUAL_ENV HOME="$clone.home" CI=true bash -c 'bash .ci/run; echo $? >"$0.rc"' "$clone" \

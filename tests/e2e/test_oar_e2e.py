@@ -136,7 +136,7 @@ def ws() -> Workspace:
     start_service("oar")
     start_service("sshd")
     t_services = time.monotonic() - t0
-    changed = let_kit_run_this_python(Path(PY))
+    changed = let_kit_run_this_python()
     if changed:
         print(f"\ngave others traverse (x) permission on {', '.join(map(str, changed))} so user kit can run {PY}")
     probe = as_kit([PY, "-c", "import kit, torch, transformers"], Path("/"))

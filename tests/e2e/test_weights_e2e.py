@@ -86,7 +86,7 @@ def as_kit(argv: list[str], cwd: Path, env: dict | None = None) -> subprocess.Co
 def ws():
     start_service("oar")
     start_service("sshd")
-    let_kit_run_this_python(Path(PY))
+    let_kit_run_this_python()
     base = Path(tempfile.mkdtemp(prefix="kit-weights-e2e-", dir="/tmp"))
     base.chmod(0o755)
     assets, cluster, here = base / "assets", base / "cluster", base / "here"

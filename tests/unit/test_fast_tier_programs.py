@@ -35,7 +35,7 @@ def test_the_fast_tier_s_packages_are_installed_and_waited_for_before_the_fast_t
     assert installs and installs[0] < fast, rows
     # the fast tier records what it runs, so that the check below applies to it
     assert "KIT_TEST_TIER=fast" in rows[fast][2]
-    # nothing of the background install stands between them in the foreground
+    # and no other test run starts before the fast tier
     assert all(where == "bg" or "pytest" not in cmd for where, _, cmd in rows[:fast])
 
 

@@ -75,10 +75,10 @@ def _mode_for(path: Path) -> int:
     try:
         return path.stat().st_mode & 0o7777
     except OSError:
-        return 0o666 & ~_umask()
+        return 0o666 & ~umask()
 
 
-def _umask() -> int:
+def umask() -> int:
     """The process's umask (read from /proc where it can be, so the umask is never changed)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -35,25 +36,27 @@ def cancel(site_name: str, sites_file: Path, roster: Path, benchmark: Path | Non
       kit cancel --site cluster
     """
     from kit.config.project import load_project
-    from kit.config.sites import load_sites
     from kit.launch.cancel import cancel_site
+    from kit.launch.site import load_site
 
-    site = load_sites(sites_file).get(site_name)
+    site = load_site(sites_file, site_name)
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
     runs = project.roster.select(models)
-    plan = cancel_site(project, site, sites_file, runs, common.split_languages(languages), dry_run=dry_run)
-    if as_json:
-        common.print_json("cancel", common.OK, {**plan.as_dict(), "dry_run": dry_run})
-        return
+    plan = cancel_site(project, site, runs, common.split_languages(languages), dry_run=dry_run)
+    render(Outcome("cancel", {**plan.as_dict(), "dry_run": dry_run}, _lines(plan, site.name, dry_run)), as_json)
+
+
+def _lines(plan, site_name: str, dry_run: bool):
+    """The jobs left alone, the jobs that own pending pairs, and the cancel command (run or not)."""
     for job, state in sorted(plan.not_live.items()):
-        click.echo(f"job {job}: {state}, left alone")
+        yield f"job {job}: {state}, left alone"
     if not plan.jobs:
-        click.echo(f"site {site.name}: no queued or running job owns a pending pair; nothing to cancel")
+        yield f"site {site_name}: no queued or running job owns a pending pair; nothing to cancel"
         return
     for job, pairs in plan.jobs.items():
-        click.echo(f"job {job}: {len(pairs)} pending pair(s): " + ", ".join(str(p) for p in pairs))
+        yield f"job {job}: {len(pairs)} pending pair(s): " + ", ".join(str(p) for p in pairs)
     if dry_run:
-        click.echo("# cancel command (not run):")
-        click.echo(shlex.join(plan.command))
+        yield "# cancel command (not run):"
+        yield shlex.join(plan.command)
     else:
-        click.echo(f"site {site.name}: cancelled {len(plan.jobs)} job(s): {shlex.join(plan.command)}")
+        yield f"site {site_name}: cancelled {len(plan.jobs)} job(s): {shlex.join(plan.command)}"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 from kit.errors import ConfigError
 
 # where `kit images build` records what it built, unless KIT_IMAGES_LOCK says otherwise
@@ -69,17 +69,20 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids, weights)
     failed = [f for rule in RULES for f in findings[rule.name]]
     verdict = "PASS" if not failed else "FAIL"
-    if as_json:
-        common.print_json("check", common.FAILED if failed else common.OK, {
-            "verdict": verdict, "checkpoints": len(inp.checkpoints), "expected": len(expected),
+    data = {"verdict": verdict, "checkpoints": len(inp.checkpoints), "expected": len(expected),
             "rules": {r.name: {"description": r.description, "findings": [vars(f) for f in findings[r.name]]}
-                      for r in RULES}})
-    else:
-        for rule in RULES:
-            n = len(findings[rule.name])
-            click.echo(f"{'ok  ' if not n else 'FAIL'}  {rule.name:<22} {rule.description}" + (f" ({n})" if n else ""))
-        for f in failed:
-            click.echo(f.line())
-        click.echo(f"{verdict}: {len(inp.checkpoints)} checkpoints, {len(expected)} expected pairs, {len(failed)} findings")
-    if failed:
-        sys.exit(1)
+                      for r in RULES}}
+    render(Outcome("check", data, _lines(findings, failed, verdict, len(inp.checkpoints), len(expected)),
+                   failed=bool(failed)), as_json)
+
+
+def _lines(findings, failed, verdict: str, checkpoints: int, expected: int):
+    """Each rule's verdict, each finding, and the total."""
+    from kit.results.check import RULES
+
+    for rule in RULES:
+        n = len(findings[rule.name])
+        yield f"{'ok  ' if not n else 'FAIL'}  {rule.name:<22} {rule.description}" + (f" ({n})" if n else "")
+    for f in failed:
+        yield f.line()
+    yield f"{verdict}: {checkpoints} checkpoints, {expected} expected pairs, {len(failed)} findings"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 from kit.errors import CheckpointError, ConfigError
 
 
@@ -53,19 +53,21 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
     plan = plan_collect(pairs_of_sites, expected, PlanExpectations(project.benchmark, runs))
     if plan.problems:
-        if as_json:
-            common.print_json("collect", common.FAILED, {"problems": plan.problems}, plan.problems)
-            sys.exit(1)
-        for problem in plan.problems:
-            click.echo(f"  {problem}", err=True)
-        raise CheckpointError(f"collect refused: {len(plan.problems)} problems (listed above); nothing written",
-                              fix="mend or remove those files (a pair two sites hold: keep one of its files)")
+        if not as_json:
+            for problem in plan.problems:
+                click.echo(f"  {problem}", err=True)
+            raise CheckpointError(f"collect refused: {len(plan.problems)} problems (listed above); nothing written",
+                                  fix="mend or remove those files (a pair two sites hold: keep one of its files)")
+        render(Outcome("collect", {"problems": plan.problems}, errors=plan.problems), as_json)
+        return
     out = install_collect(plan, output, force=force)
     by_site: dict[str, int] = {}
     for site, _ in plan.chosen.values():
         by_site[site] = by_site.get(site, 0) + 1
-    if as_json:
-        common.print_json("collect", common.OK, {"output": str(out), "pairs": len(plan.chosen), "by_site": by_site})
-    else:
-        click.echo(f"collected {len(plan.chosen)} pairs into {out} ("
-                   + ", ".join(f"{s}: {n}" for s, n in sorted(by_site.items())) + ")")
+    render(Outcome("collect", {"output": str(out), "pairs": len(plan.chosen), "by_site": by_site},
+                   _lines(out, len(plan.chosen), by_site)), as_json)
+
+
+def _lines(out: Path, pairs: int, by_site: dict[str, int]):
+    """How many pairs went into the merged tree, from each site."""
+    yield f"collected {pairs} pairs into {out} (" + ", ".join(f"{s}: {n}" for s, n in sorted(by_site.items())) + ")"

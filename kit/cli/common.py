@@ -39,6 +39,18 @@ unpinned_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON envelope instead of tables.")
 
 
+def roster_given() -> bool:
+    """Whether --roster (or KIT_ROSTER) was given, not defaulted to ./roster.toml."""
+    source = click.get_current_context().get_parameter_source("roster")
+    return source not in (None, click.core.ParameterSource.DEFAULT)
+
+
+def roster_to_use(roster: Path) -> Path | None:
+    """The roster a command that also works without one reads: the one given, or ./roster.toml when
+    it is there; None when neither (the command then works on the checkpoints alone)."""
+    return roster if roster_given() or roster.exists() else None
+
+
 def split_names(text: str | None) -> list[str] | None:
     """'a, b' -> ['a', 'b'], as written; None or '' -> None."""
     if not text:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 from kit.errors import SubmitError
 
 
@@ -38,10 +38,10 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
     import os
 
     from kit.config.project import load_project
-    from kit.config.sites import load_sites
     from kit.demo.run import prepare_demo
     from kit.launch.overview import plan_overview
-    from kit.launch.submit import prepare_run, submit_run
+    from kit.launch.run import RunRequest, prepare_kit_run
+    from kit.launch.submit import submit_run
     from kit.results.report import write_report
     from kit.results.identity import PlanExpectations
     from kit.results.status import count_states, pair_states
@@ -56,12 +56,12 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
     c = ov.counts
     show(f"plan: {len(ov.runs)} runs x {len(ov.languages)} languages ({', '.join(ov.languages)}) = "
          f"{ov.pairs} pairs, {ov.total_prompts} prompts; {c['complete']} complete, {c['pending']} pending")
-    site = load_sites(files.sites).get("local")
-    plan = prepare_run(project, [site], files.sites.parent, runs, None)
+    prepared = prepare_kit_run(RunRequest(files.sites, ("local",), files.roster))
+    for warning in prepared.warnings:
+        common.say(f"kit: warning: {warning}")
+    plan = prepared.plan
     if plan.pending:
-        from kit.launch.sitestatus import state_dir_for
-
-        subs = submit_run(plan, state_dir_for(files.sites))
+        subs = submit_run(plan)
         failed = [j for s in subs for j, code in s.exit_codes.items() if code]
         if failed:
             raise SubmitError(f"demo job {', '.join(failed)} failed", fix=f"read its log in {files.workdir / 'logs'}")
@@ -69,18 +69,24 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
         show("every pair is already complete: nothing to run")
     statuses = pair_states(files.results, ov.assigned, PlanExpectations(project.benchmark, runs))
     counts = count_states(statuses)
-    for s in statuses:
+    for s in statuses:   # progress too: shown before the report, which refuses a tree without a complete pair
         show(f"  {s.state:<9} {s.pair.run} [{s.pair.language}]  {s.path}")
     show("status: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
     paths = write_report(files.results, files.report)
-    show(f"\nresults  {files.results}")
-    show(f"report   {files.report}  ({', '.join(p.name for p in paths.files.values())})")
-    show(f"roster   {files.roster}\nsites    {files.sites}\nassets   {files.cache}")
-    show(f"done in {time.perf_counter() - t0:.1f}s; run `kit demo` again: every pair is skipped")
+    seconds = time.perf_counter() - t0
+    text = list(_lines(files, paths, seconds))
     if as_json:
-        common.print_json("demo", common.OK if counts.get("complete", 0) == len(statuses) else common.FAILED, {
-            "workdir": str(files.workdir), "results": str(files.results), "roster": str(files.roster),
+        for line in text:   # under --json the summary is progress too: stdout holds the envelope alone
+            show(line)
+    data = {"workdir": str(files.workdir), "results": str(files.results), "roster": str(files.roster),
             "sites": str(files.sites), "assets": str(files.cache), "counts": counts,
-            "report": {role: str(p) for role, p in paths.files.items()}, "seconds": round(time.perf_counter() - t0, 1)})
-    if counts.get("complete", 0) != len(statuses):
-        sys.exit(1)
+            "report": {role: str(p) for role, p in paths.files.items()}, "seconds": round(seconds, 1)}
+    render(Outcome("demo", data, text, failed=counts.get("complete", 0) != len(statuses)), as_json)
+
+
+def _lines(files, paths, seconds: float):
+    """Where the demo's results, report and inputs are, and how long it took."""
+    yield f"\nresults  {files.results}"
+    yield f"report   {files.report}  ({', '.join(p.name for p in paths.files.values())})"
+    yield f"roster   {files.roster}\nsites    {files.sites}\nassets   {files.cache}"
+    yield f"done in {seconds:.1f}s; run `kit demo` again: every pair is skipped"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -31,17 +31,16 @@ def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
     from kit.results.lrb_export import export_lrb
 
     done = export_lrb(results, output)
-    ok = not done.refused
-    if as_json:
-        common.print_json("export", common.OK if ok else common.FAILED,
-                          {"format": fmt, "written": [str(p) for p in done.written],
-                           "refused": {str(p): reasons for p, reasons in done.refused.items()}})
+    render(Outcome("export", {"format": fmt, "written": [str(p) for p in done.written],
+                              "refused": {str(p): reasons for p, reasons in done.refused.items()}},
+                   _lines(done, output), failed=bool(done.refused)), as_json)
+
+
+def _lines(done, output: Path):
+    """Each refused checkpoint with its reasons, then what was written (or that nothing was)."""
+    for path, reasons in done.refused.items():
+        yield f"FAIL  {path}: {'; '.join(reasons)}"
+    if not done.refused:
+        yield f"{len(done.written)} lrb result files written to {output}"
     else:
-        for path, reasons in done.refused.items():
-            click.echo(f"FAIL  {path}: {'; '.join(reasons)}")
-        if ok:
-            click.echo(f"{len(done.written)} lrb result files written to {output}")
-        else:
-            click.echo(f"nothing written: {len(done.refused)} checkpoint(s) cannot be exported")
-    if not ok:
-        sys.exit(1)
+        yield f"nothing written: {len(done.refused)} checkpoint(s) cannot be exported"

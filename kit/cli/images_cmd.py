@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sys
+from functools import partial
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 files_options = [
     click.option("--images-file", type=click.Path(path_type=Path), default="containers/images.toml",
@@ -28,6 +29,7 @@ def with_files(f):
 
 
 def _built(names, images_file: Path, lock_file: Path):
+    """Each named image's target (at its built variant) and its entry in the lock of built images."""
     from kit.images import spec
     from kit.images.built import load_lock
 
@@ -71,10 +73,7 @@ def locks_cmd(names, upgrade, images_file, lock_file, as_json) -> None:
 
     jobs = lock_jobs(images_file, list(names) or None, upgrade=upgrade)
     run_jobs(jobs, repo_root(images_file), common.say)
-    if as_json:
-        common.print_json("images locks", common.OK, {"locks": len(jobs), "upgrade": upgrade})
-        return
-    click.echo("locks written")
+    render(Outcome("images locks", {"locks": len(jobs), "upgrade": upgrade}, ["locks written"]), as_json)
 
 
 @images.command("build")
@@ -112,10 +111,8 @@ def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, drop_build_
     for t in targets:
         r = build(t, opts, lock_file)
         built.append({"image": t.name, "tag": r.tag, "image_id": r.image_id, "variant": r.variant})
-        if not as_json:
-            click.echo(f"{t.name}\t{r.tag}\t{r.image_id}")
-    if as_json:
-        common.print_json("images build", common.OK, {"lock": str(lock_file), "built": built})
+    render(Outcome("images build", {"lock": str(lock_file), "built": built},
+                   (f"{b['image']}\t{b['tag']}\t{b['image_id']}" for b in built)), as_json)
 
 
 @images.command("convert")
@@ -143,10 +140,8 @@ def convert_cmd(names, to, force, out_dir, images_file, lock_file, as_json) -> N
     for _, built in list(_built(names, images_file, lock_file)):
         for form, art in convert(built, forms_of(to), out_dir, lock_file, force=force).items():
             made.append({"image": built.backend, "form": form, "file": str(out_dir / art.file), "sha256": art.sha256})
-            if not as_json:
-                click.echo(f"{built.backend}\t{form}\t{out_dir / art.file}\t{art.sha256}")
-    if as_json:
-        common.print_json("images convert", common.OK, {"artifacts": made})
+    render(Outcome("images convert", {"artifacts": made},
+                   (f"{m['image']}\t{m['form']}\t{m['file']}\t{m['sha256']}" for m in made)), as_json)
 
 
 @images.command("save")
@@ -167,10 +162,8 @@ def save_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
     for _, built in list(_built(names, images_file, lock_file)):
         art = convert(built, ("tar",), out_dir, lock_file)["tar"]
         saved.append({"image": built.backend, "file": str(out_dir / art.file), "sha256": art.sha256})
-        if not as_json:
-            click.echo(f"{built.backend}\ttar\t{out_dir / art.file}\t{art.sha256}")
-    if as_json:
-        common.print_json("images save", common.OK, {"archives": saved})
+    render(Outcome("images save", {"archives": saved},
+                   (f"{s['image']}\ttar\t{s['file']}\t{s['sha256']}" for s in saved)), as_json)
 
 
 @images.command("verify")
@@ -187,24 +180,25 @@ def verify_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
     """
     from kit.images.verify import verify
 
-    data, failed = [], False
-    for _, built in list(_built(names, images_file, lock_file)):
-        for r in verify(built, out_dir, progress=common.say):
-            failed |= bool(r.differences)
-            data.append({"image": built.backend, "form": r.form, "file": r.file, "entries": r.entries,
-                         "differences": [d.path for d in r.differences], "ignored": dict(r.ignored)})
-            if not as_json:
-                verdict = "SAME" if not r.differences else f"DIFFERENT ({len(r.differences)} paths)"
-                click.echo(f"{built.backend} {r.form}: {verdict}; {r.entries} entries, "
-                           f"{sum(r.ignored.values())} runtime-metadata paths ignored")
-                for reason, n in sorted(r.ignored.items()):
-                    click.echo(f"  ignored {n:3d}: {reason}")
-                for d in r.differences:
-                    click.echo(f"  differs: /{d.path}: image {d.left.describe() if d.left else 'absent'}"
-                               f" | {r.form} {d.right.describe() if d.right else 'absent'}")
-    if as_json:
-        common.print_json("images verify", common.FAILED if failed else common.OK, data)
-    sys.exit(1 if failed else 0)
+    checked = [(built.backend, r) for _, built in list(_built(names, images_file, lock_file))
+               for r in verify(built, out_dir, progress=common.say)]
+    data = [{"image": image, "form": r.form, "file": r.file, "entries": r.entries,
+             "differences": [d.path for d in r.differences], "ignored": dict(r.ignored)} for image, r in checked]
+    render(Outcome("images verify", data, _verify_lines(checked), failed=any(r.differences for _, r in checked)),
+           as_json)
+
+
+def _verify_lines(checked):
+    """Each artifact's verdict, the runtime-metadata paths it ignored, and every differing path."""
+    for image, r in checked:
+        verdict = "SAME" if not r.differences else f"DIFFERENT ({len(r.differences)} paths)"
+        yield (f"{image} {r.form}: {verdict}; {r.entries} entries, "
+               f"{sum(r.ignored.values())} runtime-metadata paths ignored")
+        for reason, n in sorted(r.ignored.items()):
+            yield f"  ignored {n:3d}: {reason}"
+        for d in r.differences:
+            yield (f"  differs: /{d.path}: image {d.left.describe() if d.left else 'absent'}"
+                   f" | {r.form} {d.right.describe() if d.right else 'absent'}")
 
 
 @images.command("lint")
@@ -226,16 +220,10 @@ def lint_cmd(names, images_file, lock_file, as_json) -> None:
     """
     from kit.images.lint import lint
 
-    data, failed = [], False
-    for t, built in list(_built(names, images_file, lock_file)):
-        for f in lint(t, built):
-            failed |= not f.ok
-            data.append({"image": t.name, "check": f.check, "ok": f.ok, "state": f.state, "detail": f.detail})
-            if not as_json:
-                click.echo(f"{f.state:9}  {t.name:18} {f.check:16} {f.detail}")
-    if as_json:
-        common.print_json("images lint", common.FAILED if failed else common.OK, data)
-    sys.exit(1 if failed else 0)
+    data = [{"image": t.name, "check": f.check, "ok": f.ok, "state": f.state, "detail": f.detail}
+            for t, built in list(_built(names, images_file, lock_file)) for f in lint(t, built)]
+    lines = (f"{d['state']:9}  {d['image']:18} {d['check']:16} {d['detail']}" for d in data)
+    render(Outcome("images lint", data, lines, failed=not all(d["ok"] for d in data)), as_json)
 
 
 @images.command("defs")
@@ -251,13 +239,13 @@ def defs_cmd(check, images_file, lock_file, as_json) -> None:
       kit images defs --check    fail if one is stale (what the tests run)
     """
     from kit.images import spec
-    from kit.images.apptainer_def import def_path, render
+    from kit.images.apptainer_def import def_path, render as render_def
 
     stale, written = [], []
     for t in spec.all_targets(images_file):
         if t.variant:
             continue
-        path, text = def_path(t), render(t)
+        path, text = def_path(t), render_def(t)
         if check:
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 stale.append(str(path))
@@ -265,11 +253,13 @@ def defs_cmd(check, images_file, lock_file, as_json) -> None:
             path.parent.mkdir(exist_ok=True)
             path.write_text(text, encoding="utf-8")
             written.append(str(path))
-            if not as_json:
-                click.echo(f"wrote {path}")
-    if as_json:
-        common.print_json("images defs", common.FAILED if stale else common.OK, {"check": check, "stale": stale, "written": written})
-    elif stale:
-        click.echo(f"stale: {', '.join(stale)} (run: kit images defs)", err=True)
+    render(Outcome("images defs", {"check": check, "stale": stale, "written": written},
+                   partial(_print_defs, written, stale), failed=bool(stale)), as_json)
+
+
+def _print_defs(written: list[str], stale: list[str]) -> None:
+    """The definition files written, on stdout; the stale ones, with the command that regenerates them, on stderr."""
+    for path in written:
+        click.echo(f"wrote {path}")
     if stale:
-        sys.exit(1)
+        click.echo(f"stale: {', '.join(stale)} (run: kit images defs)", err=True)

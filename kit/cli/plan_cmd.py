@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from kit.cli import common
-from kit.results import keys
+from kit.cli.outcome import Outcome, render
+from kit.results.keys import PairState
 
 
 @click.command()
@@ -48,46 +49,47 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
     from kit.plan import parse_shard
 
     shard = parse_shard(shard_text)
-    explicit_roster = click.get_current_context().get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned,
-                           roster_required=explicit_roster or bool(models))
+                           roster_required=common.roster_given() or bool(models))
     runs = project.roster.select(models) if project.roster.run else []
     ov = plan_overview(project, runs, common.split_languages(languages), shard, results)
-    images = []
+    site, images = None, []
     if site_name is not None:
-        from kit.config.sites import load_sites
         from kit.config.walltime import short_walltime
         from kit.launch.plan_images import run_images
+        from kit.launch.site import load_site
 
-        site = load_sites(sites_file).get(site_name)
-        note = short_walltime(site.walltime, site.scheduler)
+        site = load_site(sites_file, site_name)
+        note = short_walltime(site.config.walltime, site.config.scheduler)
         if note:
             common.say(f"kit: warning: site {site.name}: {note}")
-        images = run_images(site, runs, sites_file.resolve().parent, images_lock)
-    if as_json:
-        data = ov.as_dict()
-        if site_name is not None:
-            data["images"] = [i.as_dict() for i in images]
-        common.print_json("plan", common.OK, data)
-        return
-    echo = click.echo
-    echo(f"benchmark  {project.benchmark.root}  ({project.benchmark.describe()})")
-    echo(f"whole set  {ov.whole_set[0]}: {ov.whole_set[1]}")
+        images = run_images(site, runs, images_lock)
+    data = ov.as_dict()
+    if site is not None:
+        data["images"] = [i.as_dict() for i in images]
+    render(Outcome("plan", data, _lines(project, ov, shard, results, site, images)), as_json)
+
+
+def _lines(project, ov, shard: tuple[int, int], results: Path, site, images: list):
+    """The benchmark, runs, languages, pairs, the shard, its checkpoints' states, and (with a site) each
+    run's image there."""
+    yield f"benchmark  {project.benchmark.root}  ({project.benchmark.describe()})"
+    yield f"whole set  {ov.whole_set[0]}: {ov.whole_set[1]}"
     for task, digest in ov.prompt_digests.items():
-        echo(f"prompt     {task}: sha256 {digest}")
-    echo(f"runs       {len(ov.runs)}" + (": " + ", ".join(ov.runs) if ov.runs else "  (no roster: pass --roster to plan pairs)"))
-    echo(f"languages  {len(ov.languages)}")
+        yield f"prompt     {task}: sha256 {digest}"
+    yield f"runs       {len(ov.runs)}" + (": " + ", ".join(ov.runs) if ov.runs else "  (no roster: pass --roster to plan pairs)")
+    yield f"languages  {len(ov.languages)}"
     for lang in ov.languages:
-        echo(f"  {lang:<6} {ov.prompts_per_language[lang]:>5} prompts  sha256 {ov.digests[lang]}  ok")
-    echo(f"pairs      {ov.pairs}")
-    echo(f"shard      {shard[0]}/{shard[1]}: {len(ov.assigned)} pairs, {ov.total_prompts} prompts")
+        yield f"  {lang:<6} {ov.prompts_per_language[lang]:>5} prompts  sha256 {ov.digests[lang]}  ok"
+    yield f"pairs      {ov.pairs}"
+    yield f"shard      {shard[0]}/{shard[1]}: {len(ov.assigned)} pairs, {ov.total_prompts} prompts"
     c = ov.counts
-    echo(f"results    {results}: {c['complete']} complete, {c['pending']} pending, {c['stale']} stale, "
-         f"{c['invalid']} invalid")
+    yield (f"results    {results}: {c['complete']} complete, {c['pending']} pending, {c['stale']} stale, "
+           f"{c['invalid']} invalid")
     for st in ov.states:
-        if st.state in (keys.INVALID, keys.STALE):
-            echo(f"  {st.state:<8} {st.path}: {'; '.join(st.reasons)}")
-    if site_name is not None:
-        echo(f"images     site {site_name} ({site.runtime}): {len(images)} runs")
+        if st.state in (PairState.INVALID, PairState.STALE):
+            yield f"  {st.state:<8} {st.path}: {'; '.join(st.reasons)}"
+    if site is not None:
+        yield f"images     site {site.name} ({site.config.runtime}): {len(images)} runs"
         for i in images:
-            echo(f"  {i.run}  {i.backend}  " + (f"{i.ref}  {i.digest}" if i.ref else "host venv (no image)"))
+            yield f"  {i.run}  {i.backend}  " + (f"{i.ref}  {i.digest}" if i.ref else "host venv (no image)")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -48,15 +49,16 @@ def publish(repo_id: str, release: Path, dry_run: bool, private: bool, message: 
     url = None
     if not dry_run:
         url = upload(repo_id, plan, default_api(token_file, endpoint), private=private, message=message)
-    if as_json:
-        common.print_json("publish", common.OK, {"repo_id": repo_id, "dry_run": dry_run, "commit_url": url,
-                                                 **plan.as_dict()})
-        return
-    size = sum(plan.files.values())
+    render(Outcome("publish", {"repo_id": repo_id, "dry_run": dry_run, "commit_url": url, **plan.as_dict()},
+                   _lines(plan, release, repo_id, dry_run, url)), as_json)
+
+
+def _lines(plan, release: Path, repo_id: str, dry_run: bool, url: str | None):
+    """What was (or would be) uploaded, in all and file by file, then each file left out and why."""
     verb = "would upload" if dry_run else "uploaded"
-    click.echo(f"{verb} {len(plan.files)} files ({size:,} bytes) from {release} to dataset {repo_id}"
-               + (f": {url}" if url else ""))
+    yield (f"{verb} {len(plan.files)} files ({sum(plan.files.values()):,} bytes) from {release} to dataset {repo_id}"
+           + (f": {url}" if url else ""))
     for rel, n in plan.files.items():
-        click.echo(f"  {rel}  ({n:,} bytes)")
+        yield f"  {rel}  ({n:,} bytes)"
     for rel, why in plan.skipped.items():
-        click.echo(f"  skipped {rel}: {why}")
+        yield f"  skipped {rel}: {why}"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -31,30 +31,26 @@ def pull(site_name: str, dest: Path | None, sites_file: Path, as_json: bool) -> 
       kit pull --site nancy                       # into ./results-nancy
       kit pull --site grenoble --to results-grenoble --json
     """
-    from kit.config.sites import load_sites
-    from kit.launch.frontend import Frontend
-    from kit.launch.paths import site_paths
     from kit.launch.remote import check_remote_paths, sync_tree
+    from kit.launch.site import load_site
     from kit.results.status import count_states, scan_results
 
-    site = load_sites(sites_file).get(site_name)
+    site = load_site(sites_file, site_name)
     if site.is_remote:
-        check_remote_paths(site)
-    source = str(site_paths(site, sites_file.resolve().parent).results)
+        check_remote_paths(site.config)
     dest = dest or Path(f"results-{site.name}")
-    report = sync_tree(Frontend(site.frontend), source, dest, delete=False)
+    report = sync_tree(site.frontend, str(site.paths.results), dest, delete=False)
     statuses = scan_results(dest)
     counts = count_states(statuses)
     invalid = [s for s in statuses if s.state != "complete"]
     data = {"site": site.name, "source": report.source, "dest": str(dest), "listed": report.listed,
             "copied": report.fetched, "counts": counts, "invalid": [s.as_dict() for s in invalid]}
-    if as_json:
-        common.print_json("pull", common.FAILED if invalid else common.OK, data)
-    else:
-        click.echo(f"pulled {report.source} -> {dest}: {report.listed} files there, {len(report.fetched)} copied "
-                   f"(new or changed)")
-        for s in invalid:
-            click.echo(f"  INVALID {s.path}: {'; '.join(s.reasons)}")
-        click.echo(f"{len(statuses)} checkpoints: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "none"))
-    if invalid:
-        sys.exit(1)
+    render(Outcome("pull", data, _lines(report, dest, statuses, counts, invalid), failed=bool(invalid)), as_json)
+
+
+def _lines(report, dest: Path, statuses: list, counts: dict[str, int], invalid: list):
+    """What was copied, each invalid checkpoint, and the count of checkpoints by state."""
+    yield f"pulled {report.source} -> {dest}: {report.listed} files there, {len(report.fetched)} copied (new or changed)"
+    for s in invalid:
+        yield f"  INVALID {s.path}: {'; '.join(s.reasons)}"
+    yield f"{len(statuses)} checkpoints: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "none")

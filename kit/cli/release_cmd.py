@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -51,22 +52,22 @@ def release(results: Path, output: Path, roster: Path, benchmark: Path | None, n
     from kit.config.project import load_project
     from kit.results.release import build_release
 
-    ctx = click.get_current_context()
-    explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
     project = None
-    if explicit or roster.exists():
+    if common.roster_to_use(roster):
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
     elif benchmark is not None:
         project = load_project(None, benchmark, roster_required=False)
     runs = list(project.roster.run) if project is not None else None
     done = build_release(results, output, benchmark=project.benchmark if project is not None else None, runs=runs,
                          name=name, license_id=license_id, force=force)
-    if as_json:
-        common.print_json("release", common.OK, done.as_dict())
-        return
-    click.echo(f"release {output}: {'complete' if done.complete else 'in progress'}, {len(done.files)} files")
+    render(Outcome("release", done.as_dict(), _lines(output, done)), as_json)
+
+
+def _lines(output: Path, done):
+    """Whether the release is complete, each run's coverage, and the stale checkpoints left out."""
+    yield f"release {output}: {'complete' if done.complete else 'in progress'}, {len(done.files)} files"
     for c in done.coverage:
         n = len(c.complete) + len(c.other)
-        click.echo(f"  {c.run}: {len(c.complete)}/{n} languages" + ("" if c.done else f" (not complete: {', '.join(sorted(c.other))})"))
+        yield f"  {c.run}: {len(c.complete)}/{n} languages" + ("" if c.done else f" (not complete: {', '.join(sorted(c.other))})")
     for path, reasons in done.left_out.items():
-        click.echo(f"  left out (stale): {path}: {'; '.join(reasons)}")
+        yield f"  left out (stale): {path}: {'; '.join(reasons)}"

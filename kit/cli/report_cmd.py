@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sys
+from functools import partial
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -49,43 +50,39 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
       kit report results --include-stale --json
     """
     from kit.config.project import load_project
-    from kit.results.cache import CheckpointCache
     from kit.results.identity import PlanExpectations
     from kit.results.report import write_report
+    from kit.results.tree import ResultsTree
 
-    ctx = click.get_current_context()
-    explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
     expect = None
-    if explicit or roster.exists():
+    if common.roster_to_use(roster):
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         expect = PlanExpectations(project.benchmark, list(project.roster.run))
     out = output or results / "report"
-    cache = CheckpointCache.open(results)   # validated checkpoints, kept for the next command
-    try:
-        outcome = write_report(results, out, runs=list(models) or None, expect=expect, include_stale=include_stale,
-                               verdicts=list(verdict_dirs) or None, validate_all=cache.validate_all)
-    finally:
-        cache.save()
-    files = {role: str(path) for role, path in outcome.files.items()}
-    failed = bool(outcome.invalid)
-    stale_note = ("counted, marked stale in the summary" if outcome.stale_included
+    with ResultsTree(results, sections=True) as tree:   # validated checkpoints, kept for the next command
+        written = write_report(results, out, runs=list(models) or None, expect=expect, include_stale=include_stale,
+                               verdicts=list(verdict_dirs) or None, validate_all=tree.validate_all)
+    files = {role: str(path) for role, path in written.files.items()}
+    data = {"files": files, "html_index": files.get("html"), "pairs": written.pairs,
+            "roster_checked": expect is not None,
+            "invalid": [{"path": str(r.path), "reasons": list(r.reasons)} for r in written.invalid],
+            "stale": [{"path": str(r.path), "reasons": list(r.reasons)} for r in written.stale],
+            "stale_included": written.stale_included}
+    render(Outcome("report", data, partial(_print_text, written, files, expect is not None),
+                   failed=bool(written.invalid)), as_json)
+
+
+def _print_text(written, files: dict[str, str], roster_checked: bool) -> None:
+    """The files written and the counts on stdout; each invalid checkpoint, with its reasons, on stderr."""
+    stale_note = ("counted, marked stale in the summary" if written.stale_included
                   else "not counted (--include-stale counts them)")
-    if as_json:
-        common.print_json("report", common.FAILED if failed else common.OK, {
-            "files": files, "html_index": files.get("html"), "pairs": outcome.pairs, "roster_checked": expect is not None,
-            "invalid": [{"path": str(r.path), "reasons": list(r.reasons)} for r in outcome.invalid],
-            "stale": [{"path": str(r.path), "reasons": list(r.reasons)} for r in outcome.stale],
-            "stale_included": outcome.stale_included})
-    else:
-        for role, path in files.items():
-            click.echo(f"{role:<14} {path}")
-        if "html" in files:
-            click.echo(f"HTML report: {files['html']} (open it in a browser; the folder can be copied as is)")
-        click.echo(f"{outcome.pairs} pairs counted; {len(outcome.stale)} stale ({stale_note}); "
-                   f"{len(outcome.invalid)} invalid, listed in the summary")
-        if expect is None:
-            click.echo("no roster: checkpoints were not held to today's runs (pass --roster to find stale ones)")
-        for r in outcome.invalid:
-            click.echo(f"INVALID {r.path}: {'; '.join(r.reasons)}", err=True)
-    if failed:
-        sys.exit(1)
+    for role, path in files.items():
+        click.echo(f"{role:<14} {path}")
+    if "html" in files:
+        click.echo(f"HTML report: {files['html']} (open it in a browser; the folder can be copied as is)")
+    click.echo(f"{written.pairs} pairs counted; {len(written.stale)} stale ({stale_note}); "
+               f"{len(written.invalid)} invalid, listed in the summary")
+    if not roster_checked:
+        click.echo("no roster: checkpoints were not held to today's runs (pass --roster to find stale ones)")
+    for r in written.invalid:
+        click.echo(f"INVALID {r.path}: {'; '.join(r.reasons)}", err=True)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -67,15 +67,17 @@ def reproduce(result: Path, runtime: str | None, image: str | None, image_dirs: 
                            allow_other_image=allow_other_image, benchmark=benchmark, weights=weights,
                            batch_size=batch_size)
     done = reproduce(result, options, parse_tolerance(tolerance), output, against=against, say=common.say)
+    render(Outcome("reproduce", done.data, _lines(done), failed=done.comparison.verdict == DIFFERENT), as_json)
+
+
+def _lines(done):
+    """The verdict with its agreement and delta, the settings and image that differ from the record,
+    and where the verdict files are."""
     cmp = done.comparison
-    if as_json:
-        common.print_json("reproduce", common.FAILED if cmp.verdict == DIFFERENT else common.OK, done.data)
-    else:
-        click.echo(f"{cmp.verdict}: {cmp.agreement:.2%} of items agree, delta {cmp.bounded} {cmp.bounded_delta:+.4f}, "
-                   f"{len(cmp.differing)} differing items")
-        for line in done.settings_differences:
-            click.echo(f"  setting differs from the record: {line}")
-        if not done.resolved.matches_record:
-            click.echo(f"  image: {done.resolved.note}")
-        click.echo(f"verdict: {done.files[1]}\n         {done.files[0]}")
-    sys.exit(0 if cmp.verdict != DIFFERENT else 1)
+    yield (f"{cmp.verdict}: {cmp.agreement:.2%} of items agree, delta {cmp.bounded} {cmp.bounded_delta:+.4f}, "
+           f"{len(cmp.differing)} differing items")
+    for line in done.settings_differences:
+        yield f"  setting differs from the record: {line}"
+    if not done.resolved.matches_record:
+        yield f"  image: {done.resolved.note}"
+    yield f"verdict: {done.files[1]}\n         {done.files[0]}"

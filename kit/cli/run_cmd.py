@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -81,42 +81,44 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     plan = prepared.plan
     for warning in prepared.warnings:
         common.say(f"kit: warning: {warning}")
-    if as_json and (dry_run or not plan.pending):
+    if dry_run or not plan.pending:
         data = {**plan.as_dict(), "dry_run": dry_run, "submitted": []}
         if prepared.weights is not None:
             # one script per job (a site may get several: one per backend and GPU count)
             data.update(weights=prepared.weights.as_dict(),
                         scripts={str(s.script_path): s.script_text for s in plan.sites})
-        common.print_json("run", common.OK, data)
+        render(Outcome("run", data, _unsubmitted_lines(prepared, array)), as_json)
         return
     if not as_json:
-        click.echo(_plan_lines(plan))
-        if not plan.pending:
-            click.echo("nothing to submit: every planned pair is complete or owned by a live job")
-        if dry_run and plan.pending:
-            for line in _dry_run_lines(prepared, array):
-                click.echo(line)
-    if dry_run or not plan.pending:
-        return
-    from kit.launch.sitestatus import state_dir_for
+        click.echo(_plan_lines(plan))   # progress: the plan, shown before the submission
     from kit.launch.submit import submit_run
 
-    submissions = submit_run(plan, state_dir_for(sites_file), now=clock, show=common.say)
+    submissions = submit_run(plan, now=clock, show=common.say)
     failed = any(code != 0 for s in submissions for code in s.exit_codes.values())
-    if as_json:
-        common.print_json("run", common.FAILED if failed else common.OK,
-                          {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids,
-                                                            "exit_codes": s.exit_codes} for s in submissions]})
+    data = {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids, "exit_codes": s.exit_codes}
+                                            for s in submissions]}
+    render(Outcome("run", data, _submitted_lines(prepared, submissions, array), failed=failed), as_json)
+
+
+def _unsubmitted_lines(prepared, array: int | None):
+    """A run that submits nothing: the plan, then why nothing is submitted, or (a dry run with pending
+    pairs) what each job would be."""
+    yield _plan_lines(prepared.plan)
+    if not prepared.plan.pending:
+        yield "nothing to submit: every planned pair is complete or owned by a live job"
     else:
-        for sp, s in zip(plan.sites, submissions):
-            click.echo(f"site {s.site}: {sp.backend}, {sp.gpus} GPU(s), {len(sp.pairs)} pairs in {len(sp.slots)} "
-                       f"task(s) of {sp.shard_count} shards ({_tasks_from(sp, array, len(prepared.sites))}), "
-                       f"walltime {sp.request.walltime_hms}: job ids {', '.join(s.job_ids)}")
-            for job, code in s.exit_codes.items():
-                if code:
-                    click.echo(f"  job {job} exited {code}; see its log, then `kit status` (kit does not resubmit by itself)")
-    if failed:
-        sys.exit(1)
+        yield from _dry_run_lines(prepared, array)
+
+
+def _submitted_lines(prepared, submissions, array: int | None):
+    """Each site's submission: what it holds and its job ids, and each of its jobs that exited non-zero."""
+    for sp, s in zip(prepared.plan.sites, submissions):
+        yield (f"site {s.site}: {sp.backend}, {sp.gpus} GPU(s), {len(sp.pairs)} pairs in {len(sp.slots)} "
+               f"task(s) of {sp.shard_count} shards ({_tasks_from(sp, array, len(prepared.sites))}), "
+               f"walltime {sp.request.walltime_hms}: job ids {', '.join(s.job_ids)}")
+        for job, code in s.exit_codes.items():
+            if code:
+                yield f"  job {job} exited {code}; see its log, then `kit status` (kit does not resubmit by itself)"
 
 
 def _plan_lines(plan) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import signal
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -59,21 +58,20 @@ def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str
             report = run_shard(runs=runs, pairs=plan.pairs, benchmark=project.benchmark, results=results,
                                shard=index_count, packed=plan.shards, force=force, cache_dir=cache_dir,
                                progress=common.say)
-            _print_report(report, shard_text, as_json)
+            render(Outcome("shard", _data(report, shard_text), _lines(report, shard_text), failed=not report.ok,
+                           stopped_by=report.terminated or None), as_json)
         except Terminated as exc:   # before the pairs were planned, or while the summary printed
             common.say(f"kit: shard {shard_text} terminated by {exc.name}")
-            sys.exit(exc.exit_code)
-        if report.terminated:
-            sys.exit(128 + signal.Signals[report.terminated])
-    if not report.ok:
-        sys.exit(1)
+            render(Outcome("shard", {"shard": shard_text, "terminated": exc.name}, stopped_by=exc.name), as_json)
 
 
-def _print_report(report, shard_text: str, as_json: bool) -> None:
+def _data(report, shard_text: str) -> dict:
+    """The envelope's data: the shard's counts, its invalid, failed and elsewhere-run pairs, and the pairs a
+    signal left."""
     def pairs(items) -> list[dict]:
         return [{"run": p.run, "language": p.language} for p in items]
 
-    data = {
+    return {
         "shard": shard_text, "assigned": len(report.assigned), "written": len(report.written),
         "skipped": len(report.skipped),
         "invalid": [{"run": p.run, "language": p.language, "reasons": r} for p, r in report.invalid],
@@ -81,20 +79,21 @@ def _print_report(report, shard_text: str, as_json: bool) -> None:
         "elsewhere": [{"run": p.run, "language": p.language, "reason": why} for p, why in report.elsewhere],
         "terminated": report.terminated, "left": pairs(report.left) if report.terminated else [],
     }
-    if as_json:
-        common.print_json("shard", common.OK if report.ok else common.FAILED, data)
-        return
+
+
+def _lines(report, shard_text: str):
+    """The shard's counts in one line, then each failed pair, each pair another process had, each pair left."""
     line = (f"shard {shard_text}: {len(report.written)} written, {len(report.skipped)} already complete, "
             f"{len(report.invalid)} invalid kept, {len(report.failed)} failed")
     if report.elsewhere:
         line += f", {len(report.elsewhere)} left to another kit process"
     if report.terminated:
         line += f", {len(report.left)} not run (terminated by {report.terminated})"
-    click.echo(line)
+    yield line
     for p, err in report.failed:
-        click.echo(f"  failed  {p}: {err}")
+        yield f"  failed  {p}: {err}"
     for p, why in report.elsewhere:
-        click.echo(f"  skipped {p}: {why}")
+        yield f"  skipped {p}: {why}"
     if report.terminated:
         for p in report.left:
-            click.echo(f"  left    {p}")
+            yield f"  left    {p}"

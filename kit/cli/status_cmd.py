@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 
 
 @click.command()
@@ -62,43 +62,40 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
       kit status --all-sites
     """
     from kit.config.project import load_project
-    from kit.results.cache import CheckpointCache
-    from kit.results.status import count_states, pair_states, scan_results
+    from kit.results.status import count_states
+    from kit.results.tree import ResultsTree
 
-    ctx = click.get_current_context()
-    explicit = ctx.get_parameter_source("roster") != click.core.ParameterSource.DEFAULT
+    errors: list[str] = []   # only a site can leave its checkpoints unread
     if site_names or all_sites:
+        from kit.launch.site import load_named_sites
         from kit.launch.sitestatus import NOT_READ, statuses_at_sites
 
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
-        statuses = statuses_at_sites(project, sites_file, None if all_sites else list(site_names),
-                                     project.roster.select(models), common.split_languages(languages))
+        sites = load_named_sites(sites_file, None if all_sites else list(site_names))
+        statuses = statuses_at_sites(project, sites, project.roster.select(models), common.split_languages(languages))
         errors = sorted({r for s in statuses if s.state == "unknown" for r in s.reasons if NOT_READ in r})
-    elif explicit or roster.exists():
+    elif common.roster_to_use(roster):
         from kit.plan import select_pairs
         from kit.results.identity import PlanExpectations
 
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         runs = project.roster.select(models)
         pairs = select_pairs(runs, project.benchmark, common.split_languages(languages))
-        cache = CheckpointCache.open(results, sections=False)
-        statuses = pair_states(results, pairs, PlanExpectations(project.benchmark, runs), cache.validate_all)
-        cache.save()
-        errors = []   # only a site can leave its checkpoints unread
+        with ResultsTree(results) as tree:
+            statuses = tree.pair_states(pairs, PlanExpectations(project.benchmark, runs))
     else:
-        cache = CheckpointCache.open(results, sections=False)
-        statuses = scan_results(results, cache.validate_all)
-        cache.save()
-        errors = []
+        with ResultsTree(results) as tree:
+            statuses = tree.scan()
     counts = count_states(statuses)
-    if as_json:
-        common.print_json("status", common.FAILED if errors else common.OK,
-                          {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses]},
-                          errors=errors)
-        sys.exit(1 if errors else 0)
+    title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
+    render(Outcome("status", {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses]},
+                   lambda: _print_tables(title, statuses, counts, every_pair), errors=errors), as_json)
+
+
+def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair: bool) -> None:
+    """Print the run table and the pairs not complete (or, with --pairs, every pair), then the counts."""
     from rich.console import Console
 
-    title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
     console = Console(width=160)
     if every_pair:
         console.print(_pair_table(title, statuses))
@@ -108,10 +105,6 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         if problems:
             console.print(_pair_table("pairs not complete (every pair: --pairs)", problems))
     click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
-    for error in errors:
-        click.echo(f"kit: {error}", err=True)
-    if errors:
-        sys.exit(1)
 
 
 # states in the order a sweep moves through them, and how the table shows each

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from kit.cli import common
+from kit.cli.outcome import Outcome, render
 from kit.errors import ConfigError
 
 cache_option = click.option(
@@ -74,36 +74,39 @@ def stage(roster: Path, models: tuple[str, ...], cache: Path | None, token_file:
       kit weights stage --model LiquidAI/LFM2.5-2.6B
       kit weights stage --cache /data/hf-hub --token-file ~/.config/kit/hf_token --json
     """
-    from kit.weights.stage import default_cache, stage as stage_run
+    from kit.weights.stage import StageResult, default_cache, stage as stage_run
 
     runs = _runs(roster, models)
     token = _token(token_file, site_name, sites_file)
     cache = cache or default_cache()
-    done: dict[tuple, dict] = {}
+    done: dict[tuple, StageResult] = {}
     for run in runs:
         key = (run.model_id, run.revision, run.backend, run.options.get("gguf_file"), run.trust_remote_code)
         if key in done:
             continue
-        result = stage_run(run.model_id, str(run.revision), run.backend, cache, gguf_file=run.options.get("gguf_file"),
-                           trust_remote_code=run.trust_remote_code, token=token, progress=common.say)
-        done[key] = result.as_dict()
-        if not as_json:
-            click.echo(f"staged {result.model}@{result.revision[:12]} ({result.backend}): {len(result.files)} files, "
-                       f"{result.bytes / 1e6:.1f} MB ({len(result.fetched)} downloaded now), manifest "
-                       f"{result.digest[:12]} at {result.manifest}")
-    if as_json:
-        common.print_json("weights stage", common.OK, {"cache": str(cache), "staged": list(done.values())})
+        done[key] = stage_run(run.model_id, str(run.revision), run.backend, cache,
+                              gguf_file=run.options.get("gguf_file"), trust_remote_code=run.trust_remote_code,
+                              token=token, progress=common.say)
+    render(Outcome("weights stage", {"cache": str(cache), "staged": [r.as_dict() for r in done.values()]},
+                   map(_staged_line, done.values())), as_json)
+
+
+def _staged_line(result) -> str:
+    """One staged snapshot: its files, size, what was downloaded now, and where its manifest is."""
+    return (f"staged {result.model}@{result.revision[:12]} ({result.backend}): {len(result.files)} files, "
+            f"{result.bytes / 1e6:.1f} MB ({len(result.fetched)} downloaded now), manifest "
+            f"{result.digest[:12]} at {result.manifest}")
 
 
 def _token(token_file: Path | None, site_name: str | None, sites_file: Path) -> str | None:
     """The token from --token-file or the site's hf_token_file (mode-checked), or None."""
     if token_file is None and site_name is not None:
-        from kit.config.sites import load_sites
-        from kit.launch.paths import site_path
+        from kit.launch.site import load_site
 
-        site = load_sites(sites_file).get(site_name)
+        resolved = load_site(sites_file, site_name)
+        site = resolved.config
         if site.hf_token_file:
-            token_file = site_path(site, site.hf_token_file, sites_file.resolve().parent)
+            token_file = resolved.local_path(site.hf_token_file)
             if site.is_remote and not token_file.is_file():
                 raise ConfigError(f"site {site.name}: hf_token_file {token_file} is a path on the cluster and not on "
                                   "this machine, where staging runs", fix="pass --token-file FILE (mode 600) here")
@@ -135,28 +138,29 @@ def push(site_name: str, sites_file: Path, roster: Path, models: tuple[str, ...]
       kit weights push --site nancy --model LiquidAI/LFM2.5-2.6B
       kit weights push --site cluster --cache /data/hf-hub --json
     """
-    from kit.config.sites import load_sites
-    from kit.launch.frontend import Frontend
+    from kit.launch.site import load_site
     from kit.launch.weights_push import probe, push_snapshot, weights_root
     from kit.weights.stage import default_cache
 
-    site = load_sites(sites_file).get(site_name)
+    site = load_site(sites_file, site_name)
     runs = _runs(roster, models)
     cache = cache or default_cache()
     manifests = [_staged(cache, model, revision, roster, [r for r in runs if r.model_id == model and r.revision == revision])
                  for model, revision in _snapshots(runs)]
-    root = weights_root(site, sites_file.resolve().parent)
-    frontend = Frontend(site.frontend)
+    root = weights_root(site)
+    frontend = site.frontend
     there = probe(frontend, root, _snapshots(runs))
     results = [push_snapshot(frontend, root, cache, m, there[m.model, m.revision], common.say) for m in manifests]
-    if as_json:
-        common.print_json("weights push", common.OK, {"site": site.name, "weights": root,
-                                                      "snapshots": [r.as_dict() for r in results]})
-    else:
-        sent = sum(sum(r.sent.values()) for r in results)
-        click.echo(f"site {site.name}: {len(results)} snapshot(s) in {root}: "
-                   f"{sum(r.state == 'pushed' for r in results)} pushed, {sum(r.state == 'present' for r in results)} "
-                   f"already there; {sent / 1e6:.1f} MB sent")
+    render(Outcome("weights push", {"site": site.name, "weights": root, "snapshots": [r.as_dict() for r in results]},
+                   [_pushed_line(site.name, root, results)]), as_json)
+
+
+def _pushed_line(site_name: str, root, results) -> str:
+    """The push in one line: snapshots pushed, already there, and the bytes sent."""
+    sent = sum(sum(r.sent.values()) for r in results)
+    return (f"site {site_name}: {len(results)} snapshot(s) in {root}: "
+            f"{sum(r.state == 'pushed' for r in results)} pushed, {sum(r.state == 'present' for r in results)} "
+            f"already there; {sent / 1e6:.1f} MB sent")
 
 
 def _staged(cache: Path, model: str, revision: str, roster: Path, runs):
@@ -207,24 +211,22 @@ def verify(site_name: str | None, sites_file: Path, roster: Path, models: tuple[
 
     runs = _runs(roster, models)
     if site_name is not None:
-        from kit.config.sites import load_sites
-        from kit.launch.frontend import Frontend
+        from kit.launch.site import load_site
         from kit.launch.weights_push import verify_on_site, weights_root
 
-        site = load_sites(sites_file).get(site_name)
-        root = weights_root(site, sites_file.resolve().parent)
-        rows = [v.as_dict() for v in verify_on_site(Frontend(site.frontend), root, _snapshots(runs), common.say)]
+        site = load_site(sites_file, site_name)
+        root = weights_root(site)
+        rows = [v.as_dict() for v in verify_on_site(site.frontend, root, _snapshots(runs), common.say)]
     else:
         rows = _verify_here(cache or default_cache(), _snapshots(runs))
-    failed = any(not r["ok"] for r in rows)
-    if as_json:
-        common.print_json("weights verify", common.FAILED if failed else common.OK, {"site": site_name, "snapshots": rows})
-    else:
-        for r in rows:
-            head = f"{'ok  ' if r['ok'] else 'FAIL'}  {r['model']}@{r['revision'][:12]}: {r['files']} files at {r['where']}"
-            click.echo(head + ("" if r["ok"] else ": " + "; ".join(r["problems"])))
-    if failed:
-        sys.exit(1)
+    render(Outcome("weights verify", {"site": site_name, "snapshots": rows}, map(_verified_line, rows),
+                   failed=any(not r["ok"] for r in rows)), as_json)
+
+
+def _verified_line(row: dict) -> str:
+    """One snapshot's verdict, where its files are, and its problems when it failed."""
+    head = f"{'ok  ' if row['ok'] else 'FAIL'}  {row['model']}@{row['revision'][:12]}: {row['files']} files at {row['where']}"
+    return head + ("" if row["ok"] else ": " + "; ".join(row["problems"]))
 
 
 def _verify_here(cache: Path, keys: list[tuple[str, str]]) -> list[dict]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from kit.config.benchmark import CSV_COLUMNS, DEFAULT_GENERATE_PROMPT
 from kit.config.dataset import whole_set_sha256
 from kit.errors import ConfigError
+from kit.files import replace_folder, write_bytes_atomic
 
 DATASET = "kit/demo-landuse"
 LANGUAGES = ("de", "en", "fr")
@@ -205,8 +206,9 @@ def write_demo_benchmark(dest: Path) -> Path:
     tmp.mkdir()
     try:
         for rel, data in files.items():
-            _write_synced(tmp / rel, data)
-        _swap_in(tmp, dest, files)
+            write_bytes_atomic(tmp / rel, data, durable=False)   # replace_folder makes them durable
+        if not _holds(dest, files):   # a concurrent writer may have finished the same demo first
+            replace_folder(tmp, dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
@@ -231,33 +233,3 @@ def _replaceable(dest: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(manifest, dict) and manifest.get("dataset") == DATASET
-
-
-def _swap_in(tmp: Path, dest: Path, files: dict[str, bytes]) -> None:
-    """Rename the finished folder `tmp` to `dest`, moving an older demo out of the way."""
-    try:
-        os.rename(tmp, dest)  # also replaces an empty folder
-    except OSError:
-        if _holds(dest, files):
-            return  # a concurrent writer finished the same demo first
-        old = dest.parent / f".{dest.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
-        os.rename(dest, old)
-        os.rename(tmp, dest)
-        shutil.rmtree(old, ignore_errors=True)
-    _fsync_dir(dest.parent)
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -12,13 +12,10 @@ beside a kit-gguf.json naming the source repo and revision.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from kit.demo.model import _apply_umask, _is_complete, _write_atomic, content_revision, ensure_manifest, repo_folder
+from kit.demo.model import publish_snapshot, repo_folder
 
 GGUF_REPO = "kit-demo/tiny-llama-gguf"
 GGUF_FILE = "tiny-llama-f32.gguf"
@@ -43,29 +40,13 @@ def write_gguf(hub_cache: Path, source_repo: str = "kit-demo/tiny-llama", source
     source = repo_folder(hub_cache, source_repo)
     revision = source_revision or (source / "refs" / "main").read_text(encoding="utf-8").strip()
     snapshot = source / "snapshots" / revision
-    repo = repo_folder(hub_cache, repo_id)
-    (repo / "snapshots").mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=repo))
-    try:
-        _write_file(snapshot, tmp / file_name)
+
+    def write(folder: Path) -> None:
+        _write_file(snapshot, folder / file_name)
         origin = {"source_repo": source_repo, "source_revision": revision, "file": file_name, "outtype": "f32"}
-        (tmp / "kit-gguf.json").write_text(json.dumps(origin, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        _apply_umask(tmp)
-        new = content_revision(tmp)
-        target = repo / "snapshots" / new
-        if not _is_complete(target, new):
-            if target.exists():
-                shutil.rmtree(target)
-            try:
-                os.rename(tmp, target)
-            except OSError:
-                if not _is_complete(target, new):
-                    raise
-        _write_atomic(repo / "refs" / "main", new)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    ensure_manifest(hub_cache, repo_id, new)
-    return repo_id, new
+        (folder / "kit-gguf.json").write_text(json.dumps(origin, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    return repo_id, publish_snapshot(hub_cache, repo_id, write)
 
 
 def rotary_permute(weight: Any, heads: int) -> Any:

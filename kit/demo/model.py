@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kit.files import umask, write_text_atomic
+
 SEED = 0
 # RoPE has no position weights, so the Llama's context costs nothing; 2048 fits the demo's
 # generate prompt (474-544 tokens with this 384-token vocabulary) with room to spare.
@@ -165,6 +167,14 @@ def _install(hub_cache: Path, repo_id: str, shape: dict[str, int], write: Callab
     if current is not None:
         ensure_manifest(hub_cache, repo_id, current)
         return current
+    return publish_snapshot(hub_cache, repo_id, write)
+
+
+def publish_snapshot(hub_cache: Path, repo_id: str, write: Callable[[Path], None]) -> str:
+    """Build a snapshot with `write(folder)` and publish it in the hub cache as huggingface_hub lays
+    one out: snapshots/<revision> (the revision is the content's digest, so the same bytes are the
+    same revision), refs/main naming it, and its weights manifest. Returns the revision."""
+    repo = repo_folder(hub_cache, repo_id)
     (repo / "snapshots").mkdir(parents=True, exist_ok=True)
     # Built beside its final place so the move into snapshots/ is one rename on one filesystem.
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=repo))
@@ -182,7 +192,8 @@ def _install(hub_cache: Path, repo_id: str, shape: dict[str, int], write: Callab
                 # Another process moved identical bytes in first; anything else is real.
                 if not _is_complete(target, revision):
                     raise
-        _write_atomic(repo / "refs" / "main", revision)
+        # no trailing newline: huggingface_hub reads refs/<name> verbatim
+        write_text_atomic(repo / "refs" / "main", revision)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     ensure_manifest(hub_cache, repo_id, revision)
@@ -227,34 +238,16 @@ def _is_complete(snapshot: Path, revision: str) -> bool:
     return snapshot.is_dir() and content_revision(snapshot) == revision
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    # No trailing newline: huggingface_hub reads refs/<name> verbatim.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(tmp, 0o666 & ~_umask())
-    os.replace(tmp, path)
-
-
 def _apply_umask(folder: Path) -> None:
     """Give the folder and its files the usual umask modes.
 
     mkdtemp (0700) and the safetensors writer (0600) would otherwise hide a shared cache
     from other users and from containers running under another uid.
     """
-    mask = _umask()
+    mask = umask()
     os.chmod(folder, 0o777 & ~mask)
     for path in folder.rglob("*"):
         os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~mask)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # --- model writers -----------------------------------------------------------------------

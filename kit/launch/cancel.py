@@ -7,13 +7,12 @@ is queued or running. Finished jobs are left alone; so are pairs no job owns."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-
+from kit.launch.site import ResolvedSite
 from kit.plan import Pair
-from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.status import PairStatus
 
-LIVE = (keys.QUEUED, keys.RUNNING)
+LIVE = (PairState.QUEUED, PairState.RUNNING)
 
 
 @dataclass
@@ -37,7 +36,7 @@ def jobs_to_cancel(site: str, statuses: list[PairStatus]) -> CancelPlan:
     """Pure: the queued or running jobs that own pairs without a complete checkpoint."""
     plan = CancelPlan(site)
     for st in statuses:
-        if st.job is None or st.state == keys.COMPLETE:
+        if st.job is None or st.state == PairState.COMPLETE:
             continue
         if st.state in LIVE:
             plan.jobs.setdefault(st.job, []).append(st.pair)
@@ -47,15 +46,14 @@ def jobs_to_cancel(site: str, statuses: list[PairStatus]) -> CancelPlan:
     return plan
 
 
-def cancel_site(project, site, sites_file: Path, runs, languages, *, dry_run: bool = False) -> CancelPlan:
+def cancel_site(project, site: ResolvedSite, runs, languages, *, dry_run: bool = False) -> CancelPlan:
     """Find this site's live jobs that own pending pairs of `runs` and cancel them (unless dry_run)."""
-    from kit.launch.schedulers.base import get_scheduler
     from kit.launch.sitestatus import site_pair_status
 
-    plan = jobs_to_cancel(site.name, site_pair_status(project, site, sites_file, runs, languages))
+    plan = jobs_to_cancel(site.name, site_pair_status(project, site, runs, languages))
     if not plan.jobs:
         return plan
-    scheduler = get_scheduler(site.scheduler)(site)
+    scheduler = site.scheduler
     plan.command = scheduler.cancel_argv(list(plan.jobs))
     if not dry_run:
         scheduler.cancel(list(plan.jobs))

@@ -8,20 +8,18 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kit import safejson
-from kit.config.sites import Site
 from kit.costs import PairTime
 from kit.errors import KitError
+from kit.launch.site import ResolvedSite
 from kit.results import keys
 from kit.results.store import checkpoint_path
 
 
-def measured_times(sites: Iterable[Site], sites_dir: Path, runs: Iterable[str], languages: Iterable[str]) -> list[PairTime]:
+def measured_times(sites: Iterable[ResolvedSite], runs: Iterable[str], languages: Iterable[str]) -> list[PairTime]:
     """One PairTime per checkpoint of these runs and languages that recorded its time (complete or
     stale: an older revision or setting runs at about the same speed); unreadable files are skipped."""
-    from kit.launch.sitestatus import results_dir
-
     found: dict[tuple[str, str], PairTime] = {}
-    folders = [results_dir(site, sites_dir) for site in sites]
+    folders = [site.checkpoints for site in sites]
     for run in sorted(set(runs)):
         for language in sorted(set(languages)):
             for folder in folders:

@@ -12,7 +12,7 @@ from pathlib import Path
 from kit.config.backends import shards
 from kit.config.roster import Run
 from kit.config.sites import Site
-from kit.launch.paths import site_paths
+from kit.launch.site import ResolvedSite
 from kit.sizing import JobSize, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
 from kit.weights.facts import ModelFacts, read_model_facts
 
@@ -59,14 +59,14 @@ def _floor_terms(gpu_filter: str) -> list[tuple[str, str]] | None:
     return _GPU_MEM.findall(bare)
 
 
-def staged_snapshot(run: Run, site: Site, sites_dir: Path) -> Path | None:
+def staged_snapshot(run: Run, site: ResolvedSite) -> Path | None:
     """The run's snapshot folder at its revision in the site's weights (when on this machine) or in the
     local Hugging Face cache; None when neither holds it."""
     if not run.revision:
         return None
     caches = []
-    if site.weights and not site.is_remote:
-        caches.append(site_paths(site, sites_dir).weights)
+    if site.config.weights and not site.is_remote:
+        caches.append(site.paths.weights)
     hub = os.environ.get("HF_HUB_CACHE") or (Path(os.environ["HF_HOME"]) / "hub" if os.environ.get("HF_HOME") else
                                              Path.home() / ".cache" / "huggingface" / "hub")
     caches.append(Path(hub))
@@ -99,7 +99,7 @@ def model_size(run: Run, snapshot: Path | None) -> ModelSize:
     return ModelSize(load, params, heads, kv, source)
 
 
-def job_size(run: Run, site: Site, sites_dir: Path) -> JobSize:
+def job_size(run: Run, site: ResolvedSite) -> JobSize:
     """The job size of `run` at `site`; a ConfigError when the model cannot fit there."""
-    return size_job(run.name, run.backend, shards(run.backend), model_size(run, staged_snapshot(run, site, sites_dir)),
-                    site_gpus(site))
+    return size_job(run.name, run.backend, shards(run.backend), model_size(run, staged_snapshot(run, site)),
+                    site_gpus(site.config))

@@ -8,9 +8,9 @@ from pathlib import Path
 from kit.config.project import Project
 from kit.config.roster import Run
 from kit.plan import Pair, select_pairs, shard_pairs
-from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.identity import PlanExpectations
-from kit.results.status import PairStatus, count_states, pair_states
+from kit.results.status import PairStatus, count_states
 
 
 @dataclass
@@ -46,8 +46,8 @@ class PlanOverview:
             "prompt_sha256": self.prompt_digests, "pairs": self.pairs, "shard": f"{self.shard[0]}/{self.shard[1]}",
             "assigned": [[p.run, p.language] for p in self.assigned], "assigned_prompts": self.total_prompts,
             "checkpoints": self.counts,
-            "invalid": [s.as_dict() for s in self.states if s.state == keys.INVALID],
-            "stale": [s.as_dict() for s in self.states if s.state == keys.STALE],
+            "invalid": [s.as_dict() for s in self.states if s.state == PairState.INVALID],
+            "stale": [s.as_dict() for s in self.states if s.state == PairState.STALE],
         }
 
 
@@ -66,11 +66,10 @@ def plan_overview(
     assigned = shard_pairs(pairs, *shard) if pairs else []
     states = []
     if assigned:
-        from kit.results.cache import CheckpointCache
+        from kit.results.tree import ResultsTree
 
-        cache = CheckpointCache.open(results, sections=False)
-        states = pair_states(results, assigned, PlanExpectations(bench, runs), cache.validate_all)
-        cache.save()
+        with ResultsTree(results) as tree:
+            states = tree.pair_states(assigned, PlanExpectations(bench, runs))
     # each run's own prompt (lrb gives each kind of model its own); with no run, every prompt the benchmark has
     prompt_digests = ({r.name: bench.prompt_for(r).sha256 for r in runs} if runs
                       else {kind: p.sha256 for kind, p in sorted(bench.prompts.items())})

@@ -13,10 +13,8 @@ import re
 from pathlib import Path
 
 from kit import safejson
-from kit.config.sites import Site
 from kit.errors import ConfigError
-from kit.launch.paths import site_paths
-from kit.launch.schedulers.base import Scheduler
+from kit.launch.site import ResolvedSite
 from kit.plan import Pair, PlanFile, read_plan_file
 
 _DIGEST = re.compile(r"-([0-9a-f]{12})$")
@@ -31,41 +29,32 @@ def job_name(site: str, runs: list[str], digest: str) -> str:
     return f"kit-{site}-{short}{more}-{digest}"
 
 
-def plan_file(site: Site, sites_dir: Path, digest: str) -> Path:
-    """Where the jobs of a plan read its pair list on the cluster."""
-    return site_paths(site, sites_dir).plan_file(digest)
-
-
-def shards_file(site: Site, sites_dir: Path, name: str) -> Path:
-    """Where a job's shard sidecar lies on the cluster, beside its script."""
-    return site_paths(site, sites_dir).shards_file(name)
-
-
 def shards_text(slots: list[int], shard_count: int) -> str:
     """The sidecar of a job: the shard slot each array task runs, in array order, and the count."""
     return json.dumps({"kit_job_version": 1, "slots": list(slots), "shard_count": int(shard_count)}) + "\n"
 
 
-def owned_pairs(site: Site, scheduler: Scheduler, sites_dir: Path) -> dict[Pair, tuple[str, str]]:
+def owned_pairs(site: ResolvedSite) -> dict[Pair, tuple[str, str]]:
     """{pair: (job id, pending | running)} for every pair a live kit job (array task) of yours at the
     site runs (a SubmitError when the scheduler cannot list your jobs). Without a readable sidecar a
     job owns every pair of its plan."""
     owned: dict[Pair, tuple[str, str]] = {}
     plans: dict[str, list[Pair]] = {}
+    scheduler = site.scheduler
     for job_id, job in sorted(scheduler.live_jobs().items()):
         m = _DIGEST.search(job.name)
         if not job.name.startswith(f"kit-{site.name}-") or not m:
             continue
         digest = m.group(1)
         if digest not in plans:
-            path = plan_file(site, sites_dir, digest)
-            text = scheduler.frontend.read_text(path)
+            path = site.paths.plan_file(digest)
+            text = site.frontend.read_text(path)
             try:
                 plans[digest] = read_plan_file(path, text) if text is not None else PlanFile([])
             except ConfigError:
                 plans[digest] = PlanFile([])
         pairs = plans[digest].pairs
-        shard = _shard_of(scheduler, shards_file(site, sites_dir, job.name), job.array_pos)
+        shard = _shard_of(site, site.paths.shards_file(job.name), job.array_pos)
         if shard is not None:
             try:
                 pairs = plans[digest].shard(*shard)
@@ -76,9 +65,9 @@ def owned_pairs(site: Site, scheduler: Scheduler, sites_dir: Path) -> dict[Pair,
     return owned
 
 
-def _shard_of(scheduler: Scheduler, sidecar: Path, array_pos: int) -> tuple[int, int] | None:
+def _shard_of(site: ResolvedSite, sidecar: Path, array_pos: int) -> tuple[int, int] | None:
     """(shard index, count) an array task runs, from its job's sidecar; None when unknown."""
-    text = scheduler.frontend.read_text(sidecar)
+    text = site.frontend.read_text(sidecar)
     try:
         body = safejson.loads(text) if text is not None else None
         slots, count = body["slots"], int(body["shard_count"])

@@ -9,6 +9,7 @@ from pathlib import Path
 from kit.config.roster import Run
 from kit.config.sites import Site
 from kit.errors import ImageError, NoImageError
+from kit.launch.site import ResolvedSite
 
 _ARTIFACT = {"docker": "oci", "apptainer": "sif"}
 
@@ -52,17 +53,15 @@ def build_command(backend: str, site: Site, images_file: Path | None = None) -> 
     return cmd if kind == "oci" else f"{cmd}, then kit images convert {backend} --to {kind}"
 
 
-def run_images(site: Site, runs: list[Run], sites_dir: Path, images_lock: Path | None = None) -> list[RunImage]:
+def run_images(resolved: ResolvedSite, runs: list[Run], images_lock: Path | None = None) -> list[RunImage]:
     """The image each run uses at the site (none on the host runtime); a NoImageError (exit 2)
     naming the backend and its build command when one has no built image for the runtime."""
-    from kit.launch.paths import site_paths
     from kit.launch.siteplan import resolve_image
 
-    paths = site_paths(site, sites_dir)
-    out = []
+    site, out = resolved.config, []
     for run in runs:
         try:
-            chosen = resolve_image(site, run.backend, paths, images_lock)
+            chosen = resolve_image(resolved, run.backend, images_lock)
         except ImageError as exc:
             built = bool(exc.fix and exc.fix.startswith("kit images convert"))  # built, not converted yet
             raise NoImageError(f"run {run.name}: backend {run.backend} has no built image for site {site.name}'s "

@@ -20,10 +20,14 @@ import subprocess
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from kit.config.sites import Site
 from kit.errors import ConfigError, SubmitError
 from kit.launch.frontend import Frontend
+
+if TYPE_CHECKING:
+    from kit.launch.site import ResolvedSite
 
 # what a results tree holds that kit copies: <language>/<run>.json checkpoints and their mllog
 _LIST = ('cd "$1" 2>/dev/null || exit 0; find . -mindepth 2 -maxdepth 2 -type f '
@@ -39,11 +43,6 @@ class SyncReport:
     listed: int = 0
     fetched: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
-
-
-def mirror_dir(sites_dir: Path, site: str) -> Path:
-    """Where the local mirror of a remote site's results lives (.kit/mirror/<site>/results)."""
-    return Path(sites_dir).resolve() / ".kit" / "mirror" / site / "results"
 
 
 # what an empty path of a remote site could be instead (an example for the fix)
@@ -148,10 +147,10 @@ def sync_tree(frontend: Frontend, remote: str, dest: Path, *, delete: bool) -> S
     return report
 
 
-def sync_mirror(site: Site, sites_dir: Path) -> SyncReport:
-    """Refresh the local mirror of a remote site's results tree."""
-    check_remote_paths(site)
-    return sync_tree(Frontend(site.frontend), site.results, mirror_dir(sites_dir, site.name), delete=True)
+def sync_mirror(site: ResolvedSite) -> SyncReport:
+    """Refresh the local mirror of a remote site's results tree (`site.mirror`)."""
+    check_remote_paths(site.config)
+    return sync_tree(site.frontend, site.config.results, site.mirror, delete=True)
 
 
 def tree_digest(folder: Path) -> str:

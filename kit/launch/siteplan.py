@@ -15,10 +15,11 @@ from kit.config.sites import Site
 from kit.config.walltime import walltime_seconds
 from kit.launch.jobscript import JobScript, render_job_script, render_site_setup
 from kit.launch.owners import job_name
-from kit.launch.paths import SitePaths, site_paths
+from kit.launch.paths import SitePaths
 from kit.launch.request import JobRequest
 from kit.launch.runtimes.base import RuntimeContext, get_runtime
-from kit.launch.schedulers.base import Scheduler, get_scheduler
+from kit.launch.schedulers.base import Scheduler
+from kit.launch.site import ResolvedSite
 from kit.plan import Pair
 
 # Variables the worker must see inside the container (values set by the job script).
@@ -79,19 +80,32 @@ class ImageChoice:
 class SitePlan:
     """One job submission: a site, one backend image, its pairs, rendered and ready."""
 
-    site: Site
-    paths: SitePaths
+    where: ResolvedSite
     group: JobGroup
     gpus: int
     slots: list[int]
     image: ImageChoice
     request: JobRequest
-    scheduler: Scheduler
     env: dict[str, str]
     script_text: str
     submit_argv: list[str]
     inputs: dict[str, Path] = field(default_factory=dict)   # path on the frontend -> local file or folder to copy
     policy: list[str] = field(default_factory=list)          # what the site's gates would say (kit.launch.policy)
+
+    @property
+    def site(self) -> Site:
+        """The site's sites.toml entry, with the run's overrides."""
+        return self.where.config
+
+    @property
+    def paths(self) -> SitePaths:
+        """The site's folders."""
+        return self.where.paths
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The site's scheduler."""
+        return self.where.scheduler
 
     @property
     def backend(self) -> str:
@@ -129,10 +143,11 @@ class SitePlan:
         return self.paths.logs
 
 
-def resolve_image(site: Site, backend: str, paths: SitePaths, images_lock: Path | None,
+def resolve_image(resolved: ResolvedSite, backend: str, images_lock: Path | None,
                   dry_run: bool = False) -> ImageChoice:
     """The built image of a backend for the site's runtime (an ImageError when it is not built,
     except in a dry run, which gets a placeholder and a warning)."""
+    site, paths = resolved.config, resolved.paths
     if site.runtime == "host":
         return ImageChoice(None)
     from kit.errors import ImageError
@@ -155,10 +170,10 @@ def resolve_image(site: Site, backend: str, paths: SitePaths, images_lock: Path 
     return ImageChoice(str(paths.images / art.file), {**env, "KIT_IMAGE_SHA256": art.sha256})
 
 
-def build_site_plan(project: Project, site: Site, sites_dir: Path, group: JobGroup, gpus: int, slots: list[int],
+def build_site_plan(project: Project, resolved: ResolvedSite, group: JobGroup, gpus: int, slots: list[int],
                     options: SubmitOptions) -> SitePlan:
     """Resolve one job of a group at a site and render its script and submit command."""
-    paths = site_paths(site, sites_dir)
+    site, paths = resolved.config, resolved.paths
     name = job_name(site.name, sorted({p.run for p in group.pairs}), group.digest)
     roster = project.roster_path.resolve() if project.roster_path else None
     bench_dir, inputs = project.benchmark.root.resolve(), {}
@@ -170,7 +185,7 @@ def build_site_plan(project: Project, site: Site, sites_dir: Path, group: JobGro
     kit_args = ["shard", *(["--roster", str(roster)] if roster else []), "--benchmark", str(bench_dir),
                 "--results", str(paths.results), "--pairs", str(paths.plan_file(group.digest)),
                 *(["--allow-unpinned"] if options.allow_unpinned else [])]
-    image = resolve_image(site, group.backend, paths, options.images_lock, options.dry_run)
+    image = resolve_image(resolved, group.backend, options.images_lock, options.dry_run)
     env = {"KIT_SITE": site.name, "KIT_SCHEDULER": site.scheduler, "KIT_RUNTIME": site.runtime,
            "KIT_GPUS": str(gpus), **OFFLINE_ENV, **image.env}
     binds = [str(paths.results), str(paths.root), str(paths.scratch)]   # written by the job
@@ -186,7 +201,7 @@ def build_site_plan(project: Project, site: Site, sites_dir: Path, group: JobGro
     ctx = RuntimeContext(tuple(kit_args), tuple(dict.fromkeys(binds)),
                          tuple(dict.fromkeys([*CONTAINER_ENV, *site.forward_env])), image.ref, str(paths.root),
                          ro_binds=tuple(dict.fromkeys(ro_binds)))
-    scheduler = get_scheduler(site.scheduler)(site)
+    scheduler = resolved.scheduler
     walltime = group.walltime_s or walltime_seconds(options.site_walltime or site.walltime, site.scheduler)
     request = JobRequest(name=name, gpus=gpus, walltime_s=walltime,
                          array_size=len(slots), mem_gb=site.mem_gb, cpus=site.cpus_per_task,
@@ -200,5 +215,5 @@ def build_site_plan(project: Project, site: Site, sites_dir: Path, group: JobGro
     from kit.launch.policy import describe, parse_now
 
     policy = describe(site, request.walltime_s, options.now or parse_now(None))
-    return SitePlan(site, paths, group, gpus, list(slots), image, request, scheduler, env, script, argv, inputs,
+    return SitePlan(resolved, group, gpus, list(slots), image, request, env, script, argv, inputs,
                     policy)

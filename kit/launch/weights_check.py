@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.config.roster import Run
-from kit.config.sites import Site
+from kit.launch.site import ResolvedSite
 from kit.errors import ConfigError, KitError, SubmitError
-from kit.launch.frontend import Frontend
 from kit.launch.weights_push import probe, remote_manifest_path, remote_snapshot_dir, weights_root
 from kit.weights.manifest import parse_manifest, size_problems
 from kit.weights.select import missing_for
@@ -61,29 +60,29 @@ class WeightsPreflight:
         return {"checks": [vars(c) for c in self.checks], "fix": self.fix, "warnings": self.warnings}
 
 
-def preflight_weights(plan, runs: Iterable[Run], sites_dir: Path, *, dry_run: bool = False,
+def preflight_weights(plan, runs: Iterable[Run], *, dry_run: bool = False,
                       roster: Path | None = None, sites_file: Path | None = None) -> WeightsPreflight:
     """Check the weights of every run with pending pairs at each site of `plan` (a RunPlan; its
     SitePlans say which pairs go where). Without `dry_run`, missing weights raise a ConfigError (a site
     with no `weights` folder) or a SubmitError (weights not staged there), whose fix is the commands
     to run; `roster` and `sites_file` (as given to `kit run`) are written into those commands."""
     by_name = {r.name: r for r in runs}
-    wanted: dict[str, tuple[Site, list[Run]]] = {}
+    wanted: dict[str, tuple[ResolvedSite, list[Run]]] = {}
     for sp in plan.sites:
-        site, names = wanted.setdefault(sp.site.name, (sp.site, []))
+        site, names = wanted.setdefault(sp.site.name, (sp.where, []))
         for name in sorted({p.run for p in sp.pairs}):
             if by_name[name] not in names:
                 names.append(by_name[name])
     result = WeightsPreflight()
     no_weights = []
     for site, site_runs in wanted.values():
-        if not site.weights:
+        if not site.config.weights:
             no_weights.append(site.name)
             result.checks += [WeightsCheck(site.name, r.name, r.revision, "-", MISSING,
                                            "the site has no `weights` folder in sites.toml, so its jobs would find "
                                            "no weights offline") for r in site_runs]
             continue
-        result.checks += check_site(site, site_runs, sites_dir, dry_run=dry_run)
+        result.checks += check_site(site, site_runs, dry_run=dry_run)
     for c in result.checks:
         if c.state == UNCHECKED and c.revision is None:
             result.warnings.append(c.line())
@@ -100,10 +99,9 @@ def preflight_weights(plan, runs: Iterable[Run], sites_dir: Path, *, dry_run: bo
     raise error(f"weights are not staged where the jobs read them, nothing was submitted: {summary}", fix=result.fix)
 
 
-def check_site(site: Site, runs: list[Run], sites_dir: Path, *, dry_run: bool = False) -> list[WeightsCheck]:
+def check_site(resolved: ResolvedSite, runs: list[Run], *, dry_run: bool = False) -> list[WeightsCheck]:
     """The weights checks of the runs at one site that has a `weights` folder."""
-    root = weights_root(site, sites_dir)
-    frontend = Frontend(site.frontend)
+    root, site, frontend = weights_root(resolved), resolved.config, resolved.frontend
     pinned = [r for r in runs if r.revision]
     out = [WeightsCheck(site.name, r.name, None, root, UNCHECKED,
                         "no pinned revision (--allow-unpinned): the job takes refs/main of its cache, unchecked")

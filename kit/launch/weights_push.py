@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from kit.config.sites import Site
+from kit.launch.site import ResolvedSite
 from kit.errors import ConfigError, KitError, SubmitError
 from kit.launch.frontend import Frontend
 from kit.launch.remote import run_bytes
@@ -84,8 +84,9 @@ class PushResult:
                 "seconds": round(self.seconds, 3)}
 
 
-def weights_root(site: Site, sites_dir: Path) -> str:
+def weights_root(resolved: ResolvedSite) -> str:
     """The site's `weights` folder as its frontend sees it; a ConfigError when the site has none."""
+    site = resolved.config
     if not site.weights:
         raise ConfigError(f"site {site.name} has no `weights` folder in sites.toml, so kit cannot place weights there "
                           "and its jobs would find none offline",
@@ -96,9 +97,7 @@ def weights_root(site: Site, sites_dir: Path) -> str:
                               f"{site.frontend!r}: paths of a remote site are paths on the cluster",
                               fix=f"write it absolute in [site.{site.name}], e.g. /home/<login>/hf-hub")
         return site.weights
-    from kit.launch.paths import site_paths
-
-    return str(site_paths(site, sites_dir).weights)
+    return str(resolved.paths.weights)
 
 
 def _repo(root: str, model: str) -> PurePosixPath:

@@ -115,12 +115,14 @@ def settings_differences(recorded: dict[str, Any], rerun: dict[str, Any]) -> lis
 def environment(result: dict[str, Any]) -> dict[str, Any]:
     """The facts of a result's environment that matter for exactness, for the side-by-side table."""
     prov = result.get(keys.PROVENANCE, {})
-    hw, job, image, pk = (prov.get(k, {}) for k in ("hardware", "job", "image", "packages"))
+    hw, job, image, pk = (prov.get(k, {}) for k in (keys.PROV_HARDWARE, keys.PROV_JOB, keys.PROV_IMAGE,
+                                                     keys.PROV_PACKAGES))
     return {
-        "image digest": image.get("digest"), "artifact": image.get("artifact"),
-        "artifact sha256": image.get("artifact_sha256"), "runtime": job.get("runtime"),
-        "site": job.get("site"), "node": job.get("node"), "gpu": hw.get("gpu_name"), "gpu count": hw.get("gpu_count"),
-        "cuda": hw.get("cuda"), "driver": hw.get("driver"), "cpu": hw.get("cpu"), "kit": prov.get("kit_version"),
-        "kit commit": prov.get("kit_commit"), "torch": pk.get("torch"), "transformers": pk.get("transformers"),
+        "image digest": image.get(keys.IMAGE_DIGEST), "artifact": image.get(keys.IMAGE_ARTIFACT),
+        "artifact sha256": image.get(keys.IMAGE_ARTIFACT_SHA256), "runtime": job.get(keys.JOB_RUNTIME),
+        "site": job.get(keys.JOB_SITE), "node": job.get(keys.JOB_NODE), "gpu": hw.get(keys.HW_GPU_NAME),
+        "gpu count": hw.get(keys.HW_GPU_COUNT), "cuda": hw.get(keys.HW_CUDA), "driver": hw.get(keys.HW_DRIVER),
+        "cpu": hw.get(keys.HW_CPU), "kit": prov.get(keys.PROV_KIT_VERSION),
+        "kit commit": prov.get(keys.PROV_KIT_COMMIT), "torch": pk.get("torch"), "transformers": pk.get("transformers"),
         "batch_size": result.get(keys.METADATA, {}).get(keys.BATCH_SIZE), "dtype": result.get(keys.METADATA, {}).get(keys.DTYPE),
     }

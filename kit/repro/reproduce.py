@@ -76,7 +76,8 @@ def rerun_here(result: Path, recorded: dict[str, Any], options: RerunOptions,
     from kit.weights.snapshot import resolve_snapshot
 
     meta = recorded[keys.METADATA]
-    chosen = options.runtime or RUNTIME_OF_ARTIFACT.get(recorded[keys.PROVENANCE].get("image", {}).get("artifact"), "host")
+    chosen = options.runtime or RUNTIME_OF_ARTIFACT.get(recorded[keys.PROVENANCE].get(keys.PROV_IMAGE, {}).get(keys.IMAGE_ARTIFACT),
+                                                       "host")
     resolved = resolve_image(recorded, chosen, lock=load_lock(options.images_lock), search=list(options.image_dirs),
                              image=options.image, allow_other=options.allow_other_image)
     sweep = sweep_inputs(result, recorded)
@@ -101,8 +102,9 @@ def rerun_elsewhere(recorded: dict[str, Any], other: Path) -> tuple[dict[str, An
         if a.get(key) != b.get(key):
             raise ConfigError(f"{other}: {key} {b.get(key)!r} is not the result's {a.get(key)!r}",
                               fix="compare two checkpoints of the same pair")
-    rec_img, new_img = recorded[keys.PROVENANCE].get("image", {}), rerun[keys.PROVENANCE].get("image", {})
-    job = rerun[keys.PROVENANCE].get("job", {})
+    rec_img, new_img = recorded[keys.PROVENANCE].get(keys.PROV_IMAGE, {}), rerun[keys.PROVENANCE].get(keys.PROV_IMAGE, {})
+    job = rerun[keys.PROVENANCE].get(keys.PROV_JOB, {})
     note = f"compared with {other} (ran on {job.get('site')}/{job.get('runtime')}, image {str(new_img.get('digest'))[:19]})"
-    return rerun, ResolvedImage(job.get("runtime") or "unknown", str(other), new_img.get("digest"),
-                                new_img.get("artifact_sha256"), rec_img.get("digest") == new_img.get("digest"), note)
+    return rerun, ResolvedImage(job.get(keys.JOB_RUNTIME) or "unknown", str(other), new_img.get(keys.IMAGE_DIGEST),
+                                new_img.get(keys.IMAGE_ARTIFACT_SHA256),
+                                rec_img.get(keys.IMAGE_DIGEST) == new_img.get(keys.IMAGE_DIGEST), note)

@@ -47,8 +47,8 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
     """Find the recorded image for `runtime`: a local Docker image with the recorded id, or a SIF/sqsh
     whose sha256 the result (or the image lock, for that image id) records."""
     prov = result.get(keys.PROVENANCE, {})
-    rec = prov.get("image", {})
-    digest, backend = rec.get("digest"), rec.get("backend")
+    rec = prov.get(keys.PROV_IMAGE, {})
+    digest, backend = rec.get(keys.IMAGE_DIGEST), rec.get(keys.IMAGE_BACKEND)
     if runtime == "host":
         if digest is None:
             return ResolvedImage("host", None, None, None, True, "recorded on the host runtime: no image")
@@ -73,7 +73,7 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
                          fix=f"docker load -i the image archive of {backend} (kit images save), or build it "
                              f"(make image-{backend}) and pass --allow-other-image")
     kind = "sif" if runtime == "apptainer" else "sqsh"
-    wanted = {rec.get("artifact_sha256")} if rec.get("artifact") == kind else set()
+    wanted = {rec.get(keys.IMAGE_ARTIFACT_SHA256)} if rec.get(keys.IMAGE_ARTIFACT) == kind else set()
     built = lock.images.get(backend) if backend else None
     if built and built.image_id == digest and kind in built.artifacts:
         wanted.add(built.artifacts[kind].sha256)
@@ -99,13 +99,13 @@ def check_weights(result: dict[str, Any], snapshot: Path) -> list[str]:
     from kit.weights.manifest import local_sizes, manifest_beside, read_manifest, size_problems
     from kit.weights.snapshot import weight_files_sha256
 
-    model = result.get(keys.PROVENANCE, {}).get("model", {})
-    recorded = model.get("weight_files_sha256", {})
+    model = result.get(keys.PROVENANCE, {}).get(keys.PROV_MODEL, {})
+    recorded = model.get(keys.WEIGHT_FILES_SHA256, {})
     try:
-        manifest = read_manifest(manifest_beside(snapshot)) if model.get("weights_manifest_sha256") else None
+        manifest = read_manifest(manifest_beside(snapshot)) if model.get(keys.WEIGHTS_MANIFEST_SHA256) else None
     except ConfigError:
         manifest = None   # unsound: hash the files instead
-    if manifest is not None and manifest.digest == model["weights_manifest_sha256"]:
+    if manifest is not None and manifest.digest == model[keys.WEIGHTS_MANIFEST_SHA256]:
         problems = size_problems(manifest, local_sizes(snapshot))
         if problems:
             return problems
@@ -139,7 +139,7 @@ def sweep_inputs(result_path: Path, result: dict[str, Any]) -> SweepInputs:
     roster, roster_dir = load_roster(folder / "roster.toml", allow_unpinned=True)
     benchmark = roster_dir / roster.benchmark if roster.benchmark else None
     weights = None
-    site_name = result.get(keys.PROVENANCE, {}).get("job", {}).get("site")
+    site_name = result.get(keys.PROVENANCE, {}).get(keys.PROV_JOB, {}).get(keys.JOB_SITE)
     if (folder / "sites.toml").is_file() and site_name:
         site = load_sites(folder / "sites.toml").site.get(site_name)
         if site is not None and site.weights and not site.is_remote:

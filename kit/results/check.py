@@ -15,6 +15,7 @@ from kit.errors import ConfigError
 from kit.files import file_sha256
 from kit.plan import Pair
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.checkpoint import CheckpointState, validate_checkpoint
 from kit.results.compliance import check_mllog, metrics_unlike_logged, run_stop_checkpoint_sha256
 from kit.results.identity import PlanExpectations
@@ -50,7 +51,7 @@ class CheckInput:
 
     def complete(self) -> list[tuple[Path, dict]]:
         """The complete checkpoints and their data."""
-        return [(p, st.data) for p, st in sorted(self.checkpoints.items()) if st.state == keys.COMPLETE and st.data]
+        return [(p, st.data) for p, st in sorted(self.checkpoints.items()) if st.state == PairState.COMPLETE and st.data]
 
 
 def _meta(data: dict) -> dict:
@@ -76,13 +77,13 @@ def checkpoints_valid(inp: CheckInput) -> list[Finding]:
     """Every checkpoint parses, matches its path, the benchmark's ids and labels and its own
     provenance record, and its metrics recompute exactly."""
     return [Finding("checkpoints_valid", str(p), "-", "; ".join(st.reasons))
-            for p, st in sorted(inp.checkpoints.items()) if st.state not in (keys.COMPLETE, keys.STALE)]
+            for p, st in sorted(inp.checkpoints.items()) if st.state not in (PairState.COMPLETE, PairState.STALE)]
 
 
 def checkpoints_current(inp: CheckInput) -> list[Finding]:
     """Every checkpoint was recorded for its run and data as the roster and benchmark have them now."""
     return [Finding("checkpoints_current", str(p), "metadata", "stale: " + "; ".join(st.reasons))
-            for p, st in sorted(inp.checkpoints.items()) if st.state == keys.STALE]
+            for p, st in sorted(inp.checkpoints.items()) if st.state == PairState.STALE]
 
 
 def log_matches_checkpoint(inp: CheckInput) -> list[Finding]:
@@ -156,9 +157,8 @@ def images_locked(inp: CheckInput) -> list[Finding]:
     out = []
     for path, data in inp.complete():
         prov = data.get(keys.PROVENANCE, {})
-        image = prov.get("image", {})
-        digest = image.get("digest")
-        runtime = prov.get("job", {}).get("runtime")
+        digest = prov.get(keys.PROV_IMAGE, {}).get(keys.IMAGE_DIGEST)
+        runtime = prov.get(keys.PROV_JOB, {}).get(keys.JOB_RUNTIME)
         if digest is None:
             if runtime not in (None, "host"):
                 out.append(Finding("images_locked", str(path), "provenance.image.digest",
@@ -198,8 +198,8 @@ def weights_recorded(inp: CheckInput) -> list[Finding]:
     out = []
     first: dict[str, tuple[str | None, dict, Path]] = {}
     for path, data in inp.complete():
-        meta, model = _meta(data), data.get(keys.PROVENANCE, {}).get("model", {})
-        files, digest = model.get("weight_files_sha256") or {}, model.get("weights_manifest_sha256")
+        meta, model = _meta(data), data.get(keys.PROVENANCE, {}).get(keys.PROV_MODEL, {})
+        files, digest = model.get(keys.WEIGHT_FILES_SHA256) or {}, model.get(keys.WEIGHTS_MANIFEST_SHA256)
         run = meta.get(keys.RUN) or meta.get(keys.MODEL_ID)
         seen = first.setdefault(run, (digest, files, path))
         if (digest, files) != seen[:2]:
@@ -282,5 +282,5 @@ def check_pair(path: Path, data: dict) -> list[Finding]:
     passes mlperf-logging's checker with its kind's ruleset, and records this file's sha256); empty
     is a PASS of those rules. A missing mlperf-logging is a MissingExtraError."""
     inp = CheckInput(Path(path).parent.parent, None, [], frozenset(),  # type: ignore[arg-type]  # unread by PAIR_RULES
-                     checkpoints={Path(path): CheckpointState(keys.COMPLETE, data=data)})
+                     checkpoints={Path(path): CheckpointState(PairState.COMPLETE, data=data)})
     return [finding for rule in RULES if rule.name in PAIR_RULES for finding in rule.check(inp)]

@@ -24,6 +24,7 @@ from typing import Any
 from kit import safejson
 from kit.config.names import run_file_stem
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.identity import Expected, answer_reasons, edit_reasons, stale_reasons
 from kit.results.kinds import ResultKind, kind_of, unknown_kind
 
@@ -37,7 +38,7 @@ _REQUIRED_SECTIONS = {keys.METADATA: dict, keys.METRICS: dict, keys.PREDICTIONS:
 
 @dataclass
 class CheckpointState:
-    """What a checkpoint file is: `state` is keys.COMPLETE, keys.STALE, keys.INVALID or MISSING."""
+    """What a checkpoint file is: `state` is PairState.COMPLETE, PairState.STALE, PairState.INVALID or MISSING."""
 
     state: str
     reasons: list[str] = field(default_factory=list)
@@ -48,7 +49,7 @@ class CheckpointState:
     @property
     def complete(self) -> bool:
         """True when the checkpoint counts as done."""
-        return self.state == keys.COMPLETE
+        return self.state == PairState.COMPLETE
 
 
 def without_predictions(state: CheckpointState) -> CheckpointState:
@@ -94,8 +95,8 @@ def read_checkpoint(path: str | os.PathLike[str]) -> CheckpointState:
         elif not isinstance(data[section], kind):
             reasons.append(f"section {section!r} is not a JSON {'object' if kind is dict else 'array'}")
     if reasons:
-        return CheckpointState(keys.INVALID, reasons=reasons, data=data)
-    return CheckpointState(keys.COMPLETE, data=data)
+        return CheckpointState(PairState.INVALID, reasons=reasons, data=data)
+    return CheckpointState(PairState.COMPLETE, data=data)
 
 
 def validate_checkpoint(
@@ -115,7 +116,7 @@ def validate_checkpoint(
     """
     path = Path(path)
     read = read_checkpoint(path)
-    if read.state != keys.COMPLETE:
+    if read.state != PairState.COMPLETE:
         return read
     data = read.data
     metadata = data[keys.METADATA]
@@ -128,7 +129,7 @@ def validate_checkpoint(
     kind = kind_of(data)
     if kind is None:
         reasons.append(unknown_kind(data))
-        return CheckpointState(keys.INVALID, reasons, notices, data)
+        return CheckpointState(PairState.INVALID, reasons, notices, data)
     shape = _prediction_reasons(kind, predictions)
     reasons += shape
     ids = list(map(_ITEM_ID, predictions)) if not shape else []
@@ -143,7 +144,7 @@ def validate_checkpoint(
         if not reasons and expect.identity is not None:
             stale = stale_reasons(metadata, expect.identity, legacy=keys.PROVENANCE not in data)
             if stale:
-                return CheckpointState(keys.STALE, stale, notices, data)
+                return CheckpointState(PairState.STALE, stale, notices, data)
         in_order = None
         if not shape and expect.item_ids is not None:
             id_reasons = _item_id_reasons(ids, expect.item_ids)
@@ -152,7 +153,7 @@ def validate_checkpoint(
                 in_order = getattr(expect, "answers_in_order", None)
         if not shape and expect.answers is not None:
             reasons += answer_reasons(predictions, expect.answers, in_order)
-    return CheckpointState(keys.INVALID if reasons else keys.COMPLETE, reasons, notices, data)
+    return CheckpointState(PairState.INVALID if reasons else PairState.COMPLETE, reasons, notices, data)
 
 
 # Validates a batch of (path, validate_checkpoint keyword arguments) jobs, in order, without predictions:
@@ -296,4 +297,4 @@ def _more(count: int, noun: str) -> str:
 
 
 def _invalid(reason: str) -> CheckpointState:
-    return CheckpointState(keys.INVALID, reasons=[reason])
+    return CheckpointState(PairState.INVALID, reasons=[reason])

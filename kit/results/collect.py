@@ -21,6 +21,7 @@ from kit.errors import CheckpointError, ConfigError
 from kit.files import file_sha256, replace_folder
 from kit.plan import Pair
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.checkpoint import read_checkpoint, validate_checkpoint
 from kit.results.compliance import edited_since_logged
 from kit.results.identity import Expected
@@ -64,7 +65,7 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
                 continue
             pair = _pair_of(root, path, read_checkpoint(path).data)
             st = validate_checkpoint(path, language=pair.language, expect=expect(pair) if pair in wanted else None)
-            if st.state != keys.COMPLETE:
+            if st.state != PairState.COMPLETE:
                 plan.problems.append(f"{st.state}: {site}: {path}: {'; '.join(st.reasons)}")
                 continue
             edited = edited_since_logged(path)
@@ -81,8 +82,8 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
                 continue
             seen[pair] = (site, path)
             prov = st.data.get(keys.PROVENANCE, {})
-            facts[pair.run]["kit_commit"].add(str(prov.get("kit_commit")))
-            facts[pair.run]["image_digest"].add(str(prov.get("image", {}).get("digest")))
+            facts[pair.run]["kit_commit"].add(str(prov.get(keys.PROV_KIT_COMMIT)))
+            facts[pair.run]["image_digest"].add(str(prov.get(keys.PROV_IMAGE, {}).get(keys.IMAGE_DIGEST)))
     for pair in sorted(wanted - set(seen)):
         plan.problems.append(f"missing: {pair}")
     for run, f in sorted(facts.items()):

@@ -35,12 +35,12 @@ THROUGHPUT_OPTIONS = frozenset({
 
 # metadata key -> the provenance path the job recorded the same fact under
 _RECORDED_TWICE = {
-    keys.MODEL_ID: ("model", "id"),
-    keys.MODEL_REVISION: ("model", "revision"),
-    keys.BACKEND: ("image", "backend"),
-    keys.BENCHMARK_SHA256: ("data", "file_sha256"),
-    keys.MANIFEST_SHA256: ("data", "manifest_sha256"),
-    keys.PROMPT_SHA256: ("data", "prompt_sha256"),
+    keys.MODEL_ID: (keys.PROV_MODEL, keys.PROV_MODEL_ID),
+    keys.MODEL_REVISION: (keys.PROV_MODEL, keys.PROV_MODEL_REVISION),
+    keys.BACKEND: (keys.PROV_IMAGE, keys.IMAGE_BACKEND),
+    keys.BENCHMARK_SHA256: (keys.PROV_DATA, keys.DATA_FILE_SHA256),
+    keys.MANIFEST_SHA256: (keys.PROV_DATA, keys.DATA_MANIFEST_SHA256),
+    keys.PROMPT_SHA256: (keys.PROV_DATA, keys.DATA_PROMPT_SHA256),
 }
 
 

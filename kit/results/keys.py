@@ -3,6 +3,8 @@ pair states, verdicts and mllog keys. One place, so a rename is one edit."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 # --- checkpoint top-level sections (the lrb format plus `provenance`)
 METADATA = "metadata"
 METRICS = "metrics"
@@ -36,6 +38,46 @@ TRUST_REMOTE_CODE = "trust_remote_code"
 LRB_INFERENCE = "inference"  # lrb's own files: "scoring" for its score runs
 LRB_DECISION_RULE = "decision_rule"  # lrb's scoring files: how native scores became a verdict
 BENCHMARK_KIND = "benchmark_kind"  # absent: lrb; "lighteval": a LightEval suite task
+
+# --- provenance block keys (written by kit.worker.provenance; docs/checkpoint-format.md)
+PROV_KIT_VERSION = "kit_version"
+PROV_KIT_COMMIT = "kit_commit"
+PROV_IMAGE = "image"
+PROV_MODEL = "model"
+PROV_DATA = "data"
+PROV_JOB = "job"
+PROV_HARDWARE = "hardware"
+PROV_PACKAGES = "packages"
+PROV_UNKNOWN = "unknown"  # "section.key" -> why that fact is null
+# provenance.image
+IMAGE_BACKEND = "backend"
+IMAGE_DIGEST = "digest"
+IMAGE_ARTIFACT = "artifact"
+IMAGE_ARTIFACT_SHA256 = "artifact_sha256"
+IMAGE_LOCK_SHA256 = "lock_sha256"
+# provenance.model
+PROV_MODEL_ID = "id"
+PROV_MODEL_REVISION = "revision"
+WEIGHT_FILES_SHA256 = "weight_files_sha256"
+WEIGHTS_MANIFEST_SHA256 = "weights_manifest_sha256"
+# provenance.data
+DATA_MANIFEST_SHA256 = "manifest_sha256"
+DATA_FILE_SHA256 = "file_sha256"
+DATA_PROMPT_SHA256 = "prompt_sha256"
+# provenance.job
+JOB_SITE = "site"
+JOB_SCHEDULER = "scheduler"
+JOB_ID = "job_id"
+JOB_ARRAY_INDEX = "array_index"
+JOB_SHARD = "shard"
+JOB_NODE = "node"
+JOB_RUNTIME = "runtime"
+# provenance.hardware
+HW_GPU_NAME = "gpu_name"
+HW_GPU_COUNT = "gpu_count"
+HW_DRIVER = "driver"
+HW_CUDA = "cuda"
+HW_CPU = "cpu"
 
 # --- prediction keys
 ITEM_ID = "item_id"
@@ -85,19 +127,25 @@ MCC = "matthews_corrcoef"
 UNPARSED_RATE = "unparsed_rate"
 METRIC_NAMES = (ACCURACY, BALANCED_ACCURACY, F1, PRECISION, RECALL, MCC, UNPARSED_RATE)
 
-# --- pair states (checkpoint side)
-COMPLETE = "complete"
-PENDING = "pending"
-INVALID = "invalid"
-STALE = "stale"  # valid, but recorded for another revision, setting, prompt or data file than the run has now
-# --- pair states explained by the scheduler (job states themselves: kit.launch.schedulers.base)
-RUNNING = "running"
-QUEUED = "queued"
-FAILED = "failed"
-TIMEOUT = "timeout"
-CANCELLED = "cancelled"
-UNCLAIMED = "unclaimed"
-UNKNOWN = "unknown"
+
+
+class PairState(StrEnum):
+    """Where a pair (run, language) stands. The first four are read from its checkpoint; the rest
+    explain a missing one by the job that should have written it (a job's own state is
+    kit.launch.schedulers.base.JobState, a different word list)."""
+
+    COMPLETE = "complete"
+    PENDING = "pending"
+    INVALID = "invalid"
+    STALE = "stale"  # valid, but recorded for another revision, setting, prompt or data file than the run has now
+    RUNNING = "running"
+    QUEUED = "queued"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    UNCLAIMED = "unclaimed"
+    UNKNOWN = "unknown"
+
 
 # --- tasks
 TASK_GENERATE = "generate"

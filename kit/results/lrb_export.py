@@ -36,6 +36,7 @@ from kit.config.roster import split_variant
 from kit.errors import ConfigError
 from kit.files import write_bytes_atomic
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.checkpoint import validate_checkpoint
 from kit.results.kinds import kind_of
 from kit.results.kinds.lrb import LRB
@@ -84,7 +85,7 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
     converted: dict[Path, dict[str, Any]] = {}
     for path in files:
         state = validate_checkpoint(path)
-        if state.state != keys.COMPLETE or state.data is None:
+        if state.state != PairState.COMPLETE or state.data is None:
             export.refused[path] = state.reasons or [state.state]
             continue
         try:

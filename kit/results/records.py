@@ -12,6 +12,7 @@ from kit.config.prompts import lrb_prompt_kind, prompt_kind
 from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
+from kit.results.keys import PairState
 
 SEPARATE = "report them separately (e.g. --model {a}, then --model {b})"
 # the notice a stale checkpoint carries when a report counts it on request
@@ -42,7 +43,7 @@ class CheckpointRecord:
     @property
     def valid(self) -> bool:
         """True when the checkpoint is complete and may be counted."""
-        return self.state == keys.COMPLETE and self.data is not None
+        return self.state == PairState.COMPLETE and self.data is not None
 
     @property
     def name(self) -> str:

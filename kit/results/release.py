@@ -31,6 +31,7 @@ from typing import Any
 from kit.errors import ConfigError
 from kit.files import replace_folder, write_bytes_atomic, write_text_atomic
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.kinds import kind_name, kind_of
 from kit.results.kinds.lrb import LRB
 from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_card
@@ -66,7 +67,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
     results, release = Path(results), Path(release)
     _check_places(results, release, force)
     states, planned = _read_states(results, benchmark, runs)
-    complete = [s for s in states if s.state == keys.COMPLETE]
+    complete = [s for s in states if s.state == PairState.COMPLETE]
     if not complete:
         raise ConfigError(f"{results}: no complete checkpoint to release",
                           fix="run `kit status` on it; point at the folder holding <language>/<run>.json")
@@ -85,7 +86,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
         replace_folder(tmp, release)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    left = {str(s.path): list(s.reasons) for s in states if s.state == keys.STALE}
+    left = {str(s.path): list(s.reasons) for s in states if s.state == PairState.STALE}
     return ReleaseOutcome(release, files, done, covered, left)
 
 
@@ -121,7 +122,7 @@ def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple
 
 
 def _refuse_invalid(states: list[Any]) -> None:
-    invalid = [s for s in states if s.state == keys.INVALID]
+    invalid = [s for s in states if s.state == PairState.INVALID]
     if invalid:
         first = invalid[0]
         raise ConfigError(f"{first.path}: invalid checkpoint ({'; '.join(first.reasons) or 'unreadable'})"

@@ -132,8 +132,9 @@ def _longest_backtick_run(text: str) -> int:
 def _reproducibility(pairs: Sequence[CardPair], reproduce_guide: bool) -> str:
     images: dict[tuple[str, ...], set[str]] = {}
     for p in pairs:
-        image = p.provenance.get("image") or {}
-        key = tuple(str(image.get(k) or "") for k in ("backend", "digest", "artifact", "artifact_sha256", "lock_sha256"))
+        image = p.provenance.get(keys.PROV_IMAGE) or {}
+        key = tuple(str(image.get(k) or "") for k in (keys.IMAGE_BACKEND, keys.IMAGE_DIGEST, keys.IMAGE_ARTIFACT,
+                                                      keys.IMAGE_ARTIFACT_SHA256, keys.IMAGE_LOCK_SHA256))
         images.setdefault(key, set()).add(p.run)
     rows = [[b, f"`{d}`" if d else "none (host runtime)", a or "", f"`{s}`" if s else "", f"`{lk}`" if lk else "",
              ", ".join(sorted(r))] for (b, d, a, s, lk), r in sorted(images.items())]

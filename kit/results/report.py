@@ -18,6 +18,7 @@ from kit.config.kinds import get_kind
 from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.plan import Pair
 from kit.results.checkpoint import CheckpointState, ValidateAll, validate_each, without_predictions
 from kit.results.identity import PlanExpectations
@@ -64,7 +65,7 @@ def _job(path: Path, expect: PlanExpectations | None) -> dict:
 
 def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRecord:
     st = without_predictions(st)
-    data = st.data if st.state in (keys.COMPLETE, keys.STALE) else None
+    data = st.data if st.state in (PairState.COMPLETE, PairState.STALE) else None
     language = file_language(results_dir, path, (st.data or {}).get(keys.METADATA))
     return CheckpointRecord(path, language, st.state, tuple(st.reasons), tuple(st.notices), data,
                             truncated_count=st.truncated)
@@ -81,10 +82,10 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
     complete checkpoint, an unknown run, kinds mixed, checkpoints that are not comparable,
     matplotlib missing). The files are read by `validate_all` (see collect_checkpoints)."""
     found = collect_checkpoints(results_dir, expect, validate_all)
-    stale = [r for r in found if r.state == keys.STALE]
+    stale = [r for r in found if r.state == PairState.STALE]
     if include_stale:
-        found = [replace(r, state=keys.COMPLETE, notices=(f"{STALE_INCLUDED}: {'; '.join(r.reasons)}", *r.notices))
-                 if r.state == keys.STALE else r for r in found]
+        found = [replace(r, state=PairState.COMPLETE, notices=(f"{STALE_INCLUDED}: {'; '.join(r.reasons)}", *r.notices))
+                 if r.state == PairState.STALE else r for r in found]
     records = select_runs(found, runs)
     valid = [r for r in records if r.valid]
     if not valid:   # nothing to report: the folder is refused, as bad input (exit 2)
@@ -102,5 +103,5 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
     html = write_html_report(records, Path(out_dir), kind,
                              default_verdict_dirs(results_dir) if verdicts is None else verdicts)
     written = replace(written, files={**written.files, "html": html.index})
-    return ReportOutcome(written.files, written.pairs, [r for r in records if r.state == keys.INVALID],
+    return ReportOutcome(written.files, written.pairs, [r for r in records if r.state == PairState.INVALID],
                          [r for r in stale if r.run in {x.run for x in records}], include_stale)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.status import PairStatus
 
 
@@ -38,7 +38,7 @@ def coverage(statuses: list[PairStatus]) -> list[Coverage]:
     by_run: dict[str, Coverage] = {}
     for s in statuses:
         cov = by_run.setdefault(s.pair.run, Coverage(s.pair.run))
-        if s.state == keys.COMPLETE:
+        if s.state == PairState.COMPLETE:
             cov.complete.append(s.pair.language)
         else:
             cov.other[s.pair.language] = s.state
@@ -53,7 +53,7 @@ def unplanned_statuses(results: Path, found: list[PairStatus]) -> list[PairStatu
     have = {(s.pair.run, s.pair.language) for s in found}
     runs = sorted({s.pair.run for s in found})
     languages = sorted({s.pair.language for s in found})
-    missing = [PairStatus(Pair(run, lang), keys.PENDING, checkpoint_path(results, run, lang))
+    missing = [PairStatus(Pair(run, lang), PairState.PENDING, checkpoint_path(results, run, lang))
                for run in runs for lang in languages if (run, lang) not in have]
     return sorted([*found, *missing], key=lambda s: (s.pair.run, s.pair.language))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from kit.config.names import run_from_stem
 from kit.plan import Pair
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.checkpoint import ValidateAll, validate_each
 from kit.results.identity import Expected
 from kit.results.store import checkpoint_path, file_language, iter_checkpoint_files
@@ -61,7 +62,7 @@ def pair_states(
                                    "expect": expect(pair) if expect is not None else None})
                            for pair, path in zip(ordered, paths)])
     for pair, path, st in zip(ordered, paths, states):
-        state = keys.PENDING if st.state == "missing" else st.state
+        state = PairState.PENDING if st.state == "missing" else st.state
         out.append(PairStatus(pair, state, path, list(st.reasons), list(st.notices)))
     return out
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import kit
+from kit.results import keys as k
 from kit.worker import jobinfo
 
 
@@ -27,6 +28,10 @@ class Facts:
             self.unknown[key] = reason
             return None
         return value
+
+    def at(self, section: str, key: str, value: Any, reason: str) -> Any:
+        """`value` of provenance[section][key], its reason recorded as "section.key" when it is empty."""
+        return self.value(f"{section}.{key}", value, reason)
 
 
 def kit_commit() -> tuple[str | None, str]:
@@ -93,12 +98,13 @@ def hardware(facts: Facts) -> dict[str, Any]:
             driver = out[0] if out else None
         except (subprocess.SubprocessError, OSError):
             driver = None
+    hw = k.PROV_HARDWARE
     return {
-        "gpu_name": facts.value("hardware.gpu_name", gpu_name, reason),
-        "gpu_count": gpu_count if gpu_count is not None else facts.value("hardware.gpu_count", None, reason),
-        "driver": facts.value("hardware.driver", driver, "nvidia-smi not found or failed"),
-        "cuda": facts.value("hardware.cuda", cuda, "torch is a CPU build or not installed"),
-        "cpu": facts.value("hardware.cpu", cpu_model(), "CPU model not readable"),
+        k.HW_GPU_NAME: facts.at(hw, k.HW_GPU_NAME, gpu_name, reason),
+        k.HW_GPU_COUNT: gpu_count if gpu_count is not None else facts.at(hw, k.HW_GPU_COUNT, None, reason),
+        k.HW_DRIVER: facts.at(hw, k.HW_DRIVER, driver, "nvidia-smi not found or failed"),
+        k.HW_CUDA: facts.at(hw, k.HW_CUDA, cuda, "torch is a CPU build or not installed"),
+        k.HW_CPU: facts.at(hw, k.HW_CPU, cpu_model(), "CPU model not readable"),
     }
 
 
@@ -107,12 +113,13 @@ def image(facts: Facts, backend: str, env: dict[str, str] | None = None) -> dict
     env = dict(os.environ if env is None else env)
     runtime = env.get(jobinfo.KIT_RUNTIME) or "host"
     why = f"runtime {runtime!r}: the launcher passed no image" if runtime != "host" else "host runtime: no image"
+    img = k.PROV_IMAGE
     return {
-        "backend": backend,
-        "digest": facts.value("image.digest", env.get(jobinfo.KIT_IMAGE_DIGEST), why),
-        "artifact": facts.value("image.artifact", env.get(jobinfo.KIT_IMAGE_ARTIFACT), why),
-        "artifact_sha256": facts.value("image.artifact_sha256", env.get(jobinfo.KIT_IMAGE_SHA256), why),
-        "lock_sha256": facts.value("image.lock_sha256", env.get(jobinfo.KIT_LOCK_SHA256), why),
+        k.IMAGE_BACKEND: backend,
+        k.IMAGE_DIGEST: facts.at(img, k.IMAGE_DIGEST, env.get(jobinfo.KIT_IMAGE_DIGEST), why),
+        k.IMAGE_ARTIFACT: facts.at(img, k.IMAGE_ARTIFACT, env.get(jobinfo.KIT_IMAGE_ARTIFACT), why),
+        k.IMAGE_ARTIFACT_SHA256: facts.at(img, k.IMAGE_ARTIFACT_SHA256, env.get(jobinfo.KIT_IMAGE_SHA256), why),
+        k.IMAGE_LOCK_SHA256: facts.at(img, k.IMAGE_LOCK_SHA256, env.get(jobinfo.KIT_LOCK_SHA256), why),
     }
 
 
@@ -132,40 +139,43 @@ def build_provenance(
     unknown_extra: dict[str, str] | None = None,
     weights_manifest_sha256: str | None = None,
 ) -> dict[str, Any]:
-    """Assemble the provenance block (DESIGN section 5)."""
+    """Assemble the provenance block (docs/checkpoint-format.md; its keys: kit.results.keys)."""
     facts = Facts()
     commit, why = kit_commit()
     hw = hardware_facts if hardware_facts is not None else hardware(facts)
     if hardware_facts is not None:
         facts.unknown.update(hardware_facts.get("_unknown", {}))
-        hw = {k: v for k, v in hw.items() if k != "_unknown"}
+        hw = {name: v for name, v in hw.items() if name != "_unknown"}
     block = {
-        "kit_version": kit.__version__,
-        "kit_commit": facts.value("kit_commit", commit, why),
-        "image": image(facts, backend),
-        "model": {
-            "id": model_id,
-            "revision": facts.value("model.revision", revision, "run with --allow-unpinned"),
-            "weight_files_sha256": weight_files_sha256,
-            "weights_manifest_sha256": facts.value(
-                "model.weights_manifest_sha256", weights_manifest_sha256,
+        k.PROV_KIT_VERSION: kit.__version__,
+        k.PROV_KIT_COMMIT: facts.value(k.PROV_KIT_COMMIT, commit, why),
+        k.PROV_IMAGE: image(facts, backend),
+        k.PROV_MODEL: {
+            k.PROV_MODEL_ID: model_id,
+            k.PROV_MODEL_REVISION: facts.at(k.PROV_MODEL, k.PROV_MODEL_REVISION, revision, "run with --allow-unpinned"),
+            k.WEIGHT_FILES_SHA256: weight_files_sha256,
+            k.WEIGHTS_MANIFEST_SHA256: facts.at(
+                k.PROV_MODEL, k.WEIGHTS_MANIFEST_SHA256, weights_manifest_sha256,
                 "no kit weights manifest beside the snapshot: every weight file was hashed at load"),
         },
-        "data": {"manifest_sha256": manifest_sha256, "file_sha256": file_sha256, "prompt_sha256": prompt_sha256},
-        "job": {
-            "site": facts.value("job.site", job.site, "not launched through a site (KIT_SITE unset)"),
-            "scheduler": facts.value("job.scheduler", job.scheduler, "no scheduler variables in the environment"),
-            "job_id": facts.value("job.job_id", job.job_id, "no scheduler job id in the environment"),
-            "array_index": facts.value("job.array_index", job.array_index, "not an array job"),
-            "shard": shard,
-            "node": job.node,
-            "runtime": job.runtime or "host",
+        k.PROV_DATA: {k.DATA_MANIFEST_SHA256: manifest_sha256, k.DATA_FILE_SHA256: file_sha256,
+                      k.DATA_PROMPT_SHA256: prompt_sha256},
+        k.PROV_JOB: {
+            k.JOB_SITE: facts.at(k.PROV_JOB, k.JOB_SITE, job.site, "not launched through a site (KIT_SITE unset)"),
+            k.JOB_SCHEDULER: facts.at(k.PROV_JOB, k.JOB_SCHEDULER, job.scheduler,
+                                      "no scheduler variables in the environment"),
+            k.JOB_ID: facts.at(k.PROV_JOB, k.JOB_ID, job.job_id, "no scheduler job id in the environment"),
+            k.JOB_ARRAY_INDEX: facts.at(k.PROV_JOB, k.JOB_ARRAY_INDEX, job.array_index, "not an array job"),
+            k.JOB_SHARD: shard,
+            k.JOB_NODE: job.node,
+            k.JOB_RUNTIME: job.runtime or "host",
         },
-        "hardware": hw,
-        "packages": {k: facts.value(f"packages.{k}", v, "not installed") for k, v in sorted(packages.items())},
+        k.PROV_HARDWARE: hw,
+        k.PROV_PACKAGES: {name: facts.at(k.PROV_PACKAGES, name, version, "not installed")
+                          for name, version in sorted(packages.items())},
     }
     facts.unknown.update(unknown_extra or {})
-    block["unknown"] = dict(sorted(facts.unknown.items()))
+    block[k.PROV_UNKNOWN] = dict(sorted(facts.unknown.items()))
     return block
 
 

@@ -23,6 +23,7 @@ from kit.errors import CheckpointError, KitError
 from kit.files import write_bytes_atomic
 from kit.plan import Pair, PlanFile, group_by_run
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.identity import PlanExpectations
 from kit.results.status import PairStatus, pair_states
 from kit.results.store import SUPERSEDED_DIR, checkpoint_path, dumps_checkpoint, mllog_path, set_aside
@@ -176,13 +177,13 @@ def pairs_to_run(report: ShardReport, states: list[PairStatus], force: bool, pro
     run (pending and stale ones, and invalid ones with `force`)."""
     todo: list[Pair] = []
     for st in states:
-        if st.state == keys.COMPLETE:
+        if st.state == PairState.COMPLETE:
             report.skipped.append(st.pair)
-        elif st.state == keys.STALE:
+        elif st.state == PairState.STALE:
             progress(f"stale checkpoint, rerun (the old one is kept in {SUPERSEDED_DIR}/): {st.path}: "
                      f"{'; '.join(st.reasons)}")
             todo.append(st.pair)
-        elif st.state == keys.INVALID and not force:
+        elif st.state == PairState.INVALID and not force:
             report.invalid.append((st.pair, st.reasons))
             progress(f"invalid checkpoint kept (use --force to replace): {st.path}: {'; '.join(st.reasons)}")
         else:
@@ -270,7 +271,7 @@ def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, r
             raise
         metadata = pair_metadata(run=run, language=language, benchmark_sha256=data.file_sha256,
                                  manifest_sha256=benchmark.manifest_sha256, prompt_sha256=prompt.sha256,
-                                 started_at=started, source_commit=prov["kit_commit"],
+                                 started_at=started, source_commit=prov[keys.PROV_KIT_COMMIT],
                                  duration_seconds=out.speed["duration_seconds"])
         metadata.update(out.metadata)
         ckpt = {keys.METADATA: metadata, keys.METRICS: out.metrics, keys.PREDICTIONS: out.predictions, keys.SPEED: out.speed,

@@ -11,6 +11,7 @@ from typing import Any
 
 import kit
 from kit.files import write_text_atomic
+from kit.results import keys
 from kit.results.store import SYSTEMS_DIR, dumps_checkpoint
 from kit.worker.jobinfo import JobInfo
 
@@ -41,13 +42,13 @@ def system_description(job: JobInfo, hardware: dict[str, Any], packages: dict[st
     return {
         "system_name": f"{job.site or 'unknown-site'}/{job.node}",
         "number_of_nodes": 1,
-        "host_processor_model_name": hw.get("cpu"),
+        "host_processor_model_name": hw.get(keys.HW_CPU),
         "host_processor_core_count": os.cpu_count(),
         "host_memory_capacity_gib": _meminfo_gib(),
-        "accelerator_model_name": hw.get("gpu_name"),
-        "accelerators_per_node": hw.get("gpu_count"),
-        "accelerator_driver": hw.get("driver"),
-        "cuda_version": hw.get("cuda"),
+        "accelerator_model_name": hw.get(keys.HW_GPU_NAME),
+        "accelerators_per_node": hw.get(keys.HW_GPU_COUNT),
+        "accelerator_driver": hw.get(keys.HW_DRIVER),
+        "cuda_version": hw.get(keys.HW_CUDA),
         "operating_system": _os_release(),
         "kernel": platform.release(),
         "python": platform.python_version(),

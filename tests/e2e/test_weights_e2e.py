@@ -164,19 +164,17 @@ def test_staged_and_pushed_weights_run_a_pair_on_oar_through_the_ssh_frontend(ws
 
 def test_a_run_whose_weights_are_missing_is_refused_with_the_commands_to_fix_it(ws):
     from kit.config.project import load_project
-    from kit.config.sites import load_sites
     from kit.errors import SubmitError
-    from kit.launch.submit import prepare_run
+    from kit.launch.run import RunRequest, prepare_kit_run
     from kit.launch.weights_check import preflight_weights
 
-    site = load_sites(ws.here / "sites.toml").get("ci-weights-missing")
-    project = load_project(ws.roster, None)
-    runs = project.roster.select([LLM])
-    plan = prepare_run(project, [site], ws.here, runs, ["en"], dry_run=True)
+    runs = load_project(ws.roster, None).roster.select([LLM])
+    plan = prepare_kit_run(RunRequest(ws.here / "sites.toml", ("ci-weights-missing",), ws.roster, models=(LLM,),
+                                      languages=("en",), dry_run=True)).plan
     want = (f"kit weights stage --roster {ws.roster} --model {LLM} && "
             f"kit weights push --site ci-weights-missing --roster {ws.roster} --model {LLM}")
     with pytest.raises(SubmitError) as err:          # asks the frontend over ssh
-        preflight_weights(plan, runs, ws.here, roster=ws.roster)
+        preflight_weights(plan, runs, roster=ws.roster)
     assert err.value.fix == want and f"{ws.cluster}/empty-hub" in err.value.message
     r = kit(ws, "run", "--site", "ci-weights-missing", "--model", LLM, "--languages", "en")
     assert r.returncode != 0 and want in r.stderr, r.stdout + r.stderr

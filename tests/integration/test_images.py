@@ -213,14 +213,14 @@ def shards(converted, demo, lock_env, work) -> dict[str, tuple[Path, object]]:
     """One shard per artifact form, with the image facts kit.launch.siteplan passes to a job."""
     from kit.config.sites import Site
     from kit.images import execute
-    from kit.launch.paths import site_paths
+    from kit.launch.site import resolve_site
     from kit.launch.siteplan import resolve_image
 
     roster, hub, cache = demo
     out = {}
     for form, runtime in (("oci", "docker"), ("sif", "apptainer"), ("sqsh", "enroot")):
         site = Site(name="ci", scheduler="local", runtime=runtime, images=lock_env["KIT_IMAGES_DIR"])
-        chosen = resolve_image(site, NAME, site_paths(site, work), Path(lock_env["KIT_IMAGES_LOCK"]))
+        chosen = resolve_image(resolve_site(site, work), NAME, Path(lock_env["KIT_IMAGES_LOCK"]))
         image, image_env = chosen.ref, chosen.env
         results = work / f"results-{form}"
         results.mkdir()

@@ -21,7 +21,7 @@ from kit.config.sites import Site
 from kit.errors import SubmitError
 from kit.launch.frontend import Frontend
 from kit.launch.request import JobRequest
-from kit.launch.schedulers.base import COMPLETED, FAILED, PENDING, TIMEOUT
+from kit.launch.schedulers.base import JobState
 from kit.launch.schedulers.oar import OarScheduler, parse_oarstat
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -93,7 +93,7 @@ def scenarios(frontend, folder):
     sched = OarScheduler(site(), frontend)
     held_status = sched.poll(held)[held[0]]
     end = time.monotonic() + 60
-    while sched.poll(ids["deleted"])[ids["deleted"][0]].state == PENDING and time.monotonic() < end:
+    while sched.poll(ids["deleted"])[ids["deleted"][0]].state == JobState.PENDING and time.monotonic() < end:
         time.sleep(0.5)
     # a plain oardel (OAR's SIGKILL); kit's cancel, which sends SIGTERM first, is tests/faults/test_signals_and_races.py
     frontend.run(["oardel", *ids["deleted"], *held], check=True)
@@ -107,7 +107,7 @@ def scenarios(frontend, folder):
 def test_array_jobs_come_back_in_index_order_and_complete(scenarios, folder):
     ids, statuses, records, _ = scenarios
     assert [records[j]["array_index"] for j in ids["array"]] == [1, 2]
-    assert all(statuses[j].state == COMPLETED for j in ids["array"])
+    assert all(statuses[j].state == JobState.COMPLETED for j in ids["array"])
     assert (folder / "logs" / f"OAR.{ids['array'][1]}.stdout").read_text().strip() == "index=2"
     assert records[ids["array"][0]]["types"] == ["night"]
     assert "gpu_mem>=23040" in records[ids["array"][0]]["properties"]
@@ -117,26 +117,26 @@ def test_a_non_zero_exit_ends_terminated_and_kit_reads_exit_3_from_the_wait_stat
     ids, statuses, records, _ = scenarios
     job = ids["exit3"][0]
     assert records[job]["state"] == "Terminated" and records[job]["exit_code"] == 768
-    assert (statuses[job].state, statuses[job].exit_code) == (FAILED, 3)
+    assert (statuses[job].state, statuses[job].exit_code) == (JobState.FAILED, 3)
 
 
 def test_oardel_ends_in_error_and_kit_says_failed_deleted(scenarios):
     ids, statuses, records, _ = scenarios
     job = ids["deleted"][0]
     assert records[job]["state"] == "Error"
-    assert statuses[job].state == FAILED and "oardel" in statuses[job].reason
+    assert statuses[job].state == JobState.FAILED and "oardel" in statuses[job].reason
 
 
 def test_a_walltime_kill_ends_in_error_and_kit_says_timeout(scenarios):
     ids, statuses, records, _ = scenarios
     job = ids["walltime"][0]
     assert records[job]["state"] == "Error"
-    assert statuses[job].state == TIMEOUT
+    assert statuses[job].state == JobState.TIMEOUT
 
 
 def test_a_held_job_is_pending_with_its_oar_state(scenarios):
     held = scenarios[3]
-    assert held.state == PENDING and "Hold" in held.reason
+    assert held.state == JobState.PENDING and "Hold" in held.reason
 
 
 def test_a_filter_no_resource_satisfies_is_refused_at_once_with_the_fix(frontend, folder):

@@ -23,10 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from kit.config.project import load_project
-from kit.config.sites import load_sites
 from kit.demo.dataset import write_demo_benchmark
-from kit.launch.submit import prepare_run
+from kit.launch.run import RunRequest, prepare_kit_run
 
 pytestmark = pytest.mark.integration
 
@@ -118,9 +116,9 @@ def test_slurm_apptainer_script_runs_the_worker_in_the_sif(stub_sif, box):
         '[site.box]\nscheduler = "slurm"\nruntime = "apptainer"\nroot = "kit"\nresults = "kit/results"\n'
         f'images = "images"\nscratch = "{box}/scratch"\nweights = "hub"\ngpus_per_node = 1\n'
         f'hf_token_file = "{token}"\n')
-    project = load_project(box / "roster.toml", None)
-    plan = prepare_run(project, [load_sites(box / "sites.toml").get("box")], box, project.roster.run, None,
-                       array=2, images_lock=box / "images.lock.json")
+    # a dry run: the same job, and no refusal for the weights this test never stages
+    plan = prepare_kit_run(RunRequest(box / "sites.toml", ("box",), box / "roster.toml", array=2,
+                                      images_lock=box / "images.lock.json", dry_run=True)).plan
     sp = plan.sites[0]
     sp.scheduler.frontend.write_text(sp.plan_path, sp.plan_text)
     sp.scheduler.frontend.write_text(sp.script_path, sp.script_text, mode=0o755)

@@ -150,24 +150,25 @@ def test_push_through_the_ssh_frontend_only_what_is_missing_verified_there(hub, 
 
 def test_the_run_preflight_asks_the_ssh_frontend_and_refuses_with_the_commands(hub, frontend):
     from kit.config.roster import load_roster
-    from kit.config.sites import load_sites
     from kit.errors import SubmitError
+    from kit.launch.site import load_site
     from kit.launch.weights_check import preflight_weights
     from kit.plan import Pair
 
     runs = load_roster(hub.roster)[0].run
-    sites = load_sites(hub.work / "sites.toml")
-    plan = SimpleNamespace(sites=[SimpleNamespace(site=sites.get("ssh"), pairs=[Pair(LLM, "en")])])
+    ssh = load_site(hub.work / "sites.toml", "ssh")
+    plan = SimpleNamespace(sites=[SimpleNamespace(site=ssh.config, where=ssh, pairs=[Pair(LLM, "en")])])
     cache = hub.work / "cache"
     if not wm.manifest_path(frontend / "hf-hub", LLM, hub.models[LLM]).is_file():   # run alone
         assert kit(hub, "weights", "stage", "--roster", str(hub.roster), "--cache", str(cache)).returncode == 0
         assert kit(hub, "weights", "push", "--site", "ssh", "--roster", str(hub.roster), "--cache",
                    str(cache)).returncode == 0
-    report = preflight_weights(plan, runs, hub.work)
+    report = preflight_weights(plan, runs)
     assert [c.state for c in report.checks] == ["ok"]
-    plan.sites[0].site = sites.get("ssh-empty")
+    empty = load_site(hub.work / "sites.toml", "ssh-empty")
+    plan.sites[0].site, plan.sites[0].where = empty.config, empty
     with pytest.raises(SubmitError) as err:
-        preflight_weights(plan, runs, hub.work, roster=hub.roster)
+        preflight_weights(plan, runs, roster=hub.roster)
     assert f"no snapshot at revision {hub.models[LLM][:12]} in {frontend}/empty-hub" in err.value.message
     assert err.value.fix == (f"kit weights stage --roster {hub.roster} --model {LLM} && "
                              f"kit weights push --site ssh-empty --roster {hub.roster} --model {LLM}")

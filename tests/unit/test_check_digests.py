@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.check import CheckInput, dataset_digests
 from kit.results.checkpoint import CheckpointState
 
@@ -19,7 +20,7 @@ def _findings(tmp_path: Path, **metadata: object) -> list[str]:
     benchmark = SimpleNamespace(manifest_sha256=MANIFEST, pinned_sha256=lambda language: FILE)
     data = {keys.METADATA: {keys.LANGUAGE: "en", keys.BENCHMARK_SHA256: FILE, **metadata}}
     inp = CheckInput(tmp_path, benchmark, [], frozenset(),  # type: ignore[arg-type]  # only the two digests are read
-                     checkpoints={tmp_path / "en" / "org__m.json": CheckpointState(keys.COMPLETE, data=data)})
+                     checkpoints={tmp_path / "en" / "org__m.json": CheckpointState(PairState.COMPLETE, data=data)})
     found = dataset_digests(inp)
     assert {f.key for f in found} <= {"metadata.manifest_sha256"}
     return [f.message for f in found]

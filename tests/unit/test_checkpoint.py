@@ -9,6 +9,7 @@ import pytest
 from conftest_checkpoints import LRB_FILES, make_checkpoint, predictions_of, rewrite
 
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.checkpoint import (LEGACY_LANGUAGE_NOTICE, MISSING, CheckpointState, read_checkpoint,
                                     validate_checkpoint, verify_files)
 from kit.results.identity import Expected
@@ -30,7 +31,7 @@ def ids_of(path):
 
 
 def assert_invalid(state: CheckpointState, *fragments: str) -> None:
-    assert state.state == keys.INVALID, state
+    assert state.state == PairState.INVALID, state
     text = " | ".join(state.reasons)
     for fragment in fragments:
         assert fragment in text, (fragment, state.reasons)
@@ -43,7 +44,7 @@ def assert_invalid(state: CheckpointState, *fragments: str) -> None:
 @pytest.mark.parametrize("path", LRB_FILES, ids=lambda p: p.name)
 def test_archived_lrb_files_are_complete_with_the_legacy_notice(path):
     state = validate_checkpoint(path)
-    assert state.state == keys.COMPLETE, state.reasons
+    assert state.state == PairState.COMPLETE, state.reasons
     assert state.reasons == []
     assert state.notices == [LEGACY_LANGUAGE_NOTICE]
 
@@ -53,7 +54,7 @@ def test_archived_lrb_files_match_their_run_and_own_item_ids(path):
     model_id = json.loads(path.read_text(encoding="utf-8"))[keys.METADATA][keys.MODEL_ID]
     state = validate_checkpoint(path, run=model_id, language="fr", expect=Expected(item_ids=ids_of(path)))
     assert state.complete, state.reasons
-    assert validate_checkpoint(path, run="someone/else").state == keys.INVALID
+    assert validate_checkpoint(path, run="someone/else").state == PairState.INVALID
 
 
 def test_legacy_file_with_a_flipped_prediction_is_invalid(tmp_path):
@@ -69,7 +70,7 @@ def test_legacy_file_with_a_flipped_prediction_is_invalid(tmp_path):
 
 def test_a_correct_checkpoint_is_complete_without_notices(good):
     state = validate_checkpoint(good, run=RUN, language="fr", expect=Expected(item_ids=ids_of(good)))
-    assert state == CheckpointState(keys.COMPLETE, [], [], state.data)
+    assert state == CheckpointState(PairState.COMPLETE, [], [], state.data)
     assert state.data[keys.METADATA][keys.RUN] == RUN
 
 
@@ -134,8 +135,8 @@ def test_a_directory_is_not_a_checkpoint(tmp_path):
 
 def test_read_checkpoint_does_not_check_content(good):
     rewrite(good, lambda d: d[keys.METRICS].update({keys.F1: 0.25}))
-    assert read_checkpoint(good).state == keys.COMPLETE
-    assert validate_checkpoint(good).state == keys.INVALID
+    assert read_checkpoint(good).state == PairState.COMPLETE
+    assert validate_checkpoint(good).state == PairState.INVALID
 
 
 # --- metrics and predictions ---------------------------------------------------
@@ -275,5 +276,5 @@ def test_verify_files_keeps_order_and_judges_each_file(tmp_path, good):
     absent = tmp_path / "fr" / "org__absent.json"
     results = verify_files([str(bad), good, absent, LRB_FILES[0]])
     assert [p for p, _ in results] == [bad, good, absent, LRB_FILES[0]]
-    assert [s.state for _, s in results] == [keys.INVALID, keys.COMPLETE, MISSING, keys.COMPLETE]
+    assert [s.state for _, s in results] == [PairState.INVALID, PairState.COMPLETE, MISSING, PairState.COMPLETE]
     assert results[0][1].reasons == [f"metrics do not recompute from predictions: {keys.ACCURACY}"]

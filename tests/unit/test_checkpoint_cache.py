@@ -13,6 +13,7 @@ from conftest_checkpoints import make_checkpoint, predictions_of, rewrite
 
 from kit.results import cache as cache_mod
 from kit.results import keys, parallel
+from kit.results.keys import PairState
 from kit.results.cache import CheckpointCache
 from kit.results.identity import Expected
 
@@ -59,11 +60,11 @@ def test_a_warm_run_does_not_revalidate_and_gives_the_same_verdict(tree, monkeyp
     first.save()
     warm = fresh(results, folder).validate(path)
     assert len(calls) == 1
-    assert cold.state == warm.state == keys.COMPLETE
+    assert cold.state == warm.state == PairState.COMPLETE
     assert keys.PREDICTIONS not in warm.data and warm.data[keys.METADATA][keys.RUN] == RUN
     assert warm.truncated == cold.truncated == 0
     lean = CheckpointCache(results, folder, sections=False).validate(path)
-    assert lean.state == keys.COMPLETE and lean.data is None
+    assert lean.state == PairState.COMPLETE and lean.data is None
     assert len(calls) == 1
 
 
@@ -78,7 +79,7 @@ def test_same_size_new_content_and_mtime_is_revalidated(tree, monkeypatch):
     assert len(flipped) == len(text) and flipped != text
     path.write_text(flipped)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
-    assert fresh(results, folder).validate(path).state == keys.INVALID
+    assert fresh(results, folder).validate(path).state == PairState.INVALID
 
 
 def test_same_mtime_new_size_and_inode_is_revalidated(tree):
@@ -94,7 +95,7 @@ def test_same_mtime_new_size_and_inode_is_revalidated(tree):
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_mtime_ns == before.st_mtime_ns
     state = fresh(results, folder).validate(path)
-    assert state.state == keys.INVALID and "metrics do not recompute" in state.reasons[0]
+    assert state.state == PairState.INVALID and "metrics do not recompute" in state.reasons[0]
 
 
 def test_a_changed_file_is_revalidated_even_with_the_same_stat_but_new_ctime(tree, monkeypatch):
@@ -169,14 +170,14 @@ def test_verdicts_are_kept_per_expectation(tree, monkeypatch):
     ids = tuple(f"item-{i:03d}" for i in range(3))
     c = fresh(results, folder)
     assert c.validate(path, expect=Expected(item_ids=ids)).complete
-    assert c.validate(path, expect=Expected(item_ids=ids[::-1])).state == keys.INVALID
-    assert c.validate(path, run="org/other").state == keys.INVALID
+    assert c.validate(path, expect=Expected(item_ids=ids[::-1])).state == PairState.INVALID
+    assert c.validate(path, run="org/other").state == PairState.INVALID
     c.save()
     calls = counting(monkeypatch)
     warm = fresh(results, folder)
     assert warm.validate(path, expect=Expected(item_ids=ids)).complete
-    assert warm.validate(path, expect=Expected(item_ids=ids[::-1])).state == keys.INVALID
-    assert warm.validate(path, run="org/other").state == keys.INVALID
+    assert warm.validate(path, expect=Expected(item_ids=ids[::-1])).state == PairState.INVALID
+    assert warm.validate(path, run="org/other").state == PairState.INVALID
     assert warm.validate(path, expect=Expected(item_ids=ids, identity={keys.RUN: RUN})).complete
     assert len(calls) == 1   # only the new expectation
 
@@ -330,3 +331,21 @@ def test_cache_files_are_written_in_pieces_and_read_back_whole(tmp_path):
         cache._write(cache.file, entries)
         assert json.loads(cache.file.read_text(encoding="utf-8"))["entries"] == entries
         assert cache._load(cache.file) == entries
+
+
+def test_a_results_tree_saves_its_cache_when_its_block_ends_even_on_an_error(tree, monkeypatch):
+    from kit.plan import Pair
+    from kit.results.tree import ResultsTree
+
+    results, path, folder = tree
+    monkeypatch.setenv("KIT_CACHE_DIR", str(folder))
+    monkeypatch.delenv("KIT_NO_CACHE", raising=False)
+    calls = counting(monkeypatch)
+    with pytest.raises(RuntimeError), ResultsTree(results) as first:
+        [cold] = first.pair_states([Pair(RUN, "fr")])
+        raise RuntimeError("the command failed after reading")
+    with ResultsTree(results) as second:
+        [warm] = second.pair_states([Pair(RUN, "fr")])
+        assert len(calls) == 1 and cold.state == warm.state == PairState.COMPLETE and warm.path == path
+        [scanned] = second.scan()     # held to no run: a verdict of its own
+    assert scanned.pair == Pair(RUN, "fr") and scanned.state == PairState.COMPLETE

@@ -8,6 +8,7 @@ import itertools
 import pytest
 
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.checkpoint import CheckpointState, without_predictions
 from kit.results.identity import answer_reasons
 from kit.results.kinds.lrb import LrbKind
@@ -64,7 +65,7 @@ def test_fast_answer_check_agrees():
     ([{keys.TRUNCATED: True}, {keys.TRUNCATED: 1}, {keys.TRUNCATED: False}, {}], 1),
     ([{keys.TRUNCATED: True}, "text"], 1), ("text", 0), ({"a": 1}, 0), (None, 0)])
 def test_truncated_count_counts_only_true(predictions, count):
-    state = without_predictions(CheckpointState(keys.COMPLETE, data={keys.PREDICTIONS: predictions, "x": 1}))
+    state = without_predictions(CheckpointState(PairState.COMPLETE, data={keys.PREDICTIONS: predictions, "x": 1}))
     assert state.truncated == count and state.data == {"x": 1}
 
 

@@ -15,6 +15,7 @@ from conftest_checkpoints import LRB_ARCHIVE, dump, predictions_of
 from kit.config.prompts import GENERATE, MASKED_LM, RERANKER, ZEROSHOT, lrb_prompt_kind
 from kit.errors import ConfigError
 from kit.results import keys, report
+from kit.results.keys import PairState
 from kit.results.identity import stale_reasons
 from kit.results.metrics import compute_metrics
 from kit.results.records import CheckpointRecord, check_comparable
@@ -36,7 +37,7 @@ def test_the_archive_counts_its_top_level_file_and_invents_no_language(archive: 
     assert sorted(s.pair.run for s in statuses) == [
         "LiquidAI/LFM2.5-350M", "Qwen/Qwen3-4B", "Qwen/Qwen3-4B-Instruct-2507", "google/gemma-4-E4B-it"]
     assert {s.pair.language for s in statuses} == {UNDETERMINED_LANGUAGE}
-    assert {s.state for s in statuses} == {keys.COMPLETE}
+    assert {s.state for s in statuses} == {PairState.COMPLETE}
 
 
 def test_the_archive_report_has_lrb_s_published_scores(archive: Path, tmp_path: Path) -> None:
@@ -152,7 +153,7 @@ def test_lrb_scorers_of_every_kind_report_together(tmp_path: Path) -> None:
 
 def test_a_kit_score_record_keeps_its_backend_s_prompt_kind(tmp_path: Path) -> None:
     meta = {keys.TASK: keys.TASK_SCORE, keys.BACKEND: "gliclass", keys.LRB_DECISION_RULE: "sigmoid"}
-    record = CheckpointRecord(tmp_path / "en" / "x.json", "en", keys.COMPLETE, data={keys.METADATA: meta})
+    record = CheckpointRecord(tmp_path / "en" / "x.json", "en", PairState.COMPLETE, data={keys.METADATA: meta})
     assert record.prompt_kind == ZEROSHOT
 
 
@@ -186,12 +187,12 @@ def test_metadata_of_a_type_no_writer_produces_is_invalid(tmp_path: Path, key, v
     from kit.results.checkpoint import validate_checkpoint
 
     path = _lrb_file(tmp_path, "org/llm", "g" * 64)
-    assert validate_checkpoint(path).state == keys.COMPLETE
+    assert validate_checkpoint(path).state == PairState.COMPLETE
     data = json.loads(path.read_text(encoding="utf-8"))
     data[keys.METADATA][key] = value
     path.write_text(json.dumps(data), encoding="utf-8")
     state = validate_checkpoint(path)
-    assert (state.state, state.reasons) == (keys.INVALID, [reason])
+    assert (state.state, state.reasons) == (PairState.INVALID, [reason])
 
 
 @pytest.mark.parametrize("value", ["true", 1, [], None])
@@ -204,9 +205,9 @@ def test_a_truncated_flag_that_is_not_a_boolean_is_invalid(tmp_path: Path, value
     path.write_text(json.dumps(data), encoding="utf-8")
     state = validate_checkpoint(path)
     if value is None:   # null: lrb's "not recorded", as an absent key
-        assert state.state == keys.COMPLETE
+        assert state.state == PairState.COMPLETE
     else:
-        assert (state.state, state.reasons) == (keys.INVALID, ["predictions[1]: truncated is not true/false"])
+        assert (state.state, state.reasons) == (PairState.INVALID, ["predictions[1]: truncated is not true/false"])
 
 
 def test_verify_prints_a_name_with_a_newline_on_one_line(tmp_path: Path) -> None:
@@ -232,4 +233,4 @@ def test_a_file_name_in_another_unicode_normalisation_is_said_so(tmp_path: Path)
     odd = path.with_name(unicodedata.normalize("NFD", path.name))
     path.rename(odd)
     state = validate_checkpoint(odd)
-    assert state.state == keys.INVALID and "another Unicode normalisation" in state.reasons[0]
+    assert state.state == PairState.INVALID and "another Unicode normalisation" in state.reasons[0]

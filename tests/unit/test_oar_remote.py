@@ -14,7 +14,7 @@ from kit.launch.frontend import Frontend
 from kit.launch.remote import check_remote_paths, staged_inputs, sync_tree, tree_digest, upload_inputs
 from kit.launch.sitestatus import merge_sites
 from kit.plan import Pair
-from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.status import PairStatus
 
 LOCAL = Frontend("local")
@@ -112,13 +112,13 @@ def test_the_fix_names_the_absolute_path_meant(key, value, meant):
 
 
 def st(lang: str, state: str, job: str | None = None) -> PairStatus:
-    return PairStatus(Pair("m", lang), state, Path("x"), [f"why {state}"] if state != keys.COMPLETE else [], job=job)
+    return PairStatus(Pair("m", lang), state, Path("x"), [f"why {state}"] if state != PairState.COMPLETE else [], job=job)
 
 
 def test_several_sites_give_one_row_per_pair_the_most_advanced_state_wins():
     merged = merge_sites({
-        "nancy": [st("de", keys.COMPLETE, "1"), st("en", keys.FAILED, "2"), st("fr", keys.UNCLAIMED), st("ja", keys.QUEUED, "4")],
-        "grenoble": [st("de", keys.FAILED, "5"), st("en", keys.RUNNING, "6"), st("fr", keys.UNCLAIMED), st("ja", keys.TIMEOUT, "8")],
+        "nancy": [st("de", PairState.COMPLETE, "1"), st("en", PairState.FAILED, "2"), st("fr", PairState.UNCLAIMED), st("ja", PairState.QUEUED, "4")],
+        "grenoble": [st("de", PairState.FAILED, "5"), st("en", PairState.RUNNING, "6"), st("fr", PairState.UNCLAIMED), st("ja", PairState.TIMEOUT, "8")],
     })
     got = {s.pair.language: (s.state, s.job, s.reasons[0].split("]")[0] + "]") for s in merged}
     assert got == {"de": ("complete", "1", "[nancy]"), "en": ("running", "6", "[grenoble]"),

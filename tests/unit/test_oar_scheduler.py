@@ -18,7 +18,7 @@ from kit.config.sites import Site
 from kit.errors import SubmitError
 from kit.launch.jobscript import JobScript, readable_join, render_job_script
 from kit.launch.request import JobRequest
-from kit.launch.schedulers.base import COMPLETED, FAILED, RUNNING, UNKNOWN
+from kit.launch.schedulers.base import JobState
 from kit.launch.schedulers.oar import OarScheduler, oar_walltime
 
 
@@ -194,7 +194,7 @@ def test_poll_asks_oarstat_once_for_all_ids_and_normalizes(fake_oar):
                                "6": {"state": "Terminated", "exit_code": 768},
                                "7": {"state": "Running", "exit_code": None}}}
     got = OarScheduler(site()).poll(["5", "6", "7", "8"])
-    assert {j: s.state for j, s in got.items()} == {"5": COMPLETED, "6": FAILED, "7": RUNNING, "8": UNKNOWN}
+    assert {j: s.state for j, s in got.items()} == {"5": JobState.COMPLETED, "6": JobState.FAILED, "7": JobState.RUNNING, "8": JobState.UNKNOWN}
     assert got["6"].exit_code == 3
     assert len(fake_oar.calls("oarstat")) == 1
     assert fake_oar.calls("oarstat")[0]["argv"] == ["-f", "-J", "-j", "5", "-j", "6", "-j", "7", "-j", "8"]
@@ -202,7 +202,7 @@ def test_poll_asks_oarstat_once_for_all_ids_and_normalizes(fake_oar):
 
 def test_poll_when_oarstat_prints_nothing_says_unknown_with_a_reason(fake_oar):
     got = OarScheduler(site()).poll(["41"])
-    assert got["41"].state == UNKNOWN and "oarstat" in got["41"].reason
+    assert got["41"].state == JobState.UNKNOWN and "oarstat" in got["41"].reason
 
 
 def test_poll_when_oarstat_fails_says_why(fake_oar):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from kit.launch.schedulers.base import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN
+from kit.launch.schedulers.base import JobState
 from kit.launch.schedulers.oar import OAR_STATES, exit_status, is_finished, job_status, parse_job_ids, parse_oarstat
 
 # every name of the jobs.state ENUM of OAR 2.5 (mysql_structure.sql), with what kit makes of it
 EXPECTED = {
-    "Waiting": PENDING, "Hold": PENDING, "toLaunch": PENDING, "toAckReservation": PENDING, "Suspended": PENDING,
-    "Launching": RUNNING, "Running": RUNNING, "Resuming": RUNNING, "Finishing": RUNNING,
-    "Terminated": COMPLETED, "Error": FAILED, "toError": FAILED,
+    "Waiting": JobState.PENDING, "Hold": JobState.PENDING, "toLaunch": JobState.PENDING, "toAckReservation": JobState.PENDING, "Suspended": JobState.PENDING,
+    "Launching": JobState.RUNNING, "Running": JobState.RUNNING, "Resuming": JobState.RUNNING, "Finishing": JobState.RUNNING,
+    "Terminated": JobState.COMPLETED, "Error": JobState.FAILED, "toError": JobState.FAILED,
 }
 
 
@@ -29,7 +29,7 @@ def test_each_oar_state_normalizes(state):
 
 def test_hold_says_held_and_is_queued_not_failed():
     st = job_status("3", {"state": "Hold", "exit_code": None})
-    assert st.state == PENDING and "Hold" in st.reason
+    assert st.state == JobState.PENDING and "Hold" in st.reason
 
 
 @pytest.mark.parametrize("raw,code", [(0, 0), (256, 1), (768, 3), ("768 (3,0,0)", 3), (9, 137), (15, 143),
@@ -40,7 +40,7 @@ def test_exit_code_is_a_raw_wait_status(raw, code):
 
 def test_terminated_with_a_non_zero_exit_is_failed_with_the_real_code():
     st = job_status("8", {"state": "Terminated", "exit_code": 768, "events": []})
-    assert (st.state, st.exit_code) == (FAILED, 3)
+    assert (st.state, st.exit_code) == (JobState.FAILED, 3)
     assert "exited 3" in st.reason
 
 
@@ -50,14 +50,14 @@ def test_a_worker_stopped_by_the_checkpoint_signal_before_the_walltime_is_timeou
               {"type": "CHECKPOINT_SUCCESSFULL", "description": "[sarko] The job 104 was notified to checkpoint itself"},
               {"type": "SWITCH_INTO_TERMINATE_STATE", "description": "[bipbip 104] Ask to change the job state"}]
     st = job_status("104", {"state": "Terminated", "exit_code": 143 << 8, "events": events})
-    assert (st.state, st.exit_code) == (TIMEOUT, 143) and "before the walltime" in st.reason
+    assert (st.state, st.exit_code) == (JobState.TIMEOUT, 143) and "before the walltime" in st.reason
 
 
 def test_a_worker_stopped_by_oardel_signal_sigterm_is_cancelled():
     events = [{"type": "SIGNAL_SIGTERM", "description": "User kit requested the signal SIGTERM on the job 105"},
               {"type": "SIG_SUCCESS", "description": "The job 105 was notified to signal itself with SIGTERM"}]
     st = job_status("105", {"state": "Terminated", "exit_code": 143 << 8, "events": events})
-    assert (st.state, st.exit_code) == (CANCELLED, 143) and "SIGTERM" in st.reason
+    assert (st.state, st.exit_code) == (JobState.CANCELLED, 143) and "SIGTERM" in st.reason
 
 
 def test_error_after_the_walltime_is_timeout_even_though_sarko_also_frags_it():
@@ -65,14 +65,14 @@ def test_error_after_the_walltime_is_timeout_even_though_sarko_also_frags_it():
               {"type": "WALLTIME", "description": "[sarko] Job [9] from 1 with 10; current time=30 (Elapsed)"},
               {"type": "SWITCH_INTO_ERROR_STATE", "description": "[bipbip 9] Ask to change the job state"}]
     st = job_status("9", {"state": "Error", "exit_code": None, "events": events})
-    assert st.state == TIMEOUT and "walltime" in st.reason
+    assert st.state == JobState.TIMEOUT and "walltime" in st.reason
 
 
 def test_error_after_oardel_is_failed_and_says_who_deleted_it():
     events = [{"type": "FRAG_JOB_REQUEST", "description": "User kit requested to frag the job 10"},
               {"type": "SEND_KILL_JOB", "description": "[Leon] Send the kill signal to oarexec"}]
     st = job_status("10", {"state": "Error", "exit_code": None, "events": events})
-    assert st.state == FAILED
+    assert st.state == JobState.FAILED
     assert "oardel" in st.reason and "User kit" in st.reason
 
 
@@ -80,12 +80,12 @@ def test_other_errors_show_oars_own_explanation():
     events = [{"type": "SWITCH_INTO_ERROR_STATE", "description": "[bipbip 11] Ask to change the job state"},
               {"type": "OUTPUT_FILES", "description": "[bipbip 11] Cannot create .stdout and .stderr files"}]
     st = job_status("11", {"state": "Error", "events": events})
-    assert st.state == FAILED and "Cannot create .stdout" in st.reason
+    assert st.state == JobState.FAILED and "Cannot create .stdout" in st.reason
 
 
 def test_an_unknown_state_name_is_unknown_not_a_guess():
     st = job_status("12", {"state": "Frobnicating"})
-    assert st.state == UNKNOWN and "Frobnicating" in st.reason
+    assert st.state == JobState.UNKNOWN and "Frobnicating" in st.reason
 
 
 OARSUB_ARRAY = """[ADMISSION RULE] Modify resource description with type constraints

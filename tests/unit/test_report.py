@@ -11,6 +11,7 @@ import pytest
 
 from kit.errors import ConfigError, MissingExtraError
 from kit.results import keys, lrb_report, report
+from kit.results.keys import PairState
 from kit.results.metrics import compute_metrics
 from kit.results.records import ReportFiles, check_comparable
 from kit.results.store import checkpoint_path, write_checkpoint
@@ -262,7 +263,7 @@ def test_an_lrb_scoring_file_counts_as_a_score_run(tmp_path):
     from kit.results.records import CheckpointRecord
 
     def record(**metadata):
-        return CheckpointRecord(tmp_path / "en" / "x.json", "en", keys.COMPLETE, data={keys.METADATA: metadata})
+        return CheckpointRecord(tmp_path / "en" / "x.json", "en", PairState.COMPLETE, data={keys.METADATA: metadata})
 
     assert record(inference="scoring").task == keys.TASK_SCORE
     assert record(inference="generation").task == keys.TASK_GENERATE
@@ -301,7 +302,7 @@ def test_duration_seconds_is_a_finite_non_negative_number_or_zero(tmp_path, meta
     from kit.results.records import CheckpointRecord
 
     data = {keys.METADATA: metadata, **({keys.SPEED: speed} if speed is not None else {})}
-    got = CheckpointRecord(tmp_path / "en" / "x.json", "en", keys.COMPLETE, data=data).duration_seconds
+    got = CheckpointRecord(tmp_path / "en" / "x.json", "en", PairState.COMPLETE, data=data).duration_seconds
     assert type(got) is float and got == seconds
 
 

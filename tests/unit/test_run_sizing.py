@@ -13,12 +13,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from kit.config.project import load_project
-from kit.config.sites import Site, load_sites
+from kit.config.sites import Site
 from kit.demo.dataset import write_demo_benchmark
 from kit.errors import ConfigError
 from kit.launch.jobsize import grown_filter, site_gpus
-from kit.launch.submit import prepare_run
+from tests.sites import plan_kit_run
 
 # `kit run` asks oarstat for your live jobs: the fake one (conftest), not an OAR this machine may have
 pytestmark = pytest.mark.usefixtures("fake_oar")
@@ -48,11 +47,10 @@ gpu_memory_gib = 24
 '''
 
 
-def workspace(tmp_path: Path, runs: str) -> tuple[object, object]:
+def workspace(tmp_path: Path, runs: str) -> None:
     write_demo_benchmark(tmp_path / "data")
     (tmp_path / "roster.toml").write_text(f'benchmark = "data"\n{runs}')
     (tmp_path / "sites.toml").write_text(SITES)
-    return load_project(tmp_path / "roster.toml", None), load_sites(tmp_path / "sites.toml")
 
 
 def run(model: str, backend: str, **extra: str) -> str:
@@ -61,8 +59,8 @@ def run(model: str, backend: str, **extra: str) -> str:
 
 
 def plan(tmp_path: Path, runs: str, sites: list[str]):
-    project, cfg = workspace(tmp_path, runs)
-    return prepare_run(project, [cfg.get(s) for s in sites], tmp_path, list(project.roster.run), None)
+    workspace(tmp_path, runs)
+    return plan_kit_run(tmp_path, sites).plan
 
 
 def test_each_site_gets_its_own_gpu_count_in_either_order(tmp_path):
@@ -95,10 +93,9 @@ def test_the_model_size_comes_from_the_staged_snapshot_before_its_name(tmp_path)
     (hub / "config.json").write_text(json.dumps({"num_attention_heads": 8, "torch_dtype": "float16"}))
     (tmp_path / "x").mkdir()
     sites = SITES.replace('[site.small]\n', f'[site.small]\nweights = "{tmp_path / "hub"}"\n')
-    project, _ = workspace(tmp_path / "x", run("org/named-70B", "vllm"))
+    workspace(tmp_path / "x", run("org/named-70B", "vllm"))
     (tmp_path / "x" / "sites.toml").write_text(sites)
-    sized = prepare_run(project, [load_sites(tmp_path / "x" / "sites.toml").get("small")], tmp_path / "x",
-                        list(project.roster.run), None)
+    sized = plan_kit_run(tmp_path / "x", ["small"]).plan
     assert [s.gpus for s in sized.sites] == [1] and not sized.warnings   # 2 MB of weights, not 70B of them
 
 
@@ -151,9 +148,8 @@ def test_the_floor_holds_for_every_gpu_the_filter_can_pick(gpu_filter, floor, gr
 
 
 def test_an_or_filter_gets_the_floor_in_the_oarsub_line(tmp_path):
-    project, _ = workspace(tmp_path, run("org/mid-27B", "transformers-5.17"))
-    lille = oar_site("cluster='chuc' OR gpu_mem>=23040")
-    sized = prepare_run(project, [lille], tmp_path, list(project.roster.run), None, dry_run=True)
+    workspace(tmp_path, run("org/mid-27B", "transformers-5.17"))
+    sized = plan_kit_run(tmp_path, ["lille"], sites=[oar_site("cluster='chuc' OR gpu_mem>=23040")]).plan
     wanted = "(cluster='chuc' OR gpu_mem>=23040) AND gpu_mem>=64374"    # 27e9 x 2 bytes x 1.25, in MiB
     assert sized.sites[0].site.gpu_filter == wanted
     argv = sized.sites[0].submit_argv
@@ -161,7 +157,7 @@ def test_an_or_filter_gets_the_floor_in_the_oarsub_line(tmp_path):
 
 
 def test_a_filter_that_guarantees_enough_is_left_as_written(tmp_path):
-    project, _ = workspace(tmp_path, run("org/small-1B", "transformers-5.17"))   # 3 GiB: under 23041 MiB
-    sized = prepare_run(project, [oar_site("gpu_mem>23040")], tmp_path, list(project.roster.run), None, dry_run=True)
+    workspace(tmp_path, run("org/small-1B", "transformers-5.17"))   # 3 GiB: under 23041 MiB
+    sized = plan_kit_run(tmp_path, ["lille"], sites=[oar_site("gpu_mem>23040")]).plan
     argv = sized.sites[0].submit_argv
     assert argv[argv.index("-p") + 1] == "gpu_mem>23040"

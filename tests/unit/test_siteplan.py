@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from kit.config.project import load_project
-from kit.config.sites import Site, load_sites
+from kit.config.sites import Site
 from kit.demo.dataset import write_demo_benchmark
 from kit.errors import ImageError
-from kit.launch.paths import site_paths
+from kit.launch.site import load_site, resolve_site
 from kit.launch.siteplan import NOT_BUILT, JobGroup, SubmitOptions, build_site_plan, resolve_image
 from kit.plan import Pair, plan_text
 
@@ -46,14 +46,23 @@ def sweep(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_site_paths_resolve_local_paths_against_the_sites_file_and_keep_remote_ones():
-    local = site_paths(Site(name="l", scheduler="slurm", root="kit", results="/abs/out", weights="hub"), Path("/cfg"))
-    assert (local.root, local.results, local.weights) == (Path("/cfg/kit"), Path("/abs/out"), Path("/cfg/hub"))
-    assert local.plan_file("abc") == Path("/cfg/kit/plans/plan-abc.json")
-    assert local.script("job") == Path("/cfg/kit/jobs/job.sh") and local.shards_file("job") == Path("/cfg/kit/jobs/job.json")
-    remote = site_paths(Site(name="r", scheduler="oar", frontend="lyon.g5k", root="/home/u/kit", images="/home/u/img"),
-                        Path("/cfg"))
-    assert remote.root == Path("/home/u/kit") and remote.weights is None and remote.images == Path("/home/u/img")
+def test_a_site_is_resolved_once_with_its_folders_records_and_the_checkpoints_kit_reads_here():
+    local = resolve_site(Site(name="l", scheduler="slurm", root="kit", results="/abs/out", weights="hub"), Path("/cfg"))
+    paths = local.paths
+    assert (paths.root, paths.results, paths.weights) == (Path("/cfg/kit"), Path("/abs/out"), Path("/cfg/hub"))
+    assert paths.plan_file("abc") == Path("/cfg/kit/plans/plan-abc.json")
+    assert paths.script("job") == Path("/cfg/kit/jobs/job.sh") and paths.shards_file("job") == Path("/cfg/kit/jobs/job.json")
+    assert local.checkpoints == Path("/abs/out") and local.state_dir == Path("/cfg/.kit")
+    assert local.local_path("token") == Path("/cfg/token") and local.scheduler.name == "slurm"
+    remote = resolve_site(Site(name="r", scheduler="oar", frontend="lyon.g5k", root="/home/u/kit", images="/home/u/img",
+                               results="/home/u/kit/results"), Path("/cfg"))
+    assert remote.paths.root == Path("/home/u/kit") and remote.paths.weights is None
+    assert remote.paths.images == Path("/home/u/img")
+    # a remote site's checkpoints are read from the local mirror, never from the cluster path
+    assert remote.checkpoints == Path("/cfg/.kit/mirror/r/results") and remote.frontend.host == "lyon.g5k"
+    grown = remote.with_config(gpu_filter="gpu_mem>=40000")
+    assert grown.scheduler is not remote.scheduler and grown.scheduler.site.gpu_filter == "gpu_mem>=40000"
+    assert remote.config.gpu_filter != grown.config.gpu_filter and grown.paths == remote.paths
 
 
 @pytest.mark.parametrize("runtime,ref,artifact", [
@@ -62,29 +71,28 @@ def test_site_paths_resolve_local_paths_against_the_sites_file_and_keep_remote_o
 ])
 def test_the_built_image_is_chosen_for_the_sites_runtime(sweep, runtime, ref, artifact):
     site = Site(name="box", scheduler="slurm", runtime=runtime, images="/shared/images")
-    chosen = resolve_image(site, "transformers-5.17", site_paths(site, sweep), sweep / "images.lock.json")
+    chosen = resolve_image(resolve_site(site, sweep), "transformers-5.17", sweep / "images.lock.json")
     assert chosen.ref == ref and chosen.warning is None
     assert chosen.env["KIT_IMAGE_DIGEST"] == "sha256:" + "a" * 64 and chosen.env["KIT_IMAGE_ARTIFACT"] == artifact
     assert ("KIT_IMAGE_SHA256" in chosen.env) == (artifact == "sif")
 
 
 def test_an_image_not_built_stops_a_run_but_a_dry_run_shows_a_placeholder(sweep):
-    site = Site(name="box", scheduler="slurm", runtime="enroot", images="/shared/images")
-    paths = site_paths(site, sweep)
+    site = resolve_site(Site(name="box", scheduler="slurm", runtime="enroot", images="/shared/images"), sweep)
     with pytest.raises(ImageError, match="transformers-5.17"):
-        resolve_image(site, "transformers-5.17", paths, sweep / "missing.lock.json")
-    chosen = resolve_image(site, "transformers-5.17", paths, sweep / "missing.lock.json", dry_run=True)
+        resolve_image(site, "transformers-5.17", sweep / "missing.lock.json")
+    chosen = resolve_image(site, "transformers-5.17", sweep / "missing.lock.json", dry_run=True)
     assert chosen.ref == f"/shared/images/kit-transformers-5.17-{NOT_BUILT}.sqsh"
     assert chosen.env["KIT_IMAGE_DIGEST"] == NOT_BUILT and "placeholder" in chosen.warning
 
 
 def test_the_script_and_command_are_rendered_from_the_one_resolved_plan(sweep):
     (sweep / "sites.toml").write_text(SITES.format(runtime="apptainer"))
-    site = load_sites(sweep / "sites.toml").get("box")
+    site = load_site(sweep / "sites.toml", "box")
     project = load_project(sweep / "roster.toml", None)
     pairs = (Pair("org/m-1B", "en"), Pair("org/m-1B", "fr"))
     group = JobGroup("transformers-5.17", pairs, 2, plan_text(list(pairs)), "0123456789ab")
-    job = build_site_plan(project, site, sweep, group, 1, [0, 1], SubmitOptions(walltime="2h",
+    job = build_site_plan(project, site, group, 1, [0, 1], SubmitOptions(walltime="2h",
                                                                                  images_lock=sweep / "images.lock.json"))
     assert job.paths.root == sweep / "kit-root" and job.plan_path == sweep / "kit-root/plans/plan-0123456789ab.json"
     assert job.script_path == sweep / "kit-root/jobs" / f"{job.request.name}.sh"

@@ -15,15 +15,14 @@ from pathlib import Path
 import pytest
 from scripts_golden import HOSTILE, assert_golden
 
-from kit.config.project import load_project
-from kit.config.sites import Site, load_sites
+from kit.config.sites import Site
 from kit.demo.dataset import write_demo_benchmark
 from kit.errors import ConfigError
 from kit.launch.jobscript import JobScript, render_job_script
 from kit.launch.request import JobRequest
 from kit.launch.runtimes.base import KNOWN_RUNTIMES, RuntimeContext, get_runtime
 from kit.launch.schedulers.slurm import SlurmScheduler
-from kit.launch.submit import prepare_run
+from kit.launch.run import RunRequest, prepare_kit_run
 
 RUNTIMES = KNOWN_RUNTIMES
 REV = "0123456789abcdef0123456789abcdef01234567"
@@ -80,10 +79,8 @@ def cluster_script(sweep: Path, runtime: str) -> str:
     """What `kit run --site cluster --array 2 --dry-run` prints as the job script, for one runtime."""
     sites_file = sweep / f"sites-{runtime}.toml"
     sites_file.write_text(CLUSTER.format(runtime=runtime))
-    site = load_sites(sites_file).get("cluster")
-    project = load_project(sweep / "roster.toml", None)
-    plan = prepare_run(project, [site], sweep, project.roster.run, None, array=2, images_lock=sweep / "images.lock.json",
-                       dry_run=True)
+    plan = prepare_kit_run(RunRequest(sites_file, ("cluster",), sweep / "roster.toml", array=2,
+                                      images_lock=sweep / "images.lock.json", dry_run=True)).plan
     assert len(plan.sites) == 1 and plan.sites[0].gpus == 4
     assert plan.sites[0].submit_argv[:2] == ["sbatch", "--parsable"]
     return plan.sites[0].script_text
@@ -250,9 +247,8 @@ def test_no_token_reaches_a_job(sweep, tmp_path, fake_oar):   # fake_oar: an idl
     token = tmp_path / "hf_token"
     token.write_text("hf_SECRET_VALUE\n")
     token.chmod(0o600)
-    site = load_sites(local_site(tmp_path, token)).get("ws")
-    project = load_project(sweep / "roster.toml", None)
-    sp = prepare_run(project, [site], tmp_path, project.roster.run, ["en"]).sites[0]
+    sp = prepare_kit_run(RunRequest(local_site(tmp_path, token), ("ws",), sweep / "roster.toml", languages=("en",),
+                                    dry_run=True)).plan.sites[0]
     seen = sp.script_text + " ".join(sp.submit_argv) + json.dumps(sp.env)
     assert "hf_SECRET_VALUE" not in seen and str(token) not in seen and "HF_TOKEN_PATH" not in sp.env
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.results.checkpoint import validate_checkpoint
 from kit.results.metrics import compute_metrics
 from release_helpers import demo_sweep
@@ -36,7 +37,7 @@ def _flip(label: str) -> str:
 
 
 def test_the_job_s_own_checkpoint_is_complete(checkpoint: Path) -> None:
-    assert validate_checkpoint(checkpoint).state == keys.COMPLETE
+    assert validate_checkpoint(checkpoint).state == PairState.COMPLETE
 
 
 def test_a_flipped_answer_verdict_is_caught(checkpoint: Path, tmp_path: Path) -> None:
@@ -44,7 +45,7 @@ def test_a_flipped_answer_verdict_is_caught(checkpoint: Path, tmp_path: Path) ->
         for item in data[keys.PREDICTIONS][3:5]:
             item[keys.PREDICTED] = _flip(item[keys.PREDICTED])
     state = validate_checkpoint(_edited(checkpoint, tmp_path, flip))
-    assert state.state == keys.INVALID
+    assert state.state == PairState.INVALID
     assert state.reasons == [f"predictions[3].predicted is not the {_first(checkpoint, 3)!r} its "
                              "recorded output gives (and 1 more) (the verdict was edited after the job wrote it)"]
 
@@ -54,8 +55,8 @@ def _first(checkpoint: Path, at: int) -> str:
 
 
 @pytest.mark.parametrize(("yes", "threshold", "predicted", "state"), [
-    (0.9, None, keys.YES, keys.COMPLETE), (0.9, None, keys.NO, keys.INVALID),
-    (0.9, 0.95, keys.NO, keys.COMPLETE), (0.5, None, keys.YES, keys.COMPLETE),
+    (0.9, None, keys.YES, PairState.COMPLETE), (0.9, None, keys.NO, PairState.INVALID),
+    (0.9, 0.95, keys.NO, PairState.COMPLETE), (0.5, None, keys.YES, PairState.COMPLETE),
 ])
 def test_a_score_verdict_is_its_yes_score_against_the_threshold(checkpoint: Path, tmp_path: Path, yes, threshold,
                                                                   predicted, state) -> None:
@@ -74,12 +75,12 @@ def test_a_long_answer_is_not_re_read_and_lrb_s_own_files_are_not_either(checkpo
         item[keys.RAW_OUTPUT] = "<think>" + "x " * 200 + "</think> " + item[keys.PREDICTED]
         item[keys.PREDICTED] = _flip(item[keys.PREDICTED])
         item[keys.PARSE_MODE] = keys.PARSE_LAST
-    assert validate_checkpoint(_edited(checkpoint, tmp_path / "long", long_answer)).state == keys.COMPLETE
+    assert validate_checkpoint(_edited(checkpoint, tmp_path / "long", long_answer)).state == PairState.COMPLETE
 
     def lrb_file(data):
         del data[keys.PROVENANCE]
         data[keys.PREDICTIONS][0][keys.PREDICTED] = _flip(data[keys.PREDICTIONS][0][keys.PREDICTED])
-    assert validate_checkpoint(_edited(checkpoint, tmp_path / "lrb", lrb_file)).state == keys.COMPLETE
+    assert validate_checkpoint(_edited(checkpoint, tmp_path / "lrb", lrb_file)).state == PairState.COMPLETE
 
 
 def test_in_a_reasoning_model_s_file_a_flipped_short_answer_is_still_caught(checkpoint: Path, tmp_path: Path) -> None:
@@ -88,4 +89,4 @@ def test_in_a_reasoning_model_s_file_a_flipped_short_answer_is_still_caught(chec
         long_item[keys.RAW_OUTPUT] = "<think>" + "x " * 200 + "</think> " + long_item[keys.PREDICTED]
         short_item[keys.PREDICTED] = _flip(short_item[keys.PREDICTED])
     state = validate_checkpoint(_edited(checkpoint, tmp_path, reasoning))
-    assert state.state == keys.INVALID and state.reasons[0].startswith("predictions[1].predicted is not the")
+    assert state.state == PairState.INVALID and state.reasons[0].startswith("predictions[1].predicted is not the")

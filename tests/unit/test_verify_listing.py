@@ -3,7 +3,7 @@ the same order, as the recursive glob it replaced, with kit's own folders (repor
 
 from __future__ import annotations
 
-from kit.cli.verify_cmd import _json_files
+from kit.results.verify import json_files
 from kit.results.store import NON_LANGUAGE_DIRS
 
 
@@ -15,7 +15,7 @@ def test_the_walk_lists_what_the_glob_listed_in_its_order(tmp_path):
     (tmp_path / "folder.json").mkdir()
     globbed = sorted(q for q in tmp_path.rglob("*.json") if not q.name.startswith(".")
                      and not NON_LANGUAGE_DIRS & set(q.relative_to(tmp_path).parts[:-1]))
-    walked = _json_files(tmp_path, NON_LANGUAGE_DIRS)
+    walked = json_files(tmp_path, NON_LANGUAGE_DIRS)
     assert walked == globbed
     assert [q.relative_to(tmp_path).as_posix() for q in walked] == [
         ".hidden/q.json", "a/b.json", "a-c/x.json", "de/a.json", "deep/er/y.json", "folder.json", "odd.json",

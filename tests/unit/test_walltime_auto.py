@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 
 from conftest_checkpoints import current_checkpoint, rewrite
 from kit.config.project import load_project
-from kit.config.sites import Site, load_sites
+from kit.config.sites import Site
 from kit.costs import PairTime, fewest_shards, job_walltime, pack, predict, shard_loads, walltime_margin
 from kit.demo.dataset import write_demo_benchmark
 from kit.errors import ConfigError
 from kit.launch.autowall import site_cap
-from kit.launch.submit import prepare_run
 from kit.plan import Pair, PlanFile, plan_text, read_plan_file
+from tests.sites import plan_kit_run
 
 PARIS = ZoneInfo("Europe/Paris")
 REV = "0123456789abcdef0123456789abcdef01234567"
@@ -139,9 +139,8 @@ def sweep(tmp_path: Path):
 
 
 def test_auto_packs_a_measured_run_and_calibrates_a_new_one(sweep):
-    root, project = sweep
-    site = load_sites(root / "sites.toml").get("box")
-    plan = prepare_run(project, [site], root, list(project.roster.run), None, walltime="auto", resubmit=True)
+    root, _ = sweep
+    plan = plan_kit_run(root, ["box"], walltime="auto", resubmit=True).plan
     assert plan.held == [Pair("org/new-1B", "en"), Pair("org/new-1B", "fr")]
     calibration, packed = plan.sites
     assert calibration.pairs == [Pair("org/new-1B", "de")] and calibration.request.walltime_s == 3600
@@ -151,7 +150,7 @@ def test_auto_packs_a_measured_run_and_calibrates_a_new_one(sweep):
     assert packed.pairs == [Pair("org/measured-1B", "de"), Pair("org/measured-1B", "fr")]
     assert packed.shard_count == 1 and packed.request.walltime_s == 2700 and packed.request.array_size == 1
     assert json.loads(packed.plan_text)["shards"] == [[["org/measured-1B", "de"], ["org/measured-1B", "fr"]]]
-    plain = prepare_run(project, [site], root, list(project.roster.run), None, resubmit=True)
+    plain = plan_kit_run(root, ["box"], resubmit=True).plan
     assert [s.request.walltime_s for s in plain.sites] == [3600] and not plain.held
     assert "shards" not in json.loads(plain.sites[0].plan_text) and plain.sites[0].shard_count == 3
 

@@ -22,6 +22,7 @@ from kit.config.roster import Run  # noqa: E402
 from kit.config.sites import Site  # noqa: E402
 from kit.errors import ConfigError, KitError, SubmitError  # noqa: E402
 from kit.launch.frontend import Frontend  # noqa: E402
+from kit.launch.site import resolve_site  # noqa: E402
 from kit.launch.weights_check import fix_commands, preflight_weights  # noqa: E402
 from kit.launch.weights_push import probe, push_snapshot, verify_on_site  # noqa: E402
 from kit.plan import Pair  # noqa: E402
@@ -369,16 +370,18 @@ def run_(model: str = MODEL, backend: str = "transformers-5.17", **kw) -> Run:
 
 
 def plan_of(site: Site, *runs: Run) -> SimpleNamespace:
-    return SimpleNamespace(sites=[SimpleNamespace(site=site, pairs=[Pair(r.name, "en") for r in runs])])
+    """A run plan with one job at `site` holding these runs' pairs (the site's weights path is absolute)."""
+    where = resolve_site(site, Path("/"))
+    return SimpleNamespace(sites=[SimpleNamespace(site=site, where=where, pairs=[Pair(r.name, "en") for r in runs])])
 
 
 def test_a_site_without_weights_is_refused_and_a_dry_run_warns_with_the_commands(tmp_path):
     site, run = local_site(tmp_path, "g5k", weights=None), run_()
-    dry = preflight_weights(plan_of(site, run), [run], tmp_path, dry_run=True)
+    dry = preflight_weights(plan_of(site, run), [run], dry_run=True)
     assert [c.state for c in dry.checks] == ["missing"]
     assert len(dry.warnings) == 1 and "kit run` will refuse" in dry.warnings[0]
     with pytest.raises(ConfigError) as err:
-        preflight_weights(plan_of(site, run), [run], tmp_path, roster=Path("sweep/roster.toml"))
+        preflight_weights(plan_of(site, run), [run], roster=Path("sweep/roster.toml"))
     assert "nothing was submitted" in err.value.message
     assert err.value.fix == ('add weights = "/home/<login>/hf-hub" (a path on the cluster) to [site.g5k] in sites.toml, '
                              "then kit weights stage --roster sweep/roster.toml --model org/tiny && "
@@ -391,13 +394,13 @@ def test_runs_whose_weights_are_not_at_the_site_are_refused_with_the_stage_and_p
     staged(site.weights)
     plan = plan_of(site, ok, absent, gguf)
     with pytest.raises(SubmitError) as err:
-        preflight_weights(plan, [ok, absent, gguf], tmp_path)
+        preflight_weights(plan, [ok, absent, gguf])
     text = err.value.one_line()
     assert f"org/absent at here: no snapshot at revision {REV[:12]}" in text
     assert "the staged files hold no x.gguf" in text
     assert err.value.fix == ("kit weights stage --model org/absent --model org/tiny && "
                              "kit weights push --site here --model org/absent --model org/tiny")
-    report = preflight_weights(plan_of(site, ok), [ok], tmp_path)
+    report = preflight_weights(plan_of(site, ok), [ok])
     assert [c.state for c in report.checks] == ["ok"] and "manifest" in report.lines("here")[0]
 
 
@@ -406,7 +409,7 @@ def test_a_dry_run_of_a_remote_site_says_what_will_be_checked_and_asks_nobody(tm
 
     monkeypatch.setattr(wc, "probe", lambda *a: pytest.fail("a dry run asked the frontend"))
     site = Site(name="nancy", scheduler="oar", frontend="nancy.g5k", weights="/home/me/hf-hub")
-    report = preflight_weights(plan_of(site, run_()), [run_()], tmp_path, dry_run=True)
+    report = preflight_weights(plan_of(site, run_()), [run_()], dry_run=True)
     [line] = report.lines()
     assert line == (f"weights of org/tiny at nancy: unchecked: checked on nancy.g5k before submitting: "
                     f"/home/me/hf-hub/models--org--tiny/snapshots/{REV} and its manifest "

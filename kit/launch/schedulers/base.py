@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from kit.config.sites import Site
@@ -12,9 +13,20 @@ from kit.launch.jobscript import JobScript
 from kit.launch.request import JobRequest
 from kit.registry import Registry
 
-# kit's normalized job states (scheduler-specific names map onto these)
-PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, UNKNOWN = (
-    "pending", "running", "completed", "failed", "timeout", "cancelled", "unknown")
+
+
+class JobState(StrEnum):
+    """kit's normalized job states: each scheduler's own names map onto these (a pair's state is
+    kit.results.keys.PairState, a different word list)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
 
 KNOWN_SCHEDULERS = ("local", "slurm", "oar")
 SCHEDULERS: Registry[type["Scheduler"]] = Registry("scheduler", "kit.launch.schedulers", KNOWN_SCHEDULERS)
@@ -64,7 +76,7 @@ class Scheduler:
 
     def poll(self, job_ids: list[str]) -> dict[str, JobStatus]:
         """Normalized state of each job id; a missing or broken answer gives `unknown` with the reason."""
-        return {j: JobStatus(j, UNKNOWN, reason=f"the {self.name} scheduler cannot be polled") for j in job_ids}
+        return {j: JobStatus(j, JobState.UNKNOWN, reason=f"the {self.name} scheduler cannot be polled") for j in job_ids}
 
     def live_jobs(self) -> dict[str, LiveJob]:
         """{job id: LiveJob} of your jobs the scheduler still holds (pending or running); a SubmitError

@@ -38,25 +38,24 @@ from kit.config.sites import Site
 from kit.errors import SubmitError
 from kit.launch.jobscript import JobScript, allow_listed_env
 from kit.launch.request import JobRequest
-from kit.launch.schedulers.base import (CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN, JobStatus,
-                                        LiveJob, Scheduler, Submission, register_scheduler)
+from kit.launch.schedulers.base import JobState, JobStatus, LiveJob, Scheduler, Submission, register_scheduler
 
 # OAR job state -> kit's normalized state. The names are the `jobs.state` ENUM of OAR 2.5:
 # oar-team/oar sources/core/database/mysql_structure.sql and pg_structure.sql (installed by
 # Debian's oar-server 2.5.9 as /usr/lib/oar/database/*_structure.sql).
-OAR_STATES: dict[str, str] = {
-    "Waiting": PENDING,            # queued for resources
-    "Hold": PENDING,               # held (oarhold; new jobs may pass through it); oarresume releases it
-    "toLaunch": PENDING,           # scheduled, about to launch
-    "toAckReservation": PENDING,   # advance reservation being acknowledged
-    "Suspended": PENDING,          # stopped on its nodes; resumes later
-    "Resuming": RUNNING,
-    "Launching": RUNNING,
-    "Running": RUNNING,
-    "Finishing": RUNNING,          # epilogue running
-    "toError": FAILED,
-    "Terminated": COMPLETED,       # also after a non-zero exit: exit_code decides (see job_status)
-    "Error": FAILED,               # oardel and walltime kills end here too: events decide
+OAR_STATES: dict[str, JobState] = {
+    "Waiting": JobState.PENDING,            # queued for resources
+    "Hold": JobState.PENDING,               # held (oarhold; new jobs may pass through it); oarresume releases it
+    "toLaunch": JobState.PENDING,           # scheduled, about to launch
+    "toAckReservation": JobState.PENDING,   # advance reservation being acknowledged
+    "Suspended": JobState.PENDING,          # stopped on its nodes; resumes later
+    "Resuming": JobState.RUNNING,
+    "Launching": JobState.RUNNING,
+    "Running": JobState.RUNNING,
+    "Finishing": JobState.RUNNING,          # epilogue running
+    "toError": JobState.FAILED,
+    "Terminated": JobState.COMPLETED,       # also after a non-zero exit: exit_code decides (see job_status)
+    "Error": JobState.FAILED,               # oardel and walltime kills end here too: events decide
 }
 # Event types that explain an Error: WALLTIME is added by sarko (sources/core/modules/sarko.pl),
 # FRAG_JOB_REQUEST by oardel (OAR::IO::frag_job, sources/core/common-libs/lib/OAR/IO.pm).
@@ -99,24 +98,24 @@ def job_status(job_id: str, info: dict) -> JobStatus:
     events = [e for e in info.get("events") or [] if isinstance(e, dict)]
     types = {e.get("type") for e in events}
     if state not in OAR_STATES:
-        return JobStatus(job_id, UNKNOWN, reason=f"unknown OAR state {state!r}")
+        return JobStatus(job_id, JobState.UNKNOWN, reason=f"unknown OAR state {state!r}")
     code = exit_status(info.get("exit_code"))
     if state == "Terminated":
         if code in (None, 0):
-            return JobStatus(job_id, COMPLETED, code)
+            return JobStatus(job_id, JobState.COMPLETED, code)
         if CHECKPOINT_EVENT in types:
-            return JobStatus(job_id, TIMEOUT, code, f"OAR Terminated: stopped by SIGTERM before the walltime, exited {code}")
+            return JobStatus(job_id, JobState.TIMEOUT, code, f"OAR Terminated: stopped by SIGTERM before the walltime, exited {code}")
         if SIGTERM_EVENT in types:
-            return JobStatus(job_id, CANCELLED, code, f"OAR Terminated: stopped by oardel --signal SIGTERM, exited {code}")
-        return JobStatus(job_id, FAILED, code, f"OAR Terminated, exited {code}")
+            return JobStatus(job_id, JobState.CANCELLED, code, f"OAR Terminated: stopped by oardel --signal SIGTERM, exited {code}")
+        return JobStatus(job_id, JobState.FAILED, code, f"OAR Terminated, exited {code}")
     if state in ("Error", "toError"):
         if WALLTIME_EVENT in types:
-            return JobStatus(job_id, TIMEOUT, code, "OAR Error: walltime reached")
+            return JobStatus(job_id, JobState.TIMEOUT, code, "OAR Error: walltime reached")
         if DELETE_EVENT in types:
             who = next(e.get("description", "") for e in events if e.get("type") == DELETE_EVENT)
-            return JobStatus(job_id, FAILED, code, f"OAR Error: deleted with oardel ({who})")
+            return JobStatus(job_id, JobState.FAILED, code, f"OAR Error: deleted with oardel ({who})")
         told = [e.get("description", "") for e in events if not str(e.get("type", "")).startswith("SWITCH_INTO")]
-        return JobStatus(job_id, FAILED, code, "OAR Error" + (f": {told[-1]}" if told else ""))
+        return JobStatus(job_id, JobState.FAILED, code, "OAR Error" + (f": {told[-1]}" if told else ""))
     return JobStatus(job_id, OAR_STATES[state], code, f"OAR {state}")
 
 
@@ -227,7 +226,7 @@ class OarScheduler(Scheduler):
             records, why = self._records(chunk)
             for j in chunk:
                 out[j] = (job_status(j, records[j]) if j in records else
-                          JobStatus(j, UNKNOWN, reason=why or "oarstat does not know this job (purged, or another OAR)"))
+                          JobStatus(j, JobState.UNKNOWN, reason=why or "oarstat does not know this job (purged, or another OAR)"))
         return out
 
     def live_jobs(self) -> dict[str, LiveJob]:
@@ -243,9 +242,9 @@ class OarScheduler(Scheduler):
                               fix="check the frontend and OAR, then retry") from None
         out = {}
         for job_id, info in records.items():
-            state = OAR_STATES.get(str(info.get("state")), UNKNOWN)
+            state = OAR_STATES.get(str(info.get("state")), JobState.UNKNOWN)
             index = info.get("array_index")
-            if state in (PENDING, RUNNING):
+            if state in (JobState.PENDING, JobState.RUNNING):
                 out[job_id] = LiveJob(str(info.get("name") or ""), state,
                                       index - 1 if isinstance(index, int) and index >= 1 else 0)
         return out
@@ -282,8 +281,8 @@ class OarScheduler(Scheduler):
             # best effort: a job that ends meanwhile refuses the signal; the oardel below covers the rest
             self.frontend.run(["oardel", "--signal", "SIGTERM", *running], env=self._env())
             end = time.monotonic() + STOP_GRACE_S
-            while time.monotonic() < end and any(st.state == RUNNING for st in self.poll(running).values()):
+            while time.monotonic() < end and any(st.state == JobState.RUNNING for st in self.poll(running).values()):
                 time.sleep(1)
-        live = [j for j, st in self.poll(job_ids).items() if st.state in (PENDING, RUNNING, UNKNOWN)]
+        live = [j for j, st in self.poll(job_ids).items() if st.state in (JobState.PENDING, JobState.RUNNING, JobState.UNKNOWN)]
         if live:
             self.frontend.run(self.cancel_argv(live), env=self._env(), check=True)

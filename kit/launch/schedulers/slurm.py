@@ -43,8 +43,7 @@ from kit.errors import ConfigError, SubmitError
 from kit.launch.frontend import CommandResult
 from kit.launch.jobscript import BASE_ENV, JobScript, allow_listed_env
 from kit.launch.request import JobRequest
-from kit.launch.schedulers.base import (PENDING, RUNNING, UNKNOWN, JobStatus, LiveJob, Scheduler, Submission,
-                                        register_scheduler)
+from kit.launch.schedulers.base import JobState, JobStatus, LiveJob, Scheduler, Submission, register_scheduler
 from kit.launch.schedulers.slurm_query import (parse_sacct, parse_sbatch_id, parse_squeue_json, parse_squeue_names,
                                                plain_ids)
 
@@ -174,14 +173,14 @@ class SlurmScheduler(Scheduler):
             except (SubmitError, ValueError) as exc:
                 problems.append(f"sacct: {exc}")
         why = "; ".join(problems) or "neither squeue nor sacct reports this job"
-        return {j: found.get(j) or JobStatus(j, UNKNOWN, reason=why) for j in job_ids}
+        return {j: found.get(j) or JobStatus(j, JobState.UNKNOWN, reason=why) for j in job_ids}
 
     def live_jobs(self) -> dict[str, LiveJob]:
         """Your pending and running jobs and array tasks (`<id>_<task>`, tasks 0-based), from `squeue --json --me`."""
         try:
             return {j: LiveJob(name, state, int(j.rpartition("_")[2]) if "_" in j else 0) for j, (name, state) in
                     parse_squeue_names(self._ask(["squeue", "--json", "--me"]).stdout).items()
-                    if state in (PENDING, RUNNING)}
+                    if state in (JobState.PENDING, JobState.RUNNING)}
         except (ValueError, KeyError, TypeError) as exc:
             raise SubmitError(f"site {self.site.name!r}: squeue --json --me gave no job list ({exc})",
                               fix="check the scheduler answers, then retry") from None
@@ -202,7 +201,7 @@ class SlurmScheduler(Scheduler):
                                            "-o", SACCT_FIELDS]).stdout)
         lost = (f"array task left the queue and this site has no slurmdbd: `sacct -c` (jobcomp) records "
                 f"array tasks under raw job ids only ({(dbd.stderr or dbd.stdout).strip()[:120]}); read the job log")
-        return {j: found.get(j) or JobStatus(j, UNKNOWN, reason=lost) for j in job_ids if j in found or "_" in j}
+        return {j: found.get(j) or JobStatus(j, JobState.UNKNOWN, reason=lost) for j in job_ids if j in found or "_" in j}
 
     def cancel_argv(self, job_ids: list[str]) -> list[str]:
         """`scancel ID ...` (array task ids as `<id>_<task>`)."""

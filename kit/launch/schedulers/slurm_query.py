@@ -11,43 +11,43 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from kit.launch.schedulers.base import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, TIMEOUT, UNKNOWN, JobStatus
+from kit.launch.schedulers.base import JobState, JobStatus
 
 # Every Slurm job state name -> kit's normalized state. Names from Slurm's squeue(1) and
 # sacct(1) "JOB STATE CODES" (22.05; the same strings job_state_string() in
-# src/common/slurm_protocol_defs.c prints); verified on 22.05.8 for PENDING, RUNNING,
-# COMPLETED, FAILED, CANCELLED and TIMEOUT on the dev cluster (scripts/dev/slurm.sh; tests/e2e/test_slurm_sweep.py).
-SLURM_STATES: dict[str, str] = {
-    "PENDING": PENDING,            # PD: awaiting resource allocation
-    "CONFIGURING": PENDING,        # CF: allocated, nodes booting
-    "REQUEUED": PENDING,           # RQ: completing job is being requeued
-    "REQUEUE_HOLD": PENDING,       # RH: held job is being requeued
-    "REQUEUE_FED": PENDING,        # RF: requeued by a federation
-    "RESV_DEL_HOLD": PENDING,      # RD: held after its reservation was deleted
-    "RUNNING": RUNNING,            # R
-    "COMPLETING": RUNNING,         # CG: some processes still running
-    "STAGE_OUT": RUNNING,          # SO: staging out files
-    "SIGNALING": RUNNING,          # SI: being signaled
-    "RESIZING": RUNNING,           # RS: about to change size
-    "SUSPENDED": RUNNING,          # S: has an allocation, execution suspended
-    "STOPPED": RUNNING,            # ST: has an allocation, execution stopped (SIGSTOP)
-    "COMPLETED": COMPLETED,        # CD: all processes exited 0
-    "FAILED": FAILED,              # F: non-zero exit code or other failure
-    "BOOT_FAIL": FAILED,           # BF: launch failure (hardware)
-    "NODE_FAIL": FAILED,           # NF: an allocated node failed
-    "OUT_OF_MEMORY": FAILED,       # OOM
-    "SPECIAL_EXIT": FAILED,        # SE: requeued in a special state after a failure
-    "TIMEOUT": TIMEOUT,            # TO: reached its time limit
-    "DEADLINE": TIMEOUT,           # DL: terminated on its --deadline
-    "CANCELLED": CANCELLED,        # CA: by the user or an administrator
-    "PREEMPTED": CANCELLED,        # PR: terminated by preemption
-    "REVOKED": CANCELLED,          # RV: federation sibling removed
+# src/common/slurm_protocol_defs.c prints); verified on 22.05.8 for JobState.PENDING, JobState.RUNNING,
+# JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED and JobState.TIMEOUT on the dev cluster (scripts/dev/slurm.sh; tests/e2e/test_slurm_sweep.py).
+SLURM_STATES: dict[str, JobState] = {
+    "PENDING": JobState.PENDING,            # PD: awaiting resource allocation
+    "CONFIGURING": JobState.PENDING,        # CF: allocated, nodes booting
+    "REQUEUED": JobState.PENDING,           # RQ: completing job is being requeued
+    "REQUEUE_HOLD": JobState.PENDING,       # RH: held job is being requeued
+    "REQUEUE_FED": JobState.PENDING,        # RF: requeued by a federation
+    "RESV_DEL_HOLD": JobState.PENDING,      # RD: held after its reservation was deleted
+    "RUNNING": JobState.RUNNING,            # R
+    "COMPLETING": JobState.RUNNING,         # CG: some processes still running
+    "STAGE_OUT": JobState.RUNNING,          # SO: staging out files
+    "SIGNALING": JobState.RUNNING,          # SI: being signaled
+    "RESIZING": JobState.RUNNING,           # RS: about to change size
+    "SUSPENDED": JobState.RUNNING,          # S: has an allocation, execution suspended
+    "STOPPED": JobState.RUNNING,            # ST: has an allocation, execution stopped (SIGSTOP)
+    "COMPLETED": JobState.COMPLETED,        # CD: all processes exited 0
+    "FAILED": JobState.FAILED,              # F: non-zero exit code or other failure
+    "BOOT_FAIL": JobState.FAILED,           # BF: launch failure (hardware)
+    "NODE_FAIL": JobState.FAILED,           # NF: an allocated node failed
+    "OUT_OF_MEMORY": JobState.FAILED,       # OOM
+    "SPECIAL_EXIT": JobState.FAILED,        # SE: requeued in a special state after a failure
+    "TIMEOUT": JobState.TIMEOUT,            # TO: reached its time limit
+    "DEADLINE": JobState.TIMEOUT,           # DL: terminated on its --deadline
+    "CANCELLED": JobState.CANCELLED,        # CA: by the user or an administrator
+    "PREEMPTED": JobState.CANCELLED,        # PR: terminated by preemption
+    "REVOKED": JobState.CANCELLED,          # RV: federation sibling removed
 }
 
 
 def base_state(raw: Any) -> str:
-    """The bare state name: 'CANCELLED by 0' -> 'CANCELLED', 'CANCELLED+' -> 'CANCELLED', and
-    a Slurm 23+ state list ['RUNNING', 'COMPLETING'] -> its first known name."""
+    """The bare state name: 'JobState.CANCELLED by 0' -> 'JobState.CANCELLED', 'JobState.CANCELLED+' -> 'JobState.CANCELLED', and
+    a Slurm 23+ state list ['JobState.RUNNING', 'COMPLETING'] -> its first known name."""
     names = raw if isinstance(raw, list) else [raw]
     words = [str(n).split()[0].rstrip("+").upper() for n in names if str(n).strip()]
     for word in words:
@@ -58,12 +58,12 @@ def base_state(raw: Any) -> str:
 
 def normalize(raw: Any) -> str:
     """kit's state for a Slurm state name; `unknown` for a name the table does not hold."""
-    return SLURM_STATES.get(base_state(raw), UNKNOWN)
+    return SLURM_STATES.get(base_state(raw), JobState.UNKNOWN)
 
 
 def is_finished(raw: Any) -> bool:
     """True once the job has ended, whatever the outcome."""
-    return normalize(raw) in (COMPLETED, FAILED, TIMEOUT, CANCELLED)
+    return normalize(raw) in (JobState.COMPLETED, JobState.FAILED, JobState.TIMEOUT, JobState.CANCELLED)
 
 
 def _explain(state: str, *details: str) -> str:
@@ -152,7 +152,7 @@ def parse_squeue_names(text: str) -> dict[str, tuple[str, str]]:
 def parse_sacct(text: str) -> dict[str, JobStatus]:
     """Rows of `sacct --parsable2 --noheader -o JobID,State,ExitCode` (slurmdbd or `-c`).
 
-    Step rows ('12.batch') are skipped; 'CANCELLED by 0' reads as CANCELLED; ExitCode is
+    Step rows ('12.batch') are skipped; 'JobState.CANCELLED by 0' reads as JobState.CANCELLED; ExitCode is
     'code:signal' (sacct's --json in 22.05 reports 0 for failed jobs, this column does not)."""
     out: dict[str, JobStatus] = {}
     for line in text.splitlines():

@@ -1,0 +1,64 @@
+"""What a command did, as one typed value, and the one renderer that prints it.
+
+A command body parses its options, calls the library, and returns an `Outcome` to `render`,
+which prints the text or the `--json` envelope, derives the envelope's status word and the exit
+code from the outcome, and exits. No command decides its status word or exit code apart."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from kit.cli.common import FAILED, OK, print_json
+
+
+@dataclass
+class Outcome:
+    """A command's result: `data` is the envelope's `data`; `failed` says the command did its job and
+    found something wrong (a FAIL verdict, an invalid file, a failed job: exit 1); `errors` are
+    problems that kept part of the job from being done (printed on stderr, and failed too); `text`
+    is what a person reads: lines, or a function that prints them (rich tables); `stopped_by` names
+    the signal (SIGTERM, SIGINT) that stopped the command before its end: failed, exit 128 + N, as
+    a shell reports a process the signal killed."""
+
+    command: str
+    data: Any = None
+    text: Iterable[str] | Callable[[], None] = ()
+    failed: bool = False
+    errors: list[str] = field(default_factory=list)
+    stopped_by: str | None = None
+
+    @property
+    def status(self) -> str:
+        """The envelope's status word: ok, or failed (errors, a finding)."""
+        return FAILED if self.failed or self.errors or self.stopped_by else OK
+
+    @property
+    def exit_code(self) -> int:
+        """0 when ok, 128 + N when stopped by signal N, else 1 (2, bad input, never reaches an
+        outcome: kit.errors)."""
+        if self.stopped_by:
+            return 128 + signal.Signals[self.stopped_by]
+        return 0 if self.status == OK else 1
+
+
+def render(outcome: Outcome, as_json: bool) -> None:
+    """Print the outcome (the envelope on stdout with --json, else its text, errors on stderr) and
+    exit with its code when that is not 0."""
+    if as_json:
+        print_json(outcome.command, outcome.status, outcome.data, outcome.errors)
+    else:
+        if callable(outcome.text):
+            outcome.text()
+        else:
+            for line in outcome.text:
+                click.echo(line)
+        for error in outcome.errors:
+            click.echo(f"kit: {error}", err=True)
+    if outcome.exit_code:
+        sys.exit(outcome.exit_code)

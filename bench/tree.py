@@ -89,7 +89,7 @@ def _sentence(rng: random.Random, language: str) -> str:
 
 
 def _write_benchmark(folder: Path, codes: list[str], items: int) -> None:
-    from kit.config.benchmark import CSV_COLUMNS, DEFAULT_GENERATE_PROMPT
+    from kit.config.kinds.lrb.benchmark import CSV_COLUMNS, DEFAULT_GENERATE_PROMPT
     from kit.config.dataset import whole_set_sha256
 
     source_ids = [hashlib.sha256(f"bench-{i}".encode()).hexdigest()[:16] for i in range(items)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -110,6 +111,27 @@ def read_regular_file(path: str | os.PathLike[str], what: str, limit_bytes: int,
     if info.st_size > limit_bytes or len(data) > limit_bytes:
         raise ConfigError(f"{path}: {what} is over {limit_bytes} bytes, too large to be one", fix=fix)
     return data
+
+
+# a path separator (either), NUL or another control character
+_NOT_IN_A_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+# longest name part kit makes a file name of (filesystems allow 255 bytes; kit adds prefixes and suffixes)
+NAME_PART_MAX_BYTES = 200
+
+
+def name_part(value: object, what: str) -> str:
+    """`value` (a language, a run's file stem, a model id's part: data read from a file or an option)
+    as one component of a path kit writes; a ConfigError naming `what` unless it is a non-empty
+    string without a path separator, NUL or control character, not "." or ".." nor hidden, and at
+    most NAME_PART_MAX_BYTES in UTF-8: a name never leaves the folder it is written in."""
+    text = value if isinstance(value, str) else ""
+    bad = (not text or text.startswith(".") or _NOT_IN_A_NAME.search(text) is not None
+           or len(text.encode("utf-8", "surrogatepass")) > NAME_PART_MAX_BYTES)
+    if bad:
+        raise ConfigError(f"unsafe {what} {value!r} for a file name: it would not be one plain name in its folder",
+                          fix=f"use a plain {what} (letters, digits, '-', '_', '.', '@'), such as 'fr' or "
+                              "'org/name' for a run")
+    return text
 
 
 def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:

@@ -115,7 +115,7 @@ def lrb_bench(lrb_dir, tmp_path_factory) -> Path:
     lacks (lrb's own is not vendored; kit's default stands in for it here, never by itself)."""
     import shutil
 
-    from kit.config.benchmark import DEFAULT_GENERATE_PROMPT
+    from kit.config.kinds.lrb.benchmark import DEFAULT_GENERATE_PROMPT
 
     dest = tmp_path_factory.mktemp("lrb") / "data"
     shutil.copytree(lrb_dir / "data", dest)

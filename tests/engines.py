@@ -32,6 +32,22 @@ def local_site(python: Path, weights: Path, forward_env: tuple[str, ...] = ()) -
             f"forward_env = [{forward}]\n")
 
 
+def shard_and_verify(python: Path, workdir: Path, language: str, cache: Path, env: dict[str, str]) -> dict:
+    """`kit shard` of workdir/roster.toml for one language, run by an engine venv's python (results in
+    workdir/results), then `kit verify` of the one checkpoint it wrote, here; asserts that both
+    succeed and returns the checkpoint."""
+    results = workdir / "results"
+    r = subprocess.run([str(python), "-m", "kit", "shard", "--roster", str(workdir / "roster.toml"), "--results",
+                        str(results), "--languages", language, "--cache-dir", str(cache)],
+                       cwd=workdir, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    (ckpt,) = results.glob(f"{language}/*.json")
+    verify = subprocess.run([sys.executable, "-m", "kit", "verify", str(ckpt)], cwd=workdir, capture_output=True,
+                            text=True)
+    assert verify.returncode == 0 and "1 verified, 0 failed" in verify.stdout, verify.stdout + verify.stderr
+    return json.loads(ckpt.read_text(encoding="utf-8"))
+
+
 def kit_run_local_pair(workdir: Path, model: str, language: str, env: dict[str, str]) -> dict:
     """`kit run --site local --model MODEL --languages LANG` in `workdir` (roster.toml and sites.toml
     there); asserts that it succeeds and that `kit status` counts the one pair complete, then

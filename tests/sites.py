@@ -10,14 +10,13 @@ from kit.config.sites import Site
 
 
 def sites_toml(*sites: Site) -> str:
-    """The sites.toml text of these sites: each value that differs from its default, as TOML."""
+    """The sites.toml text of these sites: each value given or differing from its default, as TOML
+    (a value given equal to its default is written too: some defaults depend on the scheduler)."""
     out = []
     for site in sites:
         out.append(f"[site.{site.name}]")
-        defaults = Site.model_fields
         for key, value in site.model_dump(exclude={"name"}).items():
-            default = defaults[key].default
-            if value is None or (key != "scheduler" and value == default):
+            if value is None or (key not in site.model_fields_set and value == Site.model_fields[key].default):
                 continue
             # scalars, strings and lists of strings: JSON's spelling is TOML's
             out.append(f"{key} = {json.dumps(list(value) if isinstance(value, tuple) else value)}")

@@ -28,7 +28,7 @@ def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
     Example:
       kit export lrb results -o lrb-results
     """
-    from kit.results.lrb_export import export_lrb
+    from kit.results.kinds.lrb.export import export_lrb
 
     done = export_lrb(results, output)
     render(Outcome("export", {"format": fmt, "written": [str(p) for p in done.written],

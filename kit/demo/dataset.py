@@ -16,7 +16,7 @@ import secrets
 import shutil
 from pathlib import Path
 
-from kit.config.benchmark import CSV_COLUMNS, DEFAULT_GENERATE_PROMPT
+from kit.config.kinds.lrb.benchmark import CSV_COLUMNS, DEFAULT_GENERATE_PROMPT
 from kit.config.dataset import whole_set_sha256
 from kit.errors import ConfigError
 from kit.files import replace_folder, write_bytes_atomic

@@ -64,7 +64,7 @@ def _data_text() -> str:
 def suite_toml(tasks_sha256: str, data_sha256: str, temperature: float = 0.0, top_p: float = 1.0) -> str:
     """benchmark.toml of the demo suite, with the given pins."""
     return (
-        "# kit's demo LightEval suite (written by kit.demo.evalsuite). Schema: kit/config/evalsuite.py\n"
+        "# kit's demo LightEval suite (written by kit.demo.evalsuite). Schema: kit/config/kinds/lighteval/suite.py\n"
         'kind = "lighteval"\n'
         f'name = "{SUITE}"\n'
         'custom_tasks = "tasks.py"\n'

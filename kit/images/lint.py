@@ -13,16 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import kit
-from kit.config.backends import engine_for
+from kit.config.backends import ENGINE_MODULES, engine_for
 from kit.images import engine
 from kit.images.driver import CUDA_PROBE, needs_driver
 from kit.images.built import BuiltImage
 from kit.images.execute import run_oci
 from kit.images.spec import Target
 
-# the library each worker engine needs inside its image
-ENGINE_MODULES = {"transformers": ["torch", "transformers"], "vllm": ["vllm"], "llama_cpp": ["llama_cpp"],
-                  "gliner2": ["gliner2"], "gliclass": ["gliclass"]}
 GPU_ENV = {"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"}
 ARCH_LABEL = "org.kit.cuda-architectures"   # the image's record of the CUDA architectures it was compiled for
 _NATIVE = re.compile(r"CUDA_ARCHITECTURES[= ]*[\"']?(native|all|all-major)\b|GGML_NATIVE=ON", re.I)
@@ -316,7 +313,7 @@ def gather(t: Target, built: BuiltImage) -> Facts:
     """Inspect the image and run the probe and the entry point inside it."""
     attrs = engine.image_attrs(built.image_id)
     history = [h.get("CreatedBy", "") for h in engine.client().api.history(built.image_id)]
-    modules = ENGINE_MODULES.get(engine_for(t.name), [])
+    modules = list(ENGINE_MODULES.get(engine_for(t.name), ()))
     r = run_oci(built.image_id, ["python3", "-c", PROBE, *modules, *(["--cuda"] if t.spec.cuda else [])], [], {})
     line = next((x for x in r.stdout.splitlines() if x.startswith("KIT-PROBE ")), None)
     probe = json.loads(line[len("KIT-PROBE "):]) if line else {}

@@ -105,6 +105,7 @@ def prepare_kit_run(req: RunRequest, now: datetime | None = None) -> PreparedRun
     runs = project.roster.select(req.models)
     plan = _plan_jobs(project, sites, runs, req, now)
     prepared = PreparedRun(sites, plan, warnings=[*walltime_warnings([s.config for s in sites], req.walltime),
+                                                  *(line for s in sites for line in s.config.ignored_keys()),
                                                   *plan.warnings])
     if plan.pending:
         from kit.launch.weights_check import preflight_weights

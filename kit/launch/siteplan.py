@@ -145,8 +145,9 @@ class SitePlan:
 
 def resolve_image(resolved: ResolvedSite, backend: str, images_lock: Path | None,
                   dry_run: bool = False) -> ImageChoice:
-    """The built image of a backend for the site's runtime (an ImageError when it is not built,
-    except in a dry run, which gets a placeholder and a warning)."""
+    """The built image of a backend for the site's runtime, as the artifact its runtime reads (an
+    ImageError when it is not built or not converted to that artifact, except in a dry run, which
+    gets a placeholder and a warning)."""
     site, paths = resolved.config, resolved.paths
     if site.runtime == "host":
         return ImageChoice(None)
@@ -157,16 +158,16 @@ def resolve_image(resolved: ResolvedSite, backend: str, images_lock: Path | None
     kind = {"docker": "oci", "apptainer": "sif"}.get(site.runtime, "sqsh")
     try:
         built = load_lock(lock_path).get(backend, lock_path)
+        env = {"KIT_IMAGE_DIGEST": built.image_id, "KIT_LOCK_SHA256": built.lock_sha256, "KIT_IMAGE_ARTIFACT": kind}
+        if kind == "oci":
+            return ImageChoice(site.docker_image or built.tag, env)
+        art = built.artifact(kind)
     except ImageError as exc:
         if not dry_run:
             raise
         ref = f"kit/{backend}:{NOT_BUILT}" if kind == "oci" else str(paths.images / f"kit-{backend}-{NOT_BUILT}.{kind}")
         return ImageChoice(ref, {"KIT_IMAGE_DIGEST": NOT_BUILT, "KIT_IMAGE_ARTIFACT": kind},
                            f"{exc.one_line()} (the dry run shows a placeholder image)")
-    env = {"KIT_IMAGE_DIGEST": built.image_id, "KIT_LOCK_SHA256": built.lock_sha256, "KIT_IMAGE_ARTIFACT": kind}
-    if kind == "oci":
-        return ImageChoice(site.docker_image or built.tag, env)
-    art = built.artifact(kind)
     return ImageChoice(str(paths.images / art.file), {**env, "KIT_IMAGE_SHA256": art.sha256})
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kit.files import write_text_atomic
+from kit.files import name_part, write_text_atomic
 from kit.repro.compare import EXACTNESS_NOTE, Comparison, Tolerance, environment
 from kit.repro.resolve import ResolvedImage
 
@@ -56,8 +56,9 @@ def verdict_markdown(data: dict[str, Any]) -> str:
 
 
 def write_verdict(out_dir: Path, stem: str, data: dict[str, Any]) -> tuple[Path, Path]:
-    """Write reproduce-<stem>.json and .md into out_dir; returns both paths."""
-    out_dir = Path(out_dir)
+    """Write reproduce-<stem>.json and .md into out_dir; returns both paths. `stem` comes from the
+    result (its file name and recorded language): a ConfigError unless it is one plain name."""
+    out_dir, stem = Path(out_dir), name_part(stem, "result name (file stem and metadata.language)")
     js, md = out_dir / f"reproduce-{stem}.json", out_dir / f"reproduce-{stem}.md"
     write_text_atomic(js, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     write_text_atomic(md, verdict_markdown(data))

@@ -35,7 +35,7 @@ from typing import Any
 import kit
 from kit import safejson
 from kit.results.checkpoint import CheckpointState
-from kit.results.identity import Expected, identity_text
+from kit.results.identity import Expectation, identity_text
 from kit.results.parallel import validate_many
 
 
@@ -120,7 +120,7 @@ class CheckpointCache:
         return self.file.with_suffix(".sections.json")
 
     def validate(self, path: Path, *, run: str | None = None, language: str | None = None,
-                 expect: Expected | None = None) -> CheckpointState:
+                 expect: Expectation | None = None) -> CheckpointState:
         """validate_checkpoint(path, run=, language=, expect=), without predictions (see without_predictions),
         from the cache when nothing it depended on changed."""
         return self.validate_all([(Path(path), {"run": run, "language": language, "expect": expect})])[0]
@@ -191,18 +191,18 @@ class CheckpointCache:
         root = self._root
         return text[len(root):] if text.startswith(root) else os.path.abspath(text)
 
-    def _verdict_key(self, run: str | None, language: str | None, expect: Expected | None) -> str:
+    def _verdict_key(self, run: str | None, language: str | None, expect: Expectation | None) -> str:
         return f"{run!r}\0{language!r}\0{self._expect_digest(expect)}"
 
-    def _expect_digest(self, expect: Expected | None) -> str | None:
+    def _expect_digest(self, expect: Expectation | None) -> str | None:
         if expect is None:
             return None
-        identity = getattr(expect, "identity_key", None)
-        if not isinstance(identity, str):
+        identity = expect.identity_key
+        if identity is None:
             identity = identity_text(expect.identity) if expect.identity is not None else None
         # a planned pair names its language data without reading it (kit.results.identity.LazyExpected)
-        fingerprint = getattr(expect, "fingerprint", None)
-        if isinstance(fingerprint, str):
+        fingerprint = expect.fingerprint
+        if fingerprint is not None:
             return hashlib.sha256(f"file\0{fingerprint}\0{identity}".encode()).hexdigest()
         # else the same benchmark language gives the same ids and answers objects: digest them once
         ids, answers = expect.item_ids, expect.answers

@@ -25,7 +25,7 @@ from kit import safejson
 from kit.config.names import run_file_stem
 from kit.results import keys
 from kit.results.keys import PairState
-from kit.results.identity import Expected, answer_reasons, edit_reasons, stale_reasons
+from kit.results.identity import Expectation, answer_reasons, edit_reasons, stale_reasons
 from kit.results.kinds import ResultKind, kind_of, unknown_kind
 
 # keys.py has no checkpoint-side name for "no file yet"; kept here until it does.
@@ -104,7 +104,7 @@ def validate_checkpoint(
     *,
     run: str | None = None,
     language: str | None = None,
-    expect: Expected | None = None,
+    expect: Expectation | None = None,
 ) -> CheckpointState:
     """Read a checkpoint and decide whether it is complete, stale or invalid, listing every reason.
 
@@ -150,7 +150,7 @@ def validate_checkpoint(
             id_reasons = _item_id_reasons(ids, expect.item_ids)
             reasons += id_reasons
             if not id_reasons:   # the benchmark's ids, in its order
-                in_order = getattr(expect, "answers_in_order", None)
+                in_order = expect.answers_in_order
         if not shape and expect.answers is not None:
             reasons += answer_reasons(predictions, expect.answers, in_order)
     return CheckpointState(PairState.INVALID if reasons else PairState.COMPLETE, reasons, notices, data)
@@ -167,7 +167,7 @@ def validate_each(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointSta
 
 
 def verify_files(paths: Iterable[str | os.PathLike[str]],
-                 expect_for: Callable[[Path], Expected | None] = lambda path: None,
+                 expect_for: Callable[[Path], Expectation | None] = lambda path: None,
                  validate_all: ValidateAll = validate_each,
                  ) -> list[tuple[Path, CheckpointState]]:
     """Validate each file (structure, path, provenance, metric recomputation, and what

@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from operator import itemgetter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kit.config.kinds import get_kind
 from kit.errors import KitError
@@ -46,11 +46,39 @@ _RECORDED_TWICE = {
 
 @dataclass(frozen=True)
 class Expected:
-    """What a planned pair's checkpoint must hold to count now; None leaves that part unchecked."""
+    """What a planned pair's checkpoint must hold to count now; None leaves that part unchecked.
+    It has every member of Expectation (what the checkpoint code and its cache read)."""
 
     item_ids: tuple[str, ...] | None = None
     answers: Mapping[str, Any] | None = None      # item id -> the benchmark's expected answer
     identity: Mapping[str, Any] | None = None     # metadata key -> value
+    identity_key: str | None = None               # text that changes whenever `identity` does; None: derive it
+
+    @property
+    def answers_in_order(self) -> list[Any] | None:
+        """The answers in the order of the item ids, when known beforehand (None: look each one up)."""
+        return None
+
+    @property
+    def fingerprint(self) -> str | None:
+        """What the ids and answers come from, when it can be named without them (None: use them)."""
+        return None
+
+
+class Expectation(Protocol):
+    """What validate_checkpoint and the checkpoint cache read of an expectation: Expected, or a
+    planned pair's LazyExpected, whose ids and answers are read only when a file is validated."""
+
+    item_ids: tuple[str, ...] | None
+    answers: Mapping[str, Any] | None
+    identity: Mapping[str, Any] | None
+    identity_key: str | None
+
+    @property
+    def answers_in_order(self) -> list[Any] | None: ...
+
+    @property
+    def fingerprint(self) -> str | None: ...
 
 
 def prediction_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.config.prompts import lrb_prompt_kind, prompt_kind
+from kit.config.kinds.lrb.prompts import lrb_prompt_kind, prompt_kind
 from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
@@ -67,7 +67,7 @@ class CheckpointRecord:
 
     @property
     def prompt_kind(self) -> str:
-        """The kind of prompt lrb gives this run (kit.config.prompts); lrb files record only the task."""
+        """The kind of prompt lrb gives this run (kit.config.kinds.lrb.prompts); lrb files record only the task."""
         meta = self.metadata
         if meta.get(keys.BACKEND) is None and self.task == keys.TASK_SCORE:
             return lrb_prompt_kind(meta.get(keys.LRB_DECISION_RULE))

@@ -5,7 +5,7 @@ RELEASE/
   SNAPSHOT_STATUS.md     complete or in progress, with each run's coverage (kit.results.snapshot_status)
   leaderboard.csv ...    kit's report of the complete checkpoints (kit.results.report.write_report)
   data/train.csv         one row per item per run-language: ids, gold, prediction, score
-  <language>/<run>.json  lrb's own result files (kit.results.lrb_export)
+  <language>/<run>.json  lrb's own result files (kit.results.kinds.lrb.export)
   checkpoints/           kit's checkpoints and :::MLLOG logs as written, for `kit reproduce`
   REPRODUCE.md           kit's reviewer guide, when kit runs from its source tree
   .kit-release.json      what kit wrote (hidden: never published), so --force replaces only a release
@@ -185,7 +185,7 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
           covered: list[Coverage], done: bool, planned: bool, title: str, license_id: str, benchmark: Any,
           runs: list[Any] | None) -> None:
     """Write every file of the release into the empty folder `tmp`."""
-    from kit.results.lrb_export import lrb_bytes, lrb_result
+    from kit.results.kinds.lrb.export import lrb_bytes, lrb_result
     from kit.results.report import write_report
     from kit.results.store import checkpoint_path
 

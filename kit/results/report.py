@@ -1,5 +1,5 @@
 """`kit report`: a results folder turned into the report of its benchmark kind (an lrb
-leaderboard: kit.results.lrb_report; LightEval scores: kit.results.suite_report).
+leaderboard: kit.results.kinds.lrb.report; LightEval scores: kit.results.kinds.lighteval.report).
 
 Only complete checkpoints are counted; invalid files are listed with their reasons in the
 summary. With the roster at hand, a checkpoint recorded for another revision, setting, prompt

@@ -12,17 +12,14 @@ from typing import Any
 
 from kit.config.names import run_file_stem
 from kit.errors import ConfigError
-from kit.files import write_text_atomic
+from kit.files import name_part, write_text_atomic
 from kit.results import keys
 
 
 def checkpoint_path(results: Path, run: str, language: str) -> Path:
     """RESULTS/<language>/<run with '/' -> '__'>.json; refuses names that would leave RESULTS."""
-    stem = run_file_stem(run)
-    for part in (language, stem):
-        if not part or part in (".", "..") or "/" in part or "\\" in part or "\0" in part or part.startswith("."):
-            raise ConfigError(f"unsafe run or language name {part!r} for a checkpoint path", fix="use plain ids such as 'org/name' and 'fr'")
-    return (results if isinstance(results, Path) else Path(results)).joinpath(language, f"{stem}.json")
+    folder, stem = name_part(language, "language"), name_part(run_file_stem(run), "run name")
+    return (results if isinstance(results, Path) else Path(results)).joinpath(folder, f"{stem}.json")
 
 
 def dumps_checkpoint(data: dict[str, Any]) -> str:

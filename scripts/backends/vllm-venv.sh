@@ -36,6 +36,6 @@ venv_pip "$venv" install -q "$torch_spec"
 venv_pip "$venv" install -q "$vllm_spec" "${lighteval_specs[@]}" -e ".[worker]"
 venv_pip "$venv" uninstall -q -y torchvision torchaudio torchcodec
 VLLM_ENABLE_V1_MULTIPROCESSING=0 venv_check "$venv" "vLLM ($vllm_spec) with LightEval" \
-  'import vllm, kit.worker.shard; from vllm import LLM, SamplingParams; import kit.worker.lighteval.model'
+  'import vllm, kit.worker.shard; from vllm import LLM, SamplingParams; import kit.worker.kinds.lighteval.model'
 echo "$want" > "$venv/$stamp"
 step "$venv ready ($(du -sh "$venv" | cut -f1))"

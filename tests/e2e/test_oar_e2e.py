@@ -24,6 +24,9 @@ from pathlib import Path
 
 import pytest
 from services import let_kit_run_this_python, start_service
+from sites import sites_toml
+
+from kit.config.sites import Site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
@@ -65,69 +68,28 @@ class Workspace:
                               timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
-SITES_KIT = '''
-[site.ci-oar]
-scheduler = "oar"
-runtime = "host"
-python = "{py}"
-root = "{ws}/oar"
-results = "{ws}/results"
-weights = "{hub}"
-walltime = "0:10"
-policy_checks = ["{ws}/bin/usagepolicycheck -t"]
+def sites_kit(py: str, ws: Path, hub: str) -> str:
+    """The sites user kit runs kit with, on the OAR machine itself (frontend local)."""
+    oar = dict(scheduler="oar", runtime="host", python=py, weights=hub,
+               policy_checks=(f"{ws}/bin/usagepolicycheck -t",))
+    return sites_toml(
+        Site(name="ci-oar", root=f"{ws}/oar", results=f"{ws}/results", walltime="0:10", **oar),
+        # the same, with a worker that waits before starting, so a job can be deleted while it runs
+        Site(name="ci-oar-slow", **{**oar, "python": f"{ws}/bin/slow-python"}, root=f"{ws}/oar-slow",
+             results=f"{ws}/results-slow", walltime="0:10"),
+        Site(name="ci-oar-huge", root=f"{ws}/oar-huge", results=f"{ws}/results-huge", gpu_filter="gpu_mem>=999999",
+             **oar),
+        Site(name="ci-oar-day", root=f"{ws}/oar-day", results=f"{ws}/results-day", **oar))
 
-# the same, with a worker that waits before starting, so a job can be deleted while it runs
-[site.ci-oar-slow]
-scheduler = "oar"
-runtime = "host"
-python = "{ws}/bin/slow-python"
-root = "{ws}/oar-slow"
-results = "{ws}/results-slow"
-weights = "{hub}"
-walltime = "0:10"
-policy_checks = ["{ws}/bin/usagepolicycheck -t"]
 
-[site.ci-oar-huge]
-scheduler = "oar"
-runtime = "host"
-python = "{py}"
-root = "{ws}/oar-huge"
-results = "{ws}/results-huge"
-weights = "{hub}"
-gpu_filter = "gpu_mem>=999999"
-policy_checks = ["{ws}/bin/usagepolicycheck -t"]
-
-[site.ci-oar-day]
-scheduler = "oar"
-runtime = "host"
-python = "{py}"
-root = "{ws}/oar-day"
-results = "{ws}/results-day"
-weights = "{hub}"
-policy_checks = ["{ws}/bin/usagepolicycheck -t"]
-'''
-SITES_ROOT = '''
-[site.ci-oar-ssh]
-scheduler = "oar"
-runtime = "host"
-frontend = "kit-frontend"
-python = "{py}"
-root = "{cl}/oar"
-results = "{cl}/results"
-weights = "{hub}"
-walltime = "0:10"
-policy_checks = ["{ws}/bin/usagepolicycheck -t"]
-
-[site.ci-oar-blocked]
-scheduler = "oar"
-runtime = "host"
-frontend = "kit-frontend"
-python = "{py}"
-root = "{cl}/oar-blocked"
-results = "{cl}/results-blocked"
-weights = "{hub}"
-policy_checks = ["{ws}/bin/usagepolicycheck-over -t"]
-'''
+def sites_root(py: str, ws: Path, hub: str, cl: Path) -> str:
+    """The sites root runs kit with, reaching OAR through the ssh frontend kit-frontend (user kit)."""
+    oar = dict(scheduler="oar", runtime="host", frontend="kit-frontend", python=py, weights=hub)
+    return sites_toml(
+        Site(name="ci-oar-ssh", root=f"{cl}/oar", results=f"{cl}/results", walltime="0:10",
+             policy_checks=(f"{ws}/bin/usagepolicycheck -t",), **oar),
+        Site(name="ci-oar-blocked", root=f"{cl}/oar-blocked", results=f"{cl}/results-blocked",
+             policy_checks=(f"{ws}/bin/usagepolicycheck-over -t",), **oar))
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +120,8 @@ def ws() -> Workspace:
     (root / "bin" / "slow-python").write_text(f'#!/bin/sh\nsleep 25\nexec {PY} "$@"\n')
     (root / "bin" / "usagepolicycheck-over").write_text(
         '#!/bin/sh\necho "fake usagepolicycheck ($*): daily allowance exceeded on every cluster" >&2\nexit 1\n')
-    fmt = {"py": PY, "ws": root, "hub": hub, "cl": cluster}
-    (root / "sites.toml").write_text(SITES_KIT.format(**fmt))
-    (root_side / "sites.toml").write_text(SITES_ROOT.format(**fmt))
+    (root / "sites.toml").write_text(sites_kit(PY, root, hub))
+    (root_side / "sites.toml").write_text(sites_root(PY, root, hub, cluster))
     for p in [*root.rglob("*")]:
         if p.parent == root or p.parent == root / "bin":
             shutil.chown(p, "kit", "kit")

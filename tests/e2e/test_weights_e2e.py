@@ -22,10 +22,12 @@ from types import SimpleNamespace
 
 import pytest
 from services import let_kit_run_this_python, start_service
+from sites import sites_toml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hubserver import HubServer, Repo  # noqa: E402
 
+from kit.config.sites import Site  # noqa: E402
 from kit.weights import manifest as wm  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
@@ -39,41 +41,16 @@ if os.geteuid() != 0 or not Path("/etc/debian_version").is_file() or shutil.whic
 
 KIT_ENV = {"HOME": "/home/kit", "USER": "kit", "LOGNAME": "kit", "PATH": "/usr/local/bin:/usr/bin:/bin",
            "HF_HUB_OFFLINE": "1", "LANG": "C.UTF-8"}
-SITES = '''
-[site.ci-weights]
-scheduler = "oar"
-runtime = "host"
-frontend = "kit-frontend"
-python = "{py}"
-root = "{cl}/oar"
-results = "{cl}/results"
-weights = "{cl}/hf-hub"
-walltime = "0:10"
-policy_checks = ["{bin}/usagepolicycheck -t"]
-
-# weights staged nowhere yet
-[site.ci-weights-missing]
-scheduler = "oar"
-runtime = "host"
-frontend = "kit-frontend"
-python = "{py}"
-root = "{cl}/oar-missing"
-results = "{cl}/results-missing"
-weights = "{cl}/empty-hub"
-walltime = "0:10"
-policy_checks = ["{bin}/usagepolicycheck -t"]
-
-# a Grid'5000 site as a new user writes it first: no `weights` key
-[site.ci-weights-none]
-scheduler = "oar"
-runtime = "host"
-frontend = "kit-frontend"
-python = "{py}"
-root = "{cl}/oar-none"
-results = "{cl}/results-none"
-walltime = "0:10"
-policy_checks = ["{bin}/usagepolicycheck -t"]
-'''
+def sites_text(py: str, cl: Path, bin_dir: Path) -> str:
+    """Three sites behind the ssh frontend kit-frontend: weights staged there, weights staged nowhere
+    yet, and no `weights` key at all (a Grid'5000 site as a new user writes it first)."""
+    oar = dict(scheduler="oar", runtime="host", frontend="kit-frontend", python=py, walltime="0:10",
+               policy_checks=(f"{bin_dir}/usagepolicycheck -t",))
+    return sites_toml(
+        Site(name="ci-weights", root=f"{cl}/oar", results=f"{cl}/results", weights=f"{cl}/hf-hub", **oar),
+        Site(name="ci-weights-missing", root=f"{cl}/oar-missing", results=f"{cl}/results-missing",
+             weights=f"{cl}/empty-hub", **oar),
+        Site(name="ci-weights-none", root=f"{cl}/oar-none", results=f"{cl}/results-none", **oar))
 
 
 def as_kit(argv: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -108,7 +85,7 @@ def ws():
     check = here / "bin" / "usagepolicycheck"
     check.write_text('#!/bin/sh\necho "fake usagepolicycheck ($*): 3% of the daily allowance used"\n')
     check.chmod(0o755)
-    (here / "sites.toml").write_text(SITES.format(py=PY, cl=cluster, bin=here / "bin"))
+    (here / "sites.toml").write_text(sites_text(PY, cluster, here / "bin"))
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     yield SimpleNamespace(here=here, cluster=cluster, roster=roster, models=models, server=server,
                           stage_env={**env, "HF_ENDPOINT": url, "HF_HUB_DISABLE_TELEMETRY": "1"},

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kit.demo.dataset import write_demo_benchmark
+from kit.launch.schedulers.base import KNOWN_SCHEDULERS
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 DEEP = "[" * 200_000 + "]" * 200_000
@@ -151,7 +152,7 @@ def test_collect_never_writes_over_or_inside_a_site_tree(project, site_tree, out
 # ------------------------------------------------------------------ sites
 
 
-@pytest.mark.parametrize("scheduler", ["local", "slurm", "oar"])
+@pytest.mark.parametrize("scheduler", KNOWN_SCHEDULERS)
 def test_a_secret_in_forward_env_is_refused_at_every_site(project, scheduler):
     (project / "sites.toml").write_text(f'[site.s]\nscheduler = "{scheduler}"\nforward_env = ["HF_TOKEN"]\n')
     refused(kit("run", "--site", "s", "--dry-run", cwd=project), "sites.toml", "HF_TOKEN", "looks like a secret")

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
+from timings import StepTimes
 
 pytestmark = [pytest.mark.images, pytest.mark.timeout(7200)]
 
@@ -39,7 +40,8 @@ ON_APPTAINER = ("gguf", "transformers-5.11")
 TIER_DIR = Path(os.environ.get("KIT_IMAGES_TIER_DIR", "/var/tmp/kit-images-tier"))
 SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
 LANG = "en"
-TIMINGS: dict[str, float] = {}
+TIMES = StepTimes("six-images")
+timed = TIMES.timed
 EXEC_OPTS = ["--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
              "--security-opt", "systempaths=unconfined"]
 
@@ -65,28 +67,12 @@ def kit(*args: str, cwd: Path, env: dict, check: bool = True, timeout: float = 3
     return sh([sys.executable, "-m", "kit", *args], cwd=cwd, env=env, check=check, timeout=timeout)
 
 
-def timed(key: str, fn, *a, **kw):
-    t0 = time.monotonic()
-    out = fn(*a, **kw)
-    TIMINGS[key] = round(time.monotonic() - t0, 1)
-    return out
-
-
-class TimingsReport:
-    """Prints the measured step times in pytest's terminal summary."""
-
-    def pytest_terminal_summary(self, terminalreporter):
-        if TIMINGS:
-            terminalreporter.write_line("six-images timings (s): " + ", ".join(f"{k} {v}" for k, v in TIMINGS.items()))
-
-
 @pytest.fixture(scope="module")
 def images(request) -> dict:
     """KIT_IMAGES_LOCK / KIT_IMAGES_DIR with the six CPU variants built (what is missing is built)."""
     if os.geteuid() != 0 or not Path("/etc/debian_version").is_file() or shutil.which("docker") is None:
         pytest.skip("needs root on Debian with Docker (scripts/images/tools.sh, the image builds)")
-    if not request.config.pluginmanager.has_plugin("kit-six-images-timings"):
-        request.config.pluginmanager.register(TimingsReport(), "kit-six-images-timings")
+    TIMES.report_at_end(request.config)
     TIER_DIR.mkdir(parents=True, exist_ok=True)
     TIER_DIR.chmod(0o755)
     env = {"KIT_IMAGES_LOCK": os.environ.get("KIT_IMAGES_LOCK") or str(TIER_DIR / "images.lock.json"),
@@ -272,7 +258,7 @@ def test_slurm_apptainer_sweep_of_two_images(docker_sweep, ws, images):
     t0 = time.monotonic()
     kit("run", "--site", "slurm-apptainer", "--languages", LANG, *args, cwd=ws, env=env_slurm)
     states = _wait(ws, env_slurm, names, timeout=1800)
-    TIMINGS["slurm-apptainer-sweep"] = round(time.monotonic() - t0, 1)
+    TIMES.since("slurm-apptainer-sweep", t0)
     logs = "\n".join(p.read_text(errors="replace")[-2000:] for p in (ws / "slurm").rglob("*.out"))
     assert {s["state"] for s in states.values()} == {"complete"}, (states, logs)
     done = _checkpoints(ws / "slurm" / "results")

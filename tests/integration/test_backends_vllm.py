@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from engines import engine_venv, kit_run_local_pair, local_site
+from engines import kit_run_local_pair, local_site, shard_and_verify
 
 from kit.demo.backends import roster_text, write_backend_benchmark
 from kit.demo.model import build_tiny_llama
@@ -52,12 +51,6 @@ def main():
 if __name__ == "__main__":
     main()
 """
-
-
-@pytest.fixture(scope="session")
-def vllm_python() -> Path:
-    """Python of .venv-vllm."""
-    return engine_venv("vllm-venv.sh", ".venv-vllm")
 
 
 @pytest.fixture(scope="module")
@@ -102,16 +95,7 @@ def test_kit_shard_pair_is_verified_and_names_vllm(vllm_python, hub, tmp_path):
     run = {"model": f"{repo_id}@vllm", "revision": revision, "backend": "vllm", "batch_size": 20,
            "max_new_tokens": 8, "options": {"enforce_eager": True, "max_num_seqs": 16}}
     (tmp_path / "roster.toml").write_text(roster_text([run], bench), encoding="utf-8")
-    results = tmp_path / "results"
-    r = subprocess.run([str(vllm_python), "-m", "kit", "shard", "--roster", str(tmp_path / "roster.toml"),
-                        "--results", str(results), "--languages", "fr", "--cache-dir", str(cache)],
-                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
-    (ckpt,) = results.glob("fr/*.json")
-    verify = subprocess.run([sys.executable, "-m", "kit", "verify", str(ckpt)], cwd=tmp_path, capture_output=True,
-                            text=True)
-    assert verify.returncode == 0 and "1 verified, 0 failed" in verify.stdout, verify.stdout + verify.stderr
-    data = json.loads(ckpt.read_text())
+    data = shard_and_verify(vllm_python, tmp_path, "fr", cache, ENV)
     assert data["provenance"]["packages"]["vllm"] == "0.32.0" and data["provenance"]["image"]["backend"] == "vllm"
     assert data["metadata"]["options"] == {"enforce_eager": True, "max_num_seqs": 16}
     assert data["speed"]["generated_tokens"] == 20 * 8 and data["speed"]["batches"] == 1

@@ -22,13 +22,15 @@ import time
 from pathlib import Path
 
 import pytest
+from timings import StepTimes
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[2]
 NAME, VARIANT = "transformers-5.17", "cpu"
 WHEELHOUSE = Path(os.environ.get("KIT_WHEELHOUSE") or Path.home() / ".cache" / "kit" / "wheelhouse")
-TIMINGS: dict[str, float] = {}
+TIMES = StepTimes("images")
+timed = TIMES.timed
 
 
 def kit(*args: str, env: dict | None = None, check: bool = True, timeout: float = 1800) -> subprocess.CompletedProcess:
@@ -37,13 +39,6 @@ def kit(*args: str, env: dict | None = None, check: bool = True, timeout: float 
     if check and r.returncode != 0:
         pytest.fail(f"kit {' '.join(args)} exited {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}", pytrace=False)
     return r
-
-
-def timed(key: str, fn, *a, **kw):
-    t0 = time.monotonic()
-    out = fn(*a, **kw)
-    TIMINGS[key] = round(time.monotonic() - t0, 1)
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -60,17 +55,8 @@ def work(request) -> Path:
     os.chmod(path, 0o755)
 
     request.addfinalizer(lambda: shutil.rmtree(path, ignore_errors=True))
-    if not request.config.pluginmanager.has_plugin("kit-images-timings"):
-        request.config.pluginmanager.register(TimingsReport(), "kit-images-timings")
+    TIMES.report_at_end(request.config)
     return path
-
-
-class TimingsReport:
-    """Prints the measured step times in pytest's terminal summary."""
-
-    def pytest_terminal_summary(self, terminalreporter):
-        if TIMINGS:
-            terminalreporter.write_line("images timings (s): " + ", ".join(f"{k} {v}" for k, v in TIMINGS.items()))
 
 
 @pytest.fixture(scope="session")
@@ -96,7 +82,7 @@ def converted(built, lock_env):
 
     t0 = time.monotonic()
     kit("images", "convert", NAME, "--to", "sif", env=lock_env)
-    TIMINGS["sif"] = round(time.monotonic() - t0, 1)
+    TIMES.since("sif", t0)
     timed("sqsh", kit, "images", "convert", NAME, "--to", "sqsh", env=lock_env)
     return load_lock(Path(lock_env["KIT_IMAGES_LOCK"])).get(NAME)
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kit.config.backends import BACKENDS, ENGINE_OPTIONS, ENGINE_TASKS
+from kit.config.backends import BACKENDS, ENGINE_OPTIONS, ENGINE_SPECS, ENGINE_TASKS, SHARDING_BACKENDS, shards
 from kit.config.roster import Run
 from kit.errors import ConfigError, MissingExtraError
 from kit.worker.backends.base import Backend, Generation, get_backend, remote_code_allowed
@@ -36,6 +36,14 @@ def _run(engine: str, **settings) -> Run:
 
 def test_every_engine_is_covered():
     assert set(engines()) == set(BACKENDS.values()) == set(LIBRARY)
+
+
+def test_each_engine_has_one_spec_that_the_image_lint_and_sizing_read():
+    assert set(ENGINE_SPECS) == set(BACKENDS.values())
+    for engine, spec in ENGINE_SPECS.items():
+        assert LIBRARY[engine][0] in spec.modules    # what load() imports first, `kit images lint` imports too
+        assert spec.tasks and set(spec.options).isdisjoint({"attention_heads", "kv_heads"})
+    assert SHARDING_BACKENDS == {"vllm"} and shards("vllm") and not shards("transformers-5.17")
 
 
 @pytest.mark.parametrize("engine", engines())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.config.benchmark import DEFAULT_GENERATE_PROMPT, item_id
+from kit.config.kinds.lrb.benchmark import DEFAULT_GENERATE_PROMPT, item_id
 from kit.config.dataset import whole_set_sha256
 from kit.config.kinds import load_benchmark
 from kit.demo.dataset import write_demo_benchmark

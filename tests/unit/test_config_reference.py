@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from kit.config.benchmark import BenchmarkFile, PromptFiles
-from kit.config.evalsuite import SamplingSettings, SuiteFile, SuiteTask
+from kit.config.kinds.lrb.benchmark import BenchmarkFile, PromptFiles
+from kit.config.kinds.lighteval.suite import SamplingSettings, SuiteFile, SuiteTask
 from kit.config.images import ImagesFile, ImageSpec, ImageVariant
 from kit.config.reference import COMMAND, FILES, render_reference
 from kit.config.roster import Roster, Run

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.config.evalsuite import EvalSuite, suite_sha256
+from kit.config.kinds.lighteval.suite import EvalSuite, suite_sha256
 from kit.config.kinds import load_benchmark
 from kit.config.roster import Run
 from kit.demo.evalsuite import LIGHTEVAL_TASK, TASK, TASKS_PY, write_demo_suite
@@ -25,7 +25,7 @@ from kit.results.checkpoint import validate_checkpoint
 from kit.results.identity import Expected
 from kit.results.report import write_report
 from kit.results.store import checkpoint_path, write_checkpoint
-from kit.results.suite_metrics import suite_metrics
+from kit.results.kinds.lighteval.metrics import suite_metrics
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 

@@ -119,3 +119,30 @@ def test_read_regular_file_refuses_a_file_over_the_limit(tmp_path):
         read_regular_file(path, "a checkpoint", 1024)
     path.write_bytes(b"x" * 1024)
     assert len(read_regular_file(path, "a checkpoint", 1024)) == 1024
+
+
+@pytest.mark.parametrize("value", ["..", ".", ".hidden", "a/b", "a\\b", "a\x00b", "fr\n", "", None, "x" * 201,
+                                   "../../etc"])
+def test_data_never_becomes_a_name_that_leaves_its_folder(value):
+    from kit.errors import ConfigError
+    from kit.files import name_part
+
+    with pytest.raises(ConfigError, match="unsafe language"):
+        name_part(value, "language")
+
+
+def test_plain_names_pass_unchanged():
+    from kit.files import name_part
+
+    for value in ("fr", "zh-Hant", "org__name@v+Variant", "é" * 100, "a.b"):
+        assert name_part(value, "run name") == value
+
+
+def test_a_reproduce_verdict_named_by_a_hostile_language_is_refused_and_nothing_is_written(tmp_path):
+    from kit.errors import ConfigError
+    from kit.repro.verdict_report import write_verdict
+
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match="unsafe result name"):
+        write_verdict(out, "org__m-../../../../tmp/x", {})
+    assert not out.exists() and not list(tmp_path.rglob("reproduce-*"))

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from kit.results.lrb_report import heatmap_png  # noqa: E402
+from kit.results.kinds.lrb.report import heatmap_png  # noqa: E402
 
 
 def test_missing_pairs_are_grey_and_the_bytes_are_stable():

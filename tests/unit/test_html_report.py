@@ -263,7 +263,7 @@ def test_invalid_files_are_listed_on_the_index_without_a_page(results, tmp_path)
 
 
 def _suite_checkpoint(results: Path, run: str, task: str, em: list[float]) -> Path:
-    from kit.results.suite_metrics import suite_metrics
+    from kit.results.kinds.lighteval.metrics import suite_metrics
 
     preds = [{keys.ITEM_ID: f"q{i}", keys.EXPECTED: "4", keys.RAW_OUTPUT: HOSTILE, keys.TRUNCATED: False,
               keys.ITEM_METRICS: {"em": v}} for i, v in enumerate(em)]

@@ -153,3 +153,16 @@ def test_every_image_has_a_cpu_variant_on_the_bootstrapped_base(name):
     assert not any(r.startswith(("nvidia-", "vllm==")) for r in pins), name   # nothing CUDA in a CPU lock
     if t.spec.dockerfile != spec.target(name, None, IMAGES).spec.dockerfile:   # gguf: its own Dockerfile and args
         assert "CMAKE_CUDA_ARCHITECTURES" not in t.spec.build_args and "BUILD_IMAGE" not in t.spec.build_args
+
+
+def test_a_variant_without_a_tag_never_takes_its_images_tag(tmp_path):
+    from kit.config.images import ImageSpec
+
+    spec = ImageSpec.model_validate({"dockerfile": "Dockerfile.x", "lock": "x.lock", "base": "kit/base:bookworm",
+                                     "python": "3.11", "tag": "kit/x:1.0-cu130",
+                                     "variants": {"cpu": {"cuda": ""}, "own": {"tag": "kit/x:own"}}})
+    assert spec.with_variant("cpu").tag == "kit/x:1.0-cu130-cpu"
+    assert spec.with_variant("own").tag == "kit/x:own" and spec.with_variant(None).tag == "kit/x:1.0-cu130"
+    bare = ImageSpec.model_validate({"dockerfile": "Dockerfile.x", "lock": "x.lock", "base": "kit/base:bookworm",
+                                     "python": "3.11", "tag": "registry:5000/kit-x", "variants": {"cpu": {"cuda": ""}}})
+    assert bare.with_variant("cpu").tag == "registry:5000/kit-x:cpu"   # a registry port is not a tag

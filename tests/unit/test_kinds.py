@@ -159,16 +159,19 @@ def test_no_module_imports_up_or_across_the_layers():
     assert wrong == []
 
 
-# the only modules that may name a particular kind: the registry and the kinds' own parts
-KIND_MODULES = {"kit.config.kinds", "kit.config.benchmark", "kit.config.evalsuite", "kit.results.keys",
-                "kit.results.kinds", "kit.results.kinds.lrb", "kit.results.kinds.lighteval",
-                "kit.worker.kinds.lrb", "kit.worker.kinds.lighteval"}
+# the only modules that may name a particular kind: the key constants, and the kinds' own packages
+# (one per layer: kit.config.kinds, kit.results.kinds, kit.worker.kinds, each with a part per kind)
+KIND_PACKAGES = ("kit.config.kinds", "kit.results.kinds", "kit.worker.kinds")
+
+
+def _kind_module(module: str) -> bool:
+    return module == "kit.results.keys" or any(module == p or module.startswith(p + ".") for p in KIND_PACKAGES)
 
 
 def test_no_module_outside_the_kinds_asks_which_kind_it_holds():
     named = []
     for module, path in MODULES.items():
-        if module in KIND_MODULES:
+        if _kind_module(module):
             continue
         text = path.read_text(encoding="utf-8")
         for word in ("KIND_LRB", "KIND_LIGHTEVAL", "BENCHMARK_KIND", '== "lighteval"', "== 'lighteval'",
@@ -176,3 +179,21 @@ def test_no_module_outside_the_kinds_asks_which_kind_it_holds():
             if word in text:
                 named.append(f"{module}: {word}")
     assert named == []
+
+
+def test_each_kind_has_its_part_in_each_layers_kinds_package():
+    from kit.config.kinds import KINDS
+
+    for name, kind in KINDS.items():
+        for part, package in ((kind.dataset, "kit.config.kinds"), (kind.results, "kit.results.kinds"),
+                              (kind.worker, "kit.worker.kinds")):
+            module = part.split(":")[0]
+            assert module == f"{package}.{name}" or module.startswith(f"{package}.{name}."), (name, part)
+
+
+def test_the_worker_imports_nothing_an_image_does_not_need():
+    # what runs in an image (kit/worker) never reaches the launcher, the image builder, repro, the demo or the CLI
+    barred = {"launch", "images", "repro", "demo", "cli"}
+    wrong = sorted(f"{m} -> {n}" for m, deps in GRAPH.items() if _layer(m) == "worker" for n in deps
+                   if _layer(n) in barred)
+    assert wrong == []

@@ -1,4 +1,4 @@
-"""`kit export lrb` (kit.results.lrb_export): values lrb's file cannot hold stop the export before any
+"""`kit export lrb` (kit.results.kinds.lrb.export): values lrb's file cannot hold stop the export before any
 file is written, and lrb's own fields (device_name, the per-generation counters, the speed section,
 the scorer's raw output) come through as lrb writes them. lrb files are built from tests/lrb_schema.py."""
 
@@ -14,7 +14,7 @@ import lrb_schema as lrb
 import pytest
 
 from kit.errors import ConfigError
-from kit.results.lrb_export import export_lrb, lrb_result
+from kit.results.kinds.lrb.export import export_lrb, lrb_result
 
 
 def _results(tmp_path: Path) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest_checkpoints import LRB_ARCHIVE, dump, predictions_of
-from kit.config.prompts import GENERATE, MASKED_LM, RERANKER, ZEROSHOT, lrb_prompt_kind
+from kit.config.kinds.lrb.prompts import GENERATE, MASKED_LM, RERANKER, ZEROSHOT, lrb_prompt_kind
 from kit.errors import ConfigError
 from kit.results import keys, report
 from kit.results.keys import PairState

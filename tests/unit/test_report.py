@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kit.errors import ConfigError, MissingExtraError
-from kit.results import keys, lrb_report, report
+from kit.results import keys, report
+from kit.results.kinds.lrb import report as lrb_report
 from kit.results.keys import PairState
 from kit.results.metrics import compute_metrics
 from kit.results.records import ReportFiles, check_comparable

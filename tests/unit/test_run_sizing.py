@@ -17,7 +17,7 @@ from kit.config.sites import Site
 from kit.demo.dataset import write_demo_benchmark
 from kit.errors import ConfigError
 from kit.launch.jobsize import grown_filter, site_gpus
-from tests.sites import plan_kit_run
+from sites import plan_kit_run
 
 # `kit run` asks oarstat for your live jobs: the fake one (conftest), not an OAR this machine may have
 pytestmark = pytest.mark.usefixtures("fake_oar")

@@ -5,6 +5,7 @@ shows which image each job uses."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,10 +15,13 @@ import pytest
 from kit.config.project import load_project
 from kit.config.sites import Site
 from kit.demo.dataset import write_demo_benchmark
-from kit.errors import ImageError
+from kit.errors import ConfigError, ImageError
+from kit.launch.runtimes.base import KNOWN_RUNTIMES
+from kit.launch.schedulers.base import KNOWN_SCHEDULERS
 from kit.launch.site import load_site, resolve_site
 from kit.launch.siteplan import NOT_BUILT, JobGroup, SubmitOptions, build_site_plan, resolve_image
 from kit.plan import Pair, plan_text
+from sites import plan_kit_run
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 LOCK = {"kit_images_lock_version": 1, "images": {"transformers-5.17": {
@@ -114,3 +118,36 @@ def test_a_dry_run_says_which_image_each_job_uses(sweep):
                        cwd=sweep, capture_output=True, text=True, env=env)
     job = json.loads(r.stdout)["data"]["jobs"][0]
     assert (job["image"], job["image_digest"]) == ("/shared/images/kit-t-aaaaaaaaaaaa.sif", "sha256:" + "a" * 64)
+
+
+def test_a_key_the_sites_scheduler_does_not_read_is_said_not_silently_ignored(sweep, fake_oar):   # fake_oar: an idle squeue
+    (sweep / "sites.toml").write_text(
+        '[site.slurmy]\nscheduler = "slurm"\nruntime = "host"\nqueue = "gpu"\npartition = "gpu"\n'
+        '[site.oary]\nscheduler = "oar"\nruntime = "host"\npartition = "gpu"\nqueue = "default"\n')
+    slurmy, oary = load_site(sweep / "sites.toml", "slurmy"), load_site(sweep / "sites.toml", "oary")
+    [line] = slurmy.config.ignored_keys()
+    assert line.startswith("site slurmy: `queue` is read by oar only") and "write partition = ..." in line
+    [line] = oary.config.ignored_keys()
+    assert line.startswith("site oary: `partition` is read by slurm only") and "gpu_filter" in line
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "slurmy", "--dry-run"], cwd=sweep,
+                       capture_output=True, text=True, env={**os.environ, "KIT_IMAGES_LOCK": str(sweep / "images.lock.json")})
+    assert "kit: warning: site slurmy: `queue` is read by oar only" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("scheduler", KNOWN_SCHEDULERS)
+@pytest.mark.parametrize("runtime", KNOWN_RUNTIMES)
+def test_every_scheduler_and_runtime_pair_plans_a_valid_script_or_is_refused_by_name(sweep, scheduler, runtime,
+                                                                                    fake_oar):
+    site = Site(name="s", scheduler=scheduler, runtime=runtime, images="/shared/images", gpus_per_node=1,
+                gpu_memory_gib=80, **({"python": "/venv/bin/python"} if runtime == "host" else {}))
+    try:
+        plan = plan_kit_run(sweep, ["s"], sites=[site], images_lock=sweep / "images.lock.json").plan
+    except ConfigError as exc:      # a pair that cannot work (pyxis is a Slurm plugin) is refused, naming it
+        assert runtime in exc.one_line() or scheduler in exc.one_line(), exc.one_line()
+        return
+    [job] = plan.sites
+    if runtime in ("pyxis", "enroot"):    # the lock's image has a SIF only: the dry run says how to make the sqsh
+        assert any("kit images convert transformers-5.17 --to sqsh" in w for w in plan.warnings), plan.warnings
+    r = subprocess.run(["bash", "-n"], input=job.script_text, text=True, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert job.submit_argv and str(job.script_path) in " ".join(job.submit_argv) + job.script_text

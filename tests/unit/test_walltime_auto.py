@@ -26,7 +26,7 @@ from kit.demo.dataset import write_demo_benchmark
 from kit.errors import ConfigError
 from kit.launch.autowall import site_cap
 from kit.plan import Pair, PlanFile, plan_text, read_plan_file
-from tests.sites import plan_kit_run
+from sites import plan_kit_run
 
 PARIS = ZoneInfo("Europe/Paris")
 REV = "0123456789abcdef0123456789abcdef01234567"

@@ -14,7 +14,7 @@ Settings:
 - `task` (default score): score only
 - `dtype` (default auto): as the transformers engine resolves it (float32 on CPU)
 - `batch_size` (default 16): the pipeline's batch size
-- `trust_remote_code` (default false): not used; GLiClass loads no remote code
+- `trust_remote_code` (default false): for the tokenizer only (one with code of its own needs it); the GLiClass model loads no remote code
 - `options.label` (default the hypothesis): the one label; unset, each input must hold a HYPOTHESIS line
 - `options.max_length` (default 512): the token cap of one rendered input (refused above, never truncated)
 - `options.hypothesis_marker` (default "HYPOTHESIS:"): where the hypothesis starts in an input

@@ -59,7 +59,7 @@ def start_engine(backend: Backend) -> tuple[Any, str, bool]:
 
     Local snapshot, pinned revision, dtype as the transformers engine resolves it,
     tensor-parallel size from KIT_GPUS, remote code only when pinned. The LightEval model
-    (kit.worker.lighteval.model) drives a VllmBackend, so LightEval suites start vLLM this way too.
+    (kit.worker.kinds.lighteval.model) drives a VllmBackend, so LightEval suites start vLLM this way too.
     """
     try:
         import torch

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.config.backends import engine_for
-from kit.config.benchmark import Benchmark
+from kit.config.kinds.lrb.benchmark import Benchmark
 from kit.config.dataset import Dataset
 from kit.config.roster import Run
 from kit.results import keys

@@ -1,6 +1,6 @@
 """The LightEval kind's part of the HTML report (kit.results.kinds.lighteval): the score table of
 lighteval_scores.csv on the index, a table per task, each result's metrics. The values are
-kit.results.suite_report's rows."""
+kit.results.kinds.lighteval.report's rows."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from kit.results import keys
 from kit.results.html_page import HtmlParts, PageLinks, key_values, maybe_link, table
 from kit.results.records import CheckpointRecord, groups
-from kit.results.suite_report import score_rows
+from kit.results.kinds.lighteval.report import score_rows
 from kit.results.tables import rate
 
 

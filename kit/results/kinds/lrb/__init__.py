@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kit.results import keys
 from kit.results.answers import parse_verdict
 from kit.results.kinds.base import ResultKind
-from kit.results.lrb_report import write_lrb_report
+from kit.results.kinds.lrb.report import write_lrb_report
 from kit.results.metrics import all_well_formed, compute_metrics, has_verdict, metrics_equal
 from kit.results.records import CheckpointRecord, ReportFiles, item_faults
 
@@ -86,7 +86,7 @@ class LrbKind(ResultKind):
 
     def html_parts(self, records: Sequence[CheckpointRecord], links: "PageLinks") -> "HtmlParts":
         """The leaderboard with F1 intervals, the heatmap and F1-per-language plots, a table per language."""
-        from kit.results.lrb_html import lrb_html
+        from kit.results.kinds.lrb.html import lrb_html
 
         return lrb_html(records, links)
 

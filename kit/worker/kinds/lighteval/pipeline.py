@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from kit.config.evalsuite import EvalSuite, SuiteTask
+from kit.config.kinds.lighteval.suite import EvalSuite, SuiteTask
 from kit.errors import ConfigError
 from kit.results import keys
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from kit.results import keys
 from kit.results.kinds.base import ResultKind
 from kit.results.records import CheckpointRecord, ReportFiles
-from kit.results.suite_metrics import prediction_faults, suite_metrics, suite_metrics_differ
-from kit.results.suite_report import write_suite_report
+from kit.results.kinds.lighteval.metrics import prediction_faults, suite_metrics, suite_metrics_differ
+from kit.results.kinds.lighteval.report import write_suite_report
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class LightevalKind(ResultKind):
-    """A LightEval suite task's checkpoints (kit.config.evalsuite)."""
+    """A LightEval suite task's checkpoints (kit.config.kinds.lighteval.suite)."""
 
     name = keys.KIND_LIGHTEVAL
     mllog_benchmark = "kit_lighteval"
@@ -49,7 +49,7 @@ class LightevalKind(ResultKind):
     def pair_identity(self, run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:
         """The task's pinned data digest, the custom tasks' digest, the suite's sampling settings and
         LightEval task string."""
-        from kit.config.evalsuite import EvalSuite
+        from kit.config.kinds.lighteval.suite import EvalSuite
 
         if not isinstance(dataset, EvalSuite):
             raise TypeError(f"a LightEval identity needs an EvalSuite, not a {type(dataset).__name__}")
@@ -62,7 +62,7 @@ class LightevalKind(ResultKind):
 
     def html_parts(self, records: Sequence[CheckpointRecord], links: "PageLinks") -> "HtmlParts":
         """The score table, a table per task."""
-        from kit.results.suite_html import suite_html
+        from kit.results.kinds.lighteval.html import suite_html
 
         return suite_html(records, links)
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kit.config.backends import ZERO_SHOT_BACKENDS
+
 GENERATE = "generate"
 RERANKER = "score"   # benchmark.toml's [prompts] score key: the reranker prompt
 ZEROSHOT = "zeroshot"
@@ -31,7 +33,6 @@ DESCRIPTIONS = {
     GENERATE: "generative", RERANKER: "reranker", ZEROSHOT: "zero-shot classifier", MASKED_LM: "masked-LM",
 }
 
-ZERO_SHOT_BACKENDS = frozenset({"gliner2", "gliclass"})
 _BY_SCORE_KIND = {"nli": ZEROSHOT, "masked_lm": MASKED_LM, "causal": GENERATE}
 
 

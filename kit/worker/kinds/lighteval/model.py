@@ -23,7 +23,7 @@ from lighteval.tasks.prompt_manager import PromptManager
 from lighteval.tasks.requests import Doc
 from lighteval.utils.cache_management import SampleCache
 
-from kit.config.evalsuite import SamplingSettings
+from kit.config.kinds.lighteval.suite import SamplingSettings
 from kit.config.roster import Run
 from kit.errors import ConfigError
 from kit.worker.backends.base import package_version

@@ -1,5 +1,5 @@
 """`kit report` for LightEval suite checkpoints: one score row per (run, task, metric) and a
-Markdown summary. lrb checkpoints get kit.results.lrb_report's leaderboard; the two kinds are not
+Markdown summary. lrb checkpoints get kit.results.kinds.lrb.report's leaderboard; the two kinds are not
 reported together (their metrics do not mix).
 
 Files written to OUT (atomically):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.config.dataset import Dataset
-from kit.config.evalsuite import EvalSuite
+from kit.config.kinds.lighteval.suite import EvalSuite
 from kit.config.names import run_file_stem
 from kit.config.roster import Run
 from kit.errors import ConfigError, MissingExtraError
@@ -53,7 +53,7 @@ class LightevalRunner(PairRunner):
     def open(self, run: Run, dataset: Dataset, snapshot: Path, scratch: Path) -> Engine:
         """kit's LightevalModel on a vLLM engine, with the suite's sampling settings."""
         try:
-            from kit.worker.lighteval.model import KitVllmModel
+            from kit.worker.kinds.lighteval.model import KitVllmModel
         except ImportError as exc:
             raise MissingExtraError("LightEval suites", exc.name or "lighteval", "lighteval") from None
         return KitVllmModel(run, snapshot, _suite(dataset).spec.generation, scratch)
@@ -64,7 +64,7 @@ class LightevalRunner(PairRunner):
 
     def evaluate(self, pair: PairInput, log: Any) -> Evaluated:
         """The task through LightEval's Pipeline; kit's item metrics must agree with LightEval's own."""
-        from kit.worker.lighteval.pipeline import evaluate_task
+        from kit.worker.kinds.lighteval.pipeline import evaluate_task
 
         suite, model, name = _suite(pair.dataset), pair.engine, pair.language
         task = suite.task(name)

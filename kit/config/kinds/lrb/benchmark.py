@@ -3,7 +3,7 @@
 The layout is the land-use relevance benchmark (lrb) one: `translations/manifest.json`
 beside one folder per language (`<lang>/v3-final-<lang>.csv`), and prompt files holding
 exactly one `{}` where the target sentence goes. A `benchmark.toml` may name the files;
-without one they are found by their lrb names (kit.config.prompts). As lrb does, a manifest
+without one they are found by their lrb names (kit.config.kinds.lrb.prompts). As lrb does, a manifest
 whose whole-set digest is not its files' is refused, and a run whose prompt file is missing
 is an error: no built-in prompt stands in.
 """
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kit import safejson
 from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
 from kit.config.loading import config_error_from, invalid, load_model
-from kit.config.prompts import DESCRIPTIONS, PROMPT_FILES, PROMPT_KINDS, prompt_kind
+from kit.config.kinds.lrb.prompts import DESCRIPTIONS, PROMPT_FILES, PROMPT_KINDS, prompt_kind
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ CSV_COLUMNS = (
 REQUIRED_COLUMNS = ("sentence", "label", "source_item_id", "language")
 KIT_DATASET_PREFIX = "kit/"
 # kit's own generative prompt: the demo benchmark ships it; no benchmark gets it unasked
-DEFAULT_GENERATE_PROMPT = Path(__file__).resolve().parent.parent / "defaults" / "prompt_generate.txt"
+DEFAULT_GENERATE_PROMPT = Path(__file__).resolve().parents[3] / "defaults" / "prompt_generate.txt"
 AUTO_MANIFESTS = ("manifest.json", "translations/manifest.json")
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -321,7 +321,7 @@ class Benchmark:
 
     def prompt_for(self, run: "Run") -> Prompt:
         """The prompt template a run's pairs are built from: the file the run names, else the benchmark's
-        prompt for the run's kind (lrb's defaults, kit.config.prompts); a missing one is a ConfigError."""
+        prompt for the run's kind (lrb's defaults, kit.config.kinds.lrb.prompts); a missing one is a ConfigError."""
         known = self._run_prompts.get(id(run))
         if known is not None and known[0] is run:
             return known[1]
@@ -395,7 +395,7 @@ def _read_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
 
 
 class PromptFiles(BaseModel):
-    """[prompts] of benchmark.toml: one template file per prompt kind (kit.config.prompts), relative to
+    """[prompts] of benchmark.toml: one template file per prompt kind (kit.config.kinds.lrb.prompts), relative to
     benchmark.toml: generate, score (the reranker prompt), zeroshot, masked_lm."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -415,7 +415,7 @@ class BenchmarkFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["lrb"] = Field("lrb", description='"lrb" (this file) or "lighteval" (kit.config.evalsuite)')
+    kind: Literal["lrb"] = Field("lrb", description='"lrb" (this file) or "lighteval" (kit.config.kinds.lighteval.suite)')
     name: str = Field(min_length=1, description="the benchmark's name in kit's messages")
     manifest: str = Field(min_length=1, description="manifest.json, relative to benchmark.toml")
     prompts: PromptFiles = Field(default_factory=PromptFiles, description="[prompts]: the prompt files, relative "

@@ -1,6 +1,6 @@
 """The lrb kind's part of the HTML report (kit.results.kinds.lrb): the leaderboard with F1 intervals,
 the heatmap and F1-per-language plots, a table per language and each result's metrics. The numbers
-are the report's own (kit.results.lrb_report's rows, kit.results.intervals), not recomputed here."""
+are the report's own (kit.results.kinds.lrb.report's rows, kit.results.intervals), not recomputed here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from kit.results import keys
 from kit.results.html_page import HtmlParts, PageLinks, esc, image, key_values, maybe_link, table
 from kit.results.html_plots import f1_by_language_png
 from kit.results.intervals import METHOD, f1_intervals
-from kit.results.lrb_report import HEATMAP, aggregate_rows, by_language_rows, leaderboard_rows
+from kit.results.kinds.lrb.report import HEATMAP, aggregate_rows, by_language_rows, leaderboard_rows
 from kit.results.records import CheckpointRecord
 from kit.results.tables import rate
 

@@ -65,10 +65,10 @@ def register(kind: BenchmarkKind) -> BenchmarkKind:
 
 register(BenchmarkKind(
     "lrb", "the land-use relevance format: a manifest, one CSV per language, yes/no answers, prompt files",
-    dataset="kit.config.benchmark:load_lrb", results="kit.results.kinds.lrb:LRB", worker="kit.worker.kinds.lrb:LRB"))
+    dataset="kit.config.kinds.lrb.benchmark:load_lrb", results="kit.results.kinds.lrb:LRB", worker="kit.worker.kinds.lrb:LRB"))
 register(BenchmarkKind(
     "lighteval", "a LightEval suite (Open-R1's evaluation): task strings, a custom-tasks module, JSONL data",
-    dataset="kit.config.evalsuite:load_suite", results="kit.results.kinds.lighteval:LIGHTEVAL",
+    dataset="kit.config.kinds.lighteval.suite:load_suite", results="kit.results.kinds.lighteval:LIGHTEVAL",
     worker="kit.worker.kinds.lighteval:LIGHTEVAL"))
 
 

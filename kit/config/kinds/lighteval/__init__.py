@@ -1,0 +1,1 @@
+"""The LightEval benchmark kind's data: a suite's benchmark.toml, its tasks module and JSONL data."""

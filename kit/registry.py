@@ -1,5 +1,5 @@
 """Named implementations, one module each in one package, imported when first asked for: the
-schedulers, the runtimes and the backend engines use it. A name outside the known list is a
+schedulers, the runtimes, the backend engines and each layer's part of the benchmark kinds use it. A name outside the known list is a
 ConfigError listing them; a known one whose module needs a library that is not installed is an
 error naming that library (an import bug inside the module is never read as "not available")."""
 
@@ -11,11 +11,12 @@ from typing import Generic, TypeVar
 
 from kit.errors import ConfigError, MissingExtraError
 
-T = TypeVar("T", bound=type)
+T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Classes registered by name; `package.<name>` defines the class registered as `name`."""
+    """Classes (or one object each) registered by name; `package.<name>` defines what is registered
+    as `name`."""
 
     def __init__(self, what: str, package: str, names: Iterable[str], extra: str | None = None) -> None:
         self.what = what
@@ -25,12 +26,14 @@ class Registry(Generic[T]):
         self._classes: dict[str, T] = {}
 
     def register(self, name: str) -> Callable[[T], T]:
-        """Class decorator: `name` now gives this class (a second class under one name is refused)."""
+        """Decorator (or call on an object): `name` now gives this class or object (a second one under
+        one name is refused)."""
 
         def decorate(cls: T) -> T:
             other = self._classes.get(name)
             if other is not None and other is not cls:
-                raise ValueError(f"{self.what} {name!r} is already registered by {other.__module__}.{other.__qualname__}")
+                kind = other if isinstance(other, type) else type(other)
+                raise ValueError(f"{self.what} {name!r} is already registered by {kind.__module__}.{kind.__qualname__}")
             cls.name = name
             self._classes[name] = cls
             return cls
@@ -38,7 +41,7 @@ class Registry(Generic[T]):
         return decorate
 
     def get(self, name: str) -> T:
-        """The class registered as `name`, importing its module the first time."""
+        """What is registered as `name`, importing its module the first time."""
         if name not in self.names:
             raise ConfigError(f"{self.what} {name!r} is not one kit knows", fix=f"use one of: {', '.join(self.names)}")
         if name not in self._classes:

@@ -18,7 +18,6 @@ from operator import itemgetter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kit.config.kinds import get_kind
 from kit.errors import KitError
 from kit.results import keys
 
@@ -103,7 +102,9 @@ def run_part(run: "Run") -> dict[str, Any]:
 
 def language_part(run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:
     """The part of run_identity the benchmark kind adds for one language (data and prompt digests...)."""
-    return get_kind(dataset.kind, str(dataset.root)).results_part().pair_identity(run, language, dataset)
+    from kit.results.kinds import result_kind
+
+    return result_kind(dataset.kind, str(dataset.root)).pair_identity(run, language, dataset)
 
 
 def identity_text(identity: Mapping[str, Any] | None) -> str:

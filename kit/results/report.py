@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kit.config.kinds import get_kind
 from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
@@ -22,7 +21,7 @@ from kit.results.keys import PairState
 from kit.plan import Pair
 from kit.results.checkpoint import CheckpointState, ValidateAll, validate_each, without_predictions
 from kit.results.identity import PlanExpectations
-from kit.results.kinds import kind_name
+from kit.results.kinds import kind_name, result_kind
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, groups, select_runs
 from kit.results.store import file_language, iter_checkpoint_files
 from kit.results.html_report import write_html_report
@@ -98,7 +97,7 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
         (a_kind, a), (b_kind, b) = by_kind[0], by_kind[1]
         raise ConfigError(f"cannot report {a_kind} checkpoints ({a[0].name}) with {b_kind} ones ({b[0].name})",
                           fix=SEPARATE.format(a=a[0].run, b=b[0].run) + ", or keep each benchmark in its own results folder")
-    kind = get_kind(by_kind[0][0], str(valid[0].path)).results_part()
+    kind = result_kind(by_kind[0][0], str(valid[0].path))
     written = kind.write_report(records, Path(out_dir))
     html = write_html_report(records, Path(out_dir), kind,
                              default_verdict_dirs(results_dir) if verdicts is None else verdicts)

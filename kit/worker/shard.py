@@ -17,7 +17,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from kit.config.dataset import Dataset
-from kit.config.kinds import get_kind
 from kit.config.roster import Run
 from kit.errors import CheckpointError, KitError
 from kit.files import write_bytes_atomic
@@ -31,6 +30,7 @@ from kit.weights.snapshot import LoadDigests, digests_at_load, resolve_snapshot
 from kit.worker import provenance
 from kit.worker.claims import RUNNING_ELSEWHERE, Signature, claim, held_elsewhere, signature
 from kit.worker.jobinfo import job_info
+from kit.worker.kinds import worker_kind
 from kit.worker.kinds.base import Engine, PairInput, PairRunner
 from kit.worker.mllog import PairLog
 from kit.worker.record import pair_metadata
@@ -94,7 +94,7 @@ def run_shard(
 ) -> ShardReport:
     """Run this shard's pairs that lack a complete checkpoint (`packed`: the plan file's shards, when
     `kit run` packed them by cost); returns what happened."""
-    runner: PairRunner = get_kind(benchmark.kind, str(benchmark.root)).worker_part()
+    runner: PairRunner = worker_kind(benchmark.kind, str(benchmark.root))
     report = ShardReport(assigned=PlanFile(list(pairs), packed).shard(*shard))
     todo = pairs_to_run(report, pair_states(results, report.assigned, PlanExpectations(benchmark, runs)), force, progress)
     report.todo = list(todo)

@@ -14,8 +14,9 @@ from kit.demo.dataset import write_demo_benchmark
 from kit.demo.evalsuite import write_demo_suite
 from kit.errors import ConfigError
 from kit.results import keys
-from kit.results.kinds import kind_name, kind_of
+from kit.results.kinds import RESULT_KINDS, kind_name, kind_of
 from kit.results.kinds.base import ResultKind
+from kit.worker.kinds import WORKER_KINDS
 from kit.worker.kinds.base import PairRunner
 
 KIT = Path(__file__).resolve().parents[2] / "kit"
@@ -31,8 +32,7 @@ def test_every_kind_has_an_example_benchmark():
 
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_kind_has_its_parts_and_they_agree(name, tmp_path):
-    kind = KINDS[name]
-    results, worker = kind.results_part(), kind.worker_part()
+    results, worker = RESULT_KINDS.get(name), WORKER_KINDS.get(name)
     assert isinstance(results, ResultKind) and results.name == name
     assert isinstance(worker, PairRunner) and worker.results is results
     ruleset = KIT / "defaults" / results.ruleset
@@ -47,7 +47,7 @@ def test_every_kind_has_its_parts_and_they_agree(name, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_kind_finds_faults_and_recomputes_nothing_from_nothing(name):
-    results = KINDS[name].results_part()
+    results = RESULT_KINDS.get(name)
     faults = results.prediction_faults(["not an object", {keys.ITEM_ID: ""}])
     flagged = {i for at in faults.values() for i in at}
     assert flagged == {0, 1}, faults
@@ -56,8 +56,10 @@ def test_every_kind_finds_faults_and_recomputes_nothing_from_nothing(name):
 
 def test_a_kind_is_registered_once():
     with pytest.raises(ValueError, match="registered twice"):
-        register(BenchmarkKind(DEFAULT_KIND, "again", "a:b", "c:d", "e:f"))
+        register(BenchmarkKind(DEFAULT_KIND, "again", "a:b"))
     assert set(KINDS) == {"lrb", "lighteval"}
+    with pytest.raises(ValueError, match="already registered by kit.results.kinds.lrb.LrbKind"):
+        RESULT_KINDS.register(DEFAULT_KIND)(RESULT_KINDS.get("lighteval"))
 
 
 def test_an_unknown_kind_in_benchmark_toml_names_the_known_ones(tmp_path):
@@ -71,8 +73,8 @@ def test_an_unknown_kind_in_benchmark_toml_names_the_known_ones(tmp_path):
 
 
 def test_a_checkpoint_names_its_kind_and_lrb_files_name_none():
-    assert kind_of({keys.METADATA: {}}) is KINDS["lrb"].results_part()              # lrb's own files
-    assert kind_of({keys.METADATA: {keys.BENCHMARK_KIND: "lighteval"}}) is KINDS["lighteval"].results_part()
+    assert kind_of({keys.METADATA: {}}) is RESULT_KINDS.get("lrb")              # lrb's own files
+    assert kind_of({keys.METADATA: {keys.BENCHMARK_KIND: "lighteval"}}) is RESULT_KINDS.get("lighteval")
     assert kind_of({keys.METADATA: {keys.BENCHMARK_KIND: "helm"}}) is None
     assert kind_name({keys.METADATA: {keys.BENCHMARK_KIND: "helm"}}) == "helm"
     assert kind_name({keys.METADATA: "not an object"}) == DEFAULT_KIND
@@ -182,13 +184,13 @@ def test_no_module_outside_the_kinds_asks_which_kind_it_holds():
 
 
 def test_each_kind_has_its_part_in_each_layers_kinds_package():
-    from kit.config.kinds import KINDS
-
     for name, kind in KINDS.items():
-        for part, package in ((kind.dataset, "kit.config.kinds"), (kind.results, "kit.results.kinds"),
-                              (kind.worker, "kit.worker.kinds")):
-            module = part.split(":")[0]
-            assert module == f"{package}.{name}" or module.startswith(f"{package}.{name}."), (name, part)
+        module = kind.dataset.split(":")[0]
+        assert module.startswith(f"kit.config.kinds.{name}."), (name, kind.dataset)
+        results, worker = RESULT_KINDS.get(name), WORKER_KINDS.get(name)   # each registered by its own package
+        assert isinstance(results, ResultKind) and type(results).__module__ == f"kit.results.kinds.{name}"
+        assert isinstance(worker, PairRunner) and type(worker).__module__ == f"kit.worker.kinds.{name}"
+        assert results.name == worker.name == name
 
 
 def test_the_worker_imports_nothing_an_image_does_not_need():

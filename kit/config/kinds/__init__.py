@@ -1,13 +1,16 @@
-"""The benchmark kinds, registered once: each names where its three parts live.
+"""The benchmark kinds: their names are known here, and each has one part per layer, in that layer's
+kinds package under the kind's name:
 
-- its data (this layer): a loader of the benchmark folder, returning a kit.config.dataset.Dataset;
-- its results (kit.results.kinds): checkpoint checks, metrics, reports, the reproduce comparison;
-- its worker (kit.worker.kinds): how a pair runs through an engine inside the image.
+- its data (this layer, kit.config.kinds.<name>): a loader of the benchmark folder, returning a
+  kit.config.dataset.Dataset;
+- its results (kit.results.kinds.<name>, registered in kit.results.kinds.RESULT_KINDS): checkpoint
+  checks, metrics, reports, the reproduce comparison;
+- its worker (kit.worker.kinds.<name>, registered in kit.worker.kinds.WORKER_KINDS): how a pair
+  runs through an engine inside the image.
 
-Parts are named by module path and imported when first asked for, so each layer imports only its
-own part and nothing points up the layers; a kind whose engine is not installed still loads its
-data and checks its checkpoints. The contract test (tests/unit/test_kinds.py) runs over every kind
-registered here.
+Each layer looks its own part up (kit.registry, imported when first asked for), so nothing here
+names a module of a higher layer; a kind whose engine is not installed still loads its data and
+checks its checkpoints. The contract test (tests/unit/test_kinds.py) runs over every kind named here.
 
     benchmark.toml:  kind = "lighteval"     (absent, or no benchmark.toml at all: "lrb")
     checkpoint:      metadata.benchmark_kind (absent: "lrb", as in lrb's own files)
@@ -31,25 +34,17 @@ CONFIG_FILE = "benchmark.toml"
 
 @dataclass(frozen=True)
 class BenchmarkKind:
-    """One benchmark kind: its name, what it is, and its three parts as "module:attribute"."""
+    """One benchmark kind's data part: its name, what it is, and its folder loader as
+    "module:attribute" under kit.config.kinds.<name>. Its results and worker parts register
+    themselves under the same name in kit.results.kinds and kit.worker.kinds (kit.registry)."""
 
     name: str
     summary: str
     dataset: str
-    results: str
-    worker: str
 
     def load(self, root: Path, config: Path | None) -> Dataset:
         """The kind's dataset in folder `root` (`config`: its benchmark.toml, if any)."""
         return _attribute(self.dataset)(root, config)
-
-    def results_part(self) -> Any:
-        """The kind's kit.results.kinds.base.ResultKind."""
-        return _attribute(self.results)
-
-    def worker_part(self) -> Any:
-        """The kind's kit.worker.kinds.base.PairRunner (imports the worker's modules)."""
-        return _attribute(self.worker)
 
 
 KINDS: dict[str, BenchmarkKind] = {}
@@ -65,11 +60,10 @@ def register(kind: BenchmarkKind) -> BenchmarkKind:
 
 register(BenchmarkKind(
     "lrb", "the land-use relevance format: a manifest, one CSV per language, yes/no answers, prompt files",
-    dataset="kit.config.kinds.lrb.benchmark:load_lrb", results="kit.results.kinds.lrb:LRB", worker="kit.worker.kinds.lrb:LRB"))
+    dataset="kit.config.kinds.lrb.benchmark:load_lrb"))
 register(BenchmarkKind(
     "lighteval", "a LightEval suite (Open-R1's evaluation): task strings, a custom-tasks module, JSONL data",
-    dataset="kit.config.kinds.lighteval.suite:load_suite", results="kit.results.kinds.lighteval:LIGHTEVAL",
-    worker="kit.worker.kinds.lighteval:LIGHTEVAL"))
+    dataset="kit.config.kinds.lighteval.suite:load_suite"))
 
 
 def get_kind(name: object, where: str) -> BenchmarkKind:

@@ -1,14 +1,23 @@
-"""The results side of each benchmark kind (kit.config.kinds registers them), found from a
-checkpoint's own metadata."""
+"""The results side of each benchmark kind (kit.config.kinds names them), each registered here by
+its own package, and found from a checkpoint's own metadata."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from kit.config.kinds import DEFAULT_KIND, KINDS
+from kit.config.kinds import DEFAULT_KIND, KINDS, get_kind
+from kit.registry import Registry
 from kit.results import keys
 from kit.results.kinds.base import ResultKind
+
+# kind name -> its ResultKind, in kit.results.kinds.<name> (imported when first asked for)
+RESULT_KINDS: Registry = Registry("benchmark kind", "kit.results.kinds", KINDS)
+
+
+def result_kind(name: object, where: str) -> ResultKind:
+    """The results part of kind `name`; a ConfigError naming `where` when kit knows no such kind."""
+    return RESULT_KINDS.get(get_kind(name, where).name)
 
 
 def kind_name(data: Mapping[str, Any] | None) -> object:
@@ -20,7 +29,7 @@ def kind_name(data: Mapping[str, Any] | None) -> object:
 def kind_of(data: Mapping[str, Any] | None) -> ResultKind | None:
     """The ResultKind of a checkpoint; None when it names a kind kit does not know."""
     name = kind_name(data)
-    return KINDS[name].results_part() if isinstance(name, str) and name in KINDS else None
+    return RESULT_KINDS.get(name) if isinstance(name, str) and name in KINDS else None
 
 
 def unknown_kind(data: Mapping[str, Any] | None) -> str:

@@ -1,4 +1,4 @@
-"""What a benchmark kind does with its checkpoints (kit.config.kinds registers the kinds): check the
+"""What a benchmark kind does with its checkpoints (kit.config.kinds names the kinds; each registers its part in kit.results.kinds.RESULT_KINDS): check the
 predictions' shape, compute and verify metrics, write the report, and say what a reproduced result
 must match. Checkpoint validation, `kit check`, `kit report` and `kit reproduce` call this
 interface and never ask which kind they hold."""

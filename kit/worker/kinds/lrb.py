@@ -15,6 +15,7 @@ from kit.config.roster import Run
 from kit.results import keys
 from kit.results.kinds.lrb import LRB as LRB_RESULTS
 from kit.worker.backends.base import Backend, get_backend
+from kit.worker.kinds import WORKER_KINDS
 from kit.worker.kinds.base import Evaluated, PairInput, PairRunner
 from kit.worker.record import generation_predictions, score_predictions, speed_block
 
@@ -67,4 +68,4 @@ class LrbRunner(PairRunner):
             headline=(m[keys.ACCURACY], {keys.F1: m[keys.F1], keys.N_ITEMS: m[keys.N_ITEMS]}))
 
 
-LRB = LrbRunner()
+LRB = WORKER_KINDS.register("lrb")(LrbRunner())

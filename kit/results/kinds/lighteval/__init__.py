@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kit.results import keys
+from kit.results.kinds import RESULT_KINDS
 from kit.results.kinds.base import ResultKind
 from kit.results.records import CheckpointRecord, ReportFiles
 from kit.results.kinds.lighteval.metrics import prediction_faults, suite_metrics, suite_metrics_differ
@@ -71,4 +72,4 @@ class LightevalKind(ResultKind):
         return write_suite_report(records, out_dir)
 
 
-LIGHTEVAL = LightevalKind()
+LIGHTEVAL = RESULT_KINDS.register("lighteval")(LightevalKind())

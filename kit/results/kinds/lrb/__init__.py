@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kit.results import keys
 from kit.results.answers import parse_verdict
+from kit.results.kinds import RESULT_KINDS
 from kit.results.kinds.base import ResultKind
 from kit.results.kinds.lrb.report import write_lrb_report
 from kit.results.metrics import all_well_formed, compute_metrics, has_verdict, metrics_equal
@@ -145,4 +146,4 @@ def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:
     return parse_verdict(raw, item.get(keys.TRUNCATED) is True)[0]
 
 
-LRB = LrbKind()
+LRB = RESULT_KINDS.register("lrb")(LrbKind())

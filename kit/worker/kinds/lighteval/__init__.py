@@ -17,6 +17,7 @@ from kit.config.roster import Run
 from kit.errors import ConfigError, MissingExtraError
 from kit.results import keys
 from kit.results.kinds.lighteval import LIGHTEVAL as LIGHTEVAL_RESULTS
+from kit.worker.kinds import WORKER_KINDS
 from kit.worker.kinds.base import Engine, Evaluated, PairInput, PairRunner
 from kit.worker.record import speed_block
 
@@ -118,4 +119,4 @@ def _keep_lighteval_files(out_dir: Path, keep: Path) -> list[Path]:
     return kept
 
 
-LIGHTEVAL = LightevalRunner()
+LIGHTEVAL = WORKER_KINDS.register("lighteval")(LightevalRunner())

@@ -31,6 +31,7 @@ class WorkerFigures:
 
 def measure_worker(folder: Path, benchmark: Path, languages: list[str], repeat: int, env: dict[str, str]) -> WorkerFigures:
     """Build the tiny Llama once under `folder`, then time `kit shard` and the bare loop."""
+    from kit.config.kinds.lrb.prompts import format_prompt
     from kit.config.project import load_project
     from kit.demo.backends import roster_text
     from kit.demo.model import build_tiny_llama
@@ -45,7 +46,7 @@ def measure_worker(folder: Path, benchmark: Path, languages: list[str], repeat: 
     project = load_project(roster, None)
     run = project.roster.run[0]
     prompt = project.benchmark.prompt_for(run)
-    prompts = [[lang, [project.benchmark.format_prompt(prompt, item.sentence)
+    prompts = [[lang, [format_prompt(prompt, item.sentence)
                        for item in project.benchmark.load_language(lang).items]] for lang in languages]
     (folder / "prompts.json").write_text(json.dumps(prompts), encoding="utf-8")
     results = folder / "results"

@@ -19,7 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from kit.config.kinds.lrb.benchmark import BenchmarkFile, PromptFiles
+from kit.config.kinds.lrb.benchmark import BenchmarkFile
+from kit.config.kinds.lrb.prompts import PromptFiles
 from kit.config.kinds.lighteval.suite import SamplingSettings, SuiteFile, SuiteTask
 from kit.config.images import ImagesFile, ImageSpec, ImageVariant
 from kit.config.roster import Roster, Run

@@ -16,9 +16,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sites import sites_toml
 
+from kit.config.sites import Site
 from kit.demo.run import DEMO_VERSION
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -34,6 +37,27 @@ def _env() -> dict[str, str]:
     if "/usr/sbin" not in env.get("PATH", "").split(":"):
         env["PATH"] = env.get("PATH", "/usr/bin:/bin") + ":" + SBIN
     return env
+
+
+def slurm_site(ws: Path, name: str, **fields: Any) -> Site:
+    """A site on the dev cluster's debug partition: its root `name`, its results `name`/results, the
+    demo's hub in workspace `ws` as its weights and `ws`/scratch as its scratch."""
+    return Site(name=name, scheduler="slurm", partition="debug", root=name, results=f"{name}/results",
+                weights=f"{ws}/cache/demo-{DEMO_VERSION}/hub", scratch=f"{ws}/scratch", **fields)
+
+
+def sweep_sites(ws: Path, slow_python: Path) -> list[Site]:
+    """The workspace's three host-runtime sites: ci-slurm and ci-slurm-kill, and ci-slurm-slow, whose
+    worker (`slow_python`) outlives its 1-minute walltime."""
+    host = dict(runtime="host", gpus_per_node=1)
+    return [slurm_site(ws, "ci-slurm", walltime="10m", python=sys.executable, **host),
+            slurm_site(ws, "ci-slurm-kill", walltime="10m", python=sys.executable, **host),
+            slurm_site(ws, "ci-slurm-slow", walltime="1m", python=str(slow_python), **host)]
+
+
+def docker_site(ws: Path) -> Site:
+    """The site of test_docker_runtime_sweep: the same sweep in the transformers-5.17 image, CPU only."""
+    return slurm_site(ws, "ci-slurm-docker", runtime="docker", gpus_per_node=0, walltime="10m")
 
 
 @pytest.fixture(scope="session")
@@ -58,17 +82,10 @@ def workspace(slurm_cluster, tmp_path_factory) -> Path:
     code = "import sys; from kit.demo.run import prepare_demo; prepare_demo(sys.argv[1])"
     r = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
-    hub = root / "cache" / f"demo-{DEMO_VERSION}" / "hub"
     slow = root / "slow-python"
     slow.write_text(f"#!/bin/sh\n# a worker that outlives any 1-minute walltime\nsleep 600\nexec {sys.executable} \"$@\"\n")
     slow.chmod(0o755)
-    site = ('[site.{name}]\nscheduler = "slurm"\nruntime = "host"\npartition = "debug"\nroot = "{name}"\n'
-            'results = "{name}/results"\nweights = "{hub}"\nscratch = "{root}/scratch"\ngpus_per_node = 1\n'
-            'walltime = "{walltime}"\npython = "{python}"\n')
-    (root / "sites.toml").write_text("\n".join(
-        site.format(name=name, hub=hub, root=root, walltime=wt, python=py) for name, wt, py in (
-            ("ci-slurm", "10m", sys.executable), ("ci-slurm-kill", "10m", sys.executable),
-            ("ci-slurm-slow", "1m", slow))))
+    (root / "sites.toml").write_text(sites_toml(*sweep_sites(root, slow)))
     return root
 
 
@@ -164,7 +181,6 @@ def test_a_killed_task_is_reported_then_resubmitted_alone(workspace):
 
 
 def test_the_job_sees_the_allow_list_and_its_own_exports_only(slurm_cluster, tmp_path, monkeypatch):
-    from kit.config.sites import Site
     from kit.launch.jobscript import JobScript, allow_listed_env, render_job_script
     from kit.launch.request import JobRequest
     from kit.launch.schedulers.slurm import SlurmScheduler
@@ -190,7 +206,6 @@ def test_the_job_sees_the_allow_list_and_its_own_exports_only(slurm_cluster, tmp
 
 
 def test_finished_plain_job_is_read_from_the_jobcomp_file(slurm_cluster, tmp_path):
-    from kit.config.sites import Site
     from kit.launch.schedulers.slurm import SlurmScheduler
 
     r = subprocess.run(["sbatch", "--parsable", "--wait", "-o", "/dev/null", "--wrap", "exit 3"], capture_output=True,
@@ -206,7 +221,6 @@ def test_finished_plain_job_is_read_from_the_jobcomp_file(slurm_cluster, tmp_pat
 
 def test_a_finished_array_task_from_the_sites_accounting(slurm_cluster):
     """With slurmdbd (WITH_DBD=1) sacct names array tasks; with jobcomp only kit says it cannot."""
-    from kit.config.sites import Site
     from kit.launch.schedulers.slurm import SlurmScheduler
 
     r = subprocess.run(["sbatch", "--parsable", "--wait", "--array=0-1", "-o", "/dev/null", "--wrap",
@@ -234,11 +248,7 @@ def test_docker_runtime_sweep(workspace, cpu_image_env):
     """The same sweep in the transformers-5.17 image (its CPU variant, built for the session)."""
     sites = workspace / "sites.toml"
     if "[site.ci-slurm-docker]" not in sites.read_text():
-        sites.write_text(sites.read_text() + (
-            f'\n[site.ci-slurm-docker]\nscheduler = "slurm"\nruntime = "docker"\npartition = "debug"\n'
-            f'root = "ci-slurm-docker"\nresults = "ci-slurm-docker/results"\n'
-            f'weights = "{workspace}/cache/demo-{DEMO_VERSION}/hub"\nscratch = "{workspace}/scratch"\ngpus_per_node = 0\n'
-            f'walltime = "10m"\n'))
+        sites.write_text(sites.read_text() + "\n" + sites_toml(docker_site(workspace)))
     r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "ci-slurm-docker", "--model", MODEL, "--array", "2",
                         "--sites-file", str(sites), "--roster", str(workspace / "roster.toml")],
                        cwd=REPO, capture_output=True, text=True, env={**_env(), **cpu_image_env}, timeout=300)

@@ -7,6 +7,7 @@ import tomllib
 import pytest
 
 from kit.config.kinds import load_benchmark
+from kit.config.kinds.lrb.prompts import format_prompt
 from kit.config.roster import Run, load_roster
 from kit.demo.backends import SCORE_PROMPTS, roster_text, toml_value, write_backend_benchmark
 
@@ -25,11 +26,11 @@ def test_benchmark_carries_the_chosen_score_prompt(tmp_path, kind):
     bench = load_benchmark(dest)
     backend, options = KIND_RUNS[kind]
     run = Run(model="org/m", revision=HEX, backend=backend, task="score", options=options)
-    text = bench.format_prompt(bench.prompt_for(run), "Wheat fields.")
+    text = format_prompt(bench.prompt_for(run), "Wheat fields.")
     assert "Wheat fields." in text
     assert ("HYPOTHESIS:" in text) == (kind == "zeroshot") and ("[MASK]" in text) == (kind == "masked_lm")
     assert "HYPOTHESIS:" not in bench.prompt("score").text   # the reranker prompt stays
-    assert bench.format_prompt(bench.prompt("generate"), "x")  # the generate prompt stays
+    assert format_prompt(bench.prompt("generate"), "x")  # the generate prompt stays
     with pytest.raises(ValueError, match="unknown score prompt"):
         write_backend_benchmark(tmp_path / "other", "cosine")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kit.config.kinds.lrb.benchmark import DEFAULT_GENERATE_PROMPT, item_id
+from kit.config.kinds.lrb.prompts import format_prompt
 from kit.config.dataset import whole_set_sha256
 from kit.config.kinds import load_benchmark
 from kit.demo.dataset import write_demo_benchmark
@@ -194,7 +195,7 @@ def test_prompt_without_placeholder_refused(lrb_copy: Path):
 def test_generate_prompt_found_by_lrb_or_kit_name(lrb_copy: Path, name: str):
     (lrb_copy / name).write_text("Is it land use? {}\n", encoding="utf-8")
     bench = load_benchmark(lrb_copy)
-    assert bench.format_prompt(bench.prompt("generate"), "A farm.") == "Is it land use? A farm.\n"
+    assert format_prompt(bench.prompt("generate"), "A farm.") == "Is it land use? A farm.\n"
     assert bench.prompt("generate").path.name == name
 
 
@@ -355,5 +356,5 @@ def test_demo_changed_file_makes_whole_set_mismatch(demo: Path):
 def test_format_prompt_keeps_other_braces(demo: Path):
     (demo / "prompt_generate.txt").write_text('Reply as JSON {"answer": "yes|no"}.\nText: {}\n', encoding="utf-8")
     bench = load_benchmark(demo)
-    out = bench.format_prompt(bench.prompt("generate"), "A sentence with {braces} and {}.")
+    out = format_prompt(bench.prompt("generate"), "A sentence with {braces} and {}.")
     assert out == 'Reply as JSON {"answer": "yes|no"}.\nText: A sentence with {braces} and {}.\n'

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from kit.config.kinds.lrb.benchmark import BenchmarkFile, PromptFiles
+from kit.config.kinds.lrb.benchmark import BenchmarkFile
+from kit.config.kinds.lrb.prompts import PromptFiles
 from kit.config.kinds.lighteval.suite import SamplingSettings, SuiteFile, SuiteTask
 from kit.config.images import ImagesFile, ImageSpec, ImageVariant
 from kit.config.reference import COMMAND, FILES, render_reference

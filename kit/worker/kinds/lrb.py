@@ -10,6 +10,7 @@ from typing import Any
 
 from kit.config.backends import engine_for
 from kit.config.kinds.lrb.benchmark import Benchmark
+from kit.config.kinds.lrb.prompts import format_prompt
 from kit.config.dataset import Dataset
 from kit.config.roster import Run
 from kit.results import keys
@@ -42,7 +43,7 @@ class LrbRunner(PairRunner):
         if not isinstance(benchmark, Benchmark):
             raise TypeError(f"the lrb runner was given a {type(benchmark).__name__}, not an lrb Benchmark")
         prompt = benchmark.prompt_for(run)
-        texts = [benchmark.format_prompt(prompt, item.sentence) for item in items]
+        texts = [format_prompt(prompt, item.sentence) for item in items]
         item_ids = [item.item_id for item in items]
         expected = [item.label for item in items]
         batch_seconds: list[float] = []

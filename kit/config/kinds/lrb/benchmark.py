@@ -1,11 +1,10 @@
 """A benchmark folder: the dataset manifest, one CSV per language, and the prompt templates.
 
 The layout is the land-use relevance benchmark (lrb) one: `translations/manifest.json`
-beside one folder per language (`<lang>/v3-final-<lang>.csv`), and prompt files holding
-exactly one `{}` where the target sentence goes. A `benchmark.toml` may name the files;
-without one they are found by their lrb names (kit.config.kinds.lrb.prompts). As lrb does, a manifest
-whose whole-set digest is not its files' is refused, and a run whose prompt file is missing
-is an error: no built-in prompt stands in.
+beside one folder per language (`<lang>/v3-final-<lang>.csv`), and the prompt files. A
+`benchmark.toml` may name the manifest and the prompt files; without one they are found by their
+lrb names. As lrb does, a manifest whose whole-set digest is not its files' is refused. Which
+prompt a task or a run gets, and how the prompt files are read, is kit.config.kinds.lrb.prompts.
 """
 
 from __future__ import annotations
@@ -14,7 +13,8 @@ import csv
 import hashlib
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,14 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kit import safejson
 from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
 from kit.config.loading import config_error_from, invalid, load_model
-from kit.config.kinds.lrb.prompts import DESCRIPTIONS, PROMPT_FILES, PROMPT_KINDS, prompt_kind
+from kit.config.kinds.lrb.prompts import PromptChoice, PromptFiles, found_prompts, named_prompts
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
     from kit.config.roster import Run
 
-PLACEHOLDER = "{}"
-TASKS = ("generate", "score")
 LABELS = ("yes", "no")
 CSV_COLUMNS = (
     "sentence", "label", "polygon_name", "h3_cell", "latitude", "longitude",
@@ -130,7 +128,7 @@ def _check_hex64(v: str) -> str:
     return v
 
 
-# --- items, files, prompts ----------------------------------------------------------
+# --- items and files ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -148,31 +146,13 @@ def item_id(source_item_id: str, language: str) -> str:
     return hashlib.sha256(f"{source_item_id}\0{language}".encode("utf-8")).hexdigest()[:16]
 
 
-def read_prompt(path: Path, task: str, named_by: str) -> Prompt:
-    """Read a prompt template that must hold exactly one `{}`; `named_by` says where the path came from."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: prompt file for task {task!r} not found ({named_by})", fix="create it or correct the path")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: prompt file is not UTF-8 text", fix="save the file as UTF-8") from None
-    count = text.count(PLACEHOLDER)
-    if count != 1:
-        raise ConfigError(
-            f"{path}: prompt for task {task!r} has {count} '{{}}' placeholders, needs exactly one",
-            fix="keep a single {} where the target sentence goes and write no other empty brace pair",
-        )
-    return Prompt(task=task, text=text, sha256=hashlib.sha256(data).hexdigest(), path=path)
-
-
 # --- the benchmark ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)
 class Benchmark:
-    """A loaded benchmark: its checked manifest and prompts; language files are read on demand."""
+    """A loaded benchmark: its checked manifest and prompt templates (by prompt kind); language files
+    are read on demand."""
 
     name: str
     root: Path
@@ -181,8 +161,6 @@ class Benchmark:
     manifest_sha256: str
     prompts: dict[str, Prompt]
     config_path: Path | None = None
-    # prompt_for's answers by run (id -> (run, prompt)): a sweep asks once per pair, thousands of times
-    _run_prompts: dict[int, tuple[Any, Prompt]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     kind = "lrb"
 
@@ -308,48 +286,22 @@ class Benchmark:
                 return "mismatch", f"{path}: sha256 {digest} differs from the manifest's {m.files[lang].sha256}"
         return "checked", f"all {len(m.languages)} files match; whole_set_sha256 {inventory}"
 
-    def prompt(self, task: str) -> Prompt:
-        """The prompt template of `task` (generate, or the reranker prompt for score); a task without
-        one is a ConfigError naming the file or benchmark.toml key to add."""
-        if task not in TASKS:
-            raise ConfigError(f"unknown task {task!r}", fix=f"use one of {', '.join(TASKS)}")
-        return self._kind_prompt(task, f"task {task!r}")
-
     def expected_answers(self, language: str) -> dict[str, str]:
         """item id -> its yes/no label in the language file."""
         return {item.item_id: item.label for item in self.load_language(language).items}
 
+    @cached_property
+    def prompt_choice(self) -> PromptChoice:
+        """Which of the benchmark's prompt templates a task or a run is asked with (kit.config.kinds.lrb.prompts)."""
+        return PromptChoice(self.name, self.root, self.prompts, self.config_path)
+
+    def prompt(self, task: str) -> Prompt:
+        """The prompt template of `task` (PromptChoice.for_task); a task without one is a ConfigError."""
+        return self.prompt_choice.for_task(task)
+
     def prompt_for(self, run: "Run") -> Prompt:
-        """The prompt template a run's pairs are built from: the file the run names, else the benchmark's
-        prompt for the run's kind (lrb's defaults, kit.config.kinds.lrb.prompts); a missing one is a ConfigError."""
-        known = self._run_prompts.get(id(run))
-        if known is not None and known[0] is run:
-            return known[1]
-        prompt = self._prompt_for(run)
-        self._run_prompts[id(run)] = (run, prompt)
-        return prompt
-
-    def _prompt_for(self, run: "Run") -> Prompt:
-        if run.prompt is not None:
-            return read_prompt(self.root / run.prompt, run.task, named_by=f"run {run.name!r}: prompt")
-        kind = prompt_kind(run.task, run.backend, run.options)
-        prompt = self._kind_prompt(kind, f"run {run.name!r} ({DESCRIPTIONS[kind]})",
-                                   also=f", or name one with prompt = \"<file>\" in run {run.name!r}")
-        return Prompt(task=run.task, text=prompt.text, sha256=prompt.sha256, path=prompt.path)
-
-    def _kind_prompt(self, kind: str, what: str, also: str = "") -> Prompt:
-        if kind in self.prompts:
-            return self.prompts[kind]
-        if self.config_path is not None:
-            fix = f'set [prompts] {kind} = "<file>" in {self.config_path}'
-        else:
-            fix = f"add {PROMPT_FILES[kind][0]} (lrb's {DESCRIPTIONS[kind]} prompt) to {self.root}"
-        raise ConfigError(f"{self.root}: benchmark {self.name!r} has no prompt for {what}", fix=fix + also)
-
-    def format_prompt(self, prompt: Prompt, sentence: str) -> str:
-        """`prompt` with its `{}` replaced by `sentence`; other braces stay as written."""
-        before, after = prompt.text.split(PLACEHOLDER)
-        return before + sentence + after
+        """The prompt template a run's pairs are built from (PromptChoice.for_run); a missing one is a ConfigError."""
+        return self.prompt_choice.for_run(run)
 
     def _known(self, language: str) -> None:
         if language not in self.manifest.files:
@@ -394,22 +346,6 @@ def _read_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
 # --- loading ------------------------------------------------------------------------
 
 
-class PromptFiles(BaseModel):
-    """[prompts] of benchmark.toml: one template file per prompt kind (kit.config.kinds.lrb.prompts), relative to
-    benchmark.toml: generate, score (the reranker prompt), zeroshot, masked_lm."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    generate: str | None = Field(None, description="generative prompt (lrb's prompt.txt): generate runs and "
-                                 "score_kind causal")
-    score: str | None = Field(None, description="reranker prompt (lrb's prompt_reranker.txt): score runs of "
-                              "rerankers and sequence classifiers")
-    zeroshot: str | None = Field(None, description="zero-shot classifier prompt (lrb's prompt_zeroshot.txt): "
-                                 "gliner2, gliclass and score_kind nli")
-    masked_lm: str | None = Field(None, description="masked-LM prompt (lrb's prompt_masked_lm.txt): score_kind "
-                                  "masked_lm")
-
-
 class BenchmarkFile(BaseModel):
     """benchmark.toml: the name of a benchmark, its manifest and its prompt files."""
 
@@ -436,16 +372,7 @@ def _from_config(root: Path, config: Path) -> Benchmark:
             f"{config}: manifest: {manifest_path} not found",
             fix="point manifest at the dataset's manifest.json, relative to benchmark.toml",
         )
-    prompts = {}
-    for kind in PROMPT_KINDS:
-        name = getattr(spec.prompts, kind)
-        if name is not None:
-            prompts[kind] = read_prompt(root / name, _task_of(kind), named_by=f"{config}: prompts.{kind}")
-    return _build(spec.name, root, manifest_path, prompts, config)
-
-
-def _task_of(kind: str) -> str:
-    return "generate" if kind == "generate" else "score"
+    return _build(spec.name, root, manifest_path, named_prompts(root, spec.prompts, config), config)
 
 
 def _auto_detect(root: Path) -> Benchmark:
@@ -456,12 +383,7 @@ def _auto_detect(root: Path) -> Benchmark:
             f"{root}: no benchmark.toml, {' or '.join(AUTO_MANIFESTS)} in this folder",
             fix="pass the benchmark folder (the one holding translations/), or add a benchmark.toml naming the manifest",
         )
-    prompts = {}
-    for kind in PROMPT_KINDS:
-        found = next((root / name for name in PROMPT_FILES[kind] if (root / name).is_file()), None)
-        if found is not None:
-            prompts[kind] = read_prompt(found, _task_of(kind), named_by="found by name")
-    return _build(None, root, manifest_path, prompts, None)
+    return _build(None, root, manifest_path, found_prompts(root), None)
 
 
 def _build(

@@ -9,6 +9,7 @@ import click
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
 from kit.errors import ConfigError
+from kit.results.evidence import NOT_PROVEN
 
 # where `kit images build` records what it built, unless KIT_IMAGES_LOCK says otherwise
 DEFAULT_IMAGES_LOCK = Path("containers/images.lock.json")
@@ -71,7 +72,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     verdict = "PASS" if not failed else "FAIL"
     data = {"verdict": verdict, "checkpoints": len(inp.checkpoints), "expected": len(expected),
             "rules": {r.name: {"description": r.description, "findings": [vars(f) for f in findings[r.name]]}
-                      for r in RULES}}
+                      for r in RULES}, "not_proven": NOT_PROVEN}
     render(Outcome("check", data, _lines(findings, failed, verdict, len(inp.checkpoints), len(expected)),
                    failed=bool(failed)), as_json)
 
@@ -86,3 +87,4 @@ def _lines(findings, failed, verdict: str, checkpoints: int, expected: int):
     for f in failed:
         yield f.line()
     yield f"{verdict}: {checkpoints} checkpoints, {expected} expected pairs, {len(failed)} findings"
+    yield NOT_PROVEN

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kit.errors import ConfigError
 from kit.results.keys import RESULT_VERSION
 
 roster_option = click.option(
@@ -52,11 +53,24 @@ def roster_to_use(roster: Path) -> Path | None:
 
 
 def split_names(text: str | None) -> list[str] | None:
-    """'a, b' -> ['a', 'b'], as written; None or '' -> None."""
+    """'a, b' -> ['a', 'b'], as written; None or '' -> None (every one); a ConfigError for a text that
+    names nothing (',' or ' , '), which would otherwise silently mean every one."""
     if not text:
         return None
     names = [t.strip() for t in text.split(",") if t.strip()]
-    return names or None
+    if not names:
+        raise ConfigError(f"{text!r} names nothing", fix="give names separated by commas, or leave the option "
+                                                        "out to mean every one")
+    return names
+
+
+def results_folder(path: Path) -> Path:
+    """`path` as a results tree to read: absent (nothing ran yet) or a folder; a ConfigError when it is a
+    file, device or other non-folder."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{path}: is not a folder of results", fix="point at the folder holding "
+                                                                   "<language>/<run>.json checkpoints")
+    return path
 
 
 def split_languages(text: str | None) -> list[str] | None:

@@ -66,6 +66,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     from kit.results.tree import ResultsTree
 
     errors: list[str] = []   # only a site can leave its checkpoints unread
+    cached = None             # verdicts taken from kit's cache (a local tree only)
     if site_names or all_sites:
         from kit.launch.site import load_named_sites
         from kit.launch.sitestatus import NOT_READ, statuses_at_sites
@@ -81,19 +82,23 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         runs = project.roster.select(models)
         pairs = select_pairs(runs, project.benchmark, common.split_languages(languages))
-        with ResultsTree(results) as tree:
+        with ResultsTree(common.results_folder(results)) as tree:
             statuses = tree.pair_states(pairs, PlanExpectations(project.benchmark, runs))
+            cached = tree.from_cache
     else:
-        with ResultsTree(results) as tree:
+        with ResultsTree(common.results_folder(results)) as tree:
             statuses = tree.scan()
+            cached = tree.from_cache
     counts = count_states(statuses)
     title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
-    render(Outcome("status", {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses]},
-                   lambda: _print_tables(title, statuses, counts, every_pair), errors=errors), as_json)
+    render(Outcome("status", {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses],
+                              "from_cache": cached},
+                   lambda: _print_tables(title, statuses, counts, every_pair, cached), errors=errors), as_json)
 
 
-def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair: bool) -> None:
-    """Print the run table and the pairs not complete (or, with --pairs, every pair), then the counts."""
+def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair: bool, cached: int | None) -> None:
+    """Print the run table and the pairs not complete (or, with --pairs, every pair), then the counts and
+    how many verdicts came from kit's cache."""
     from rich.console import Console
 
     console = Console(width=160)
@@ -105,6 +110,9 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
         if problems:
             console.print(_pair_table("pairs not complete (every pair: --pairs)", problems))
     click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    if cached:
+        click.echo(f"{cached} verdicts from kit's cache of files unchanged since they were validated "
+                   "(`kit verify` reads every file again)")
 
 
 # states in the order a sweep moves through them, and how the table shows each

@@ -9,6 +9,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.results.evidence import NOT_PROVEN
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
@@ -54,6 +55,7 @@ def _lines(outcomes: list, bad: int):
         else:
             yield f"FAIL  {_shown(p)}: {'; '.join(st.reasons)}"
     yield f"{len(outcomes) - bad} verified, {bad} failed"
+    yield NOT_PROVEN
 
 
 def _shown(path: Path) -> str:

@@ -75,7 +75,8 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: {what} file not found", fix="create it or pass the right path")
     try:
         text = read_regular_file(path, f"the {what} file", CONFIG_LIMIT_BYTES, fix="pass the TOML file itself")
-        return tomllib.loads(text.decode("utf-8"))
+        # utf-8-sig: a byte order mark some Windows editors write is not part of the text
+        return tomllib.loads(text.decode("utf-8-sig"))
     except OSError as exc:   # a dangling link or a loop of links, or no permission
         raise ConfigError(f"{path}: {what} file cannot be read ({exc.strerror})",
                           fix="pass the TOML file itself, readable, not a broken link") from None
@@ -83,6 +84,10 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML: {exc}", fix="correct the syntax at that line") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text", fix="save the file as UTF-8") from None
+    except (ValueError, RecursionError) as exc:   # an integer of thousands of digits; arrays nested thousands deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise ConfigError(f"{path}: a value kit cannot read: {why}",
+                          fix="use numbers of at most 19 digits and tables nested a few levels") from None
 
 
 def validate(model: type[M], data: dict[str, Any], path: Path, text: str | None = None) -> M:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +14,15 @@ from kit.config.dataset import Dataset
 from kit.config.kinds import load_benchmark
 from kit.config.roster import Run
 from kit.errors import ConfigError, ImageError
-from kit.files import read_regular_file
-from kit.files import file_sha256
+from kit.files import file_sha256, read_regular_file
 from kit.images.built import ImagesLock
 from kit.results import keys
+from kit.results.checkpoint import validate_checkpoint
+from kit.results.keys import PairState
 
 RUNTIMES = ("docker", "apptainer", "sqsh", "host")
+
+_HEX40 = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass
@@ -93,27 +97,17 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
 
 
 def check_weights(result: dict[str, Any], snapshot: Path) -> list[str]:
-    """Weight files whose sha256 differs from the record (empty when all match). When the result names
-    the weights manifest it loaded and the snapshot's manifest is that one, the file sizes are checked
-    against it and the record against its digests; otherwise every weight file is hashed."""
-    from kit.weights.manifest import local_sizes, manifest_beside, read_manifest, size_problems
+    """Weight files whose sha256, hashed now in full, is not the one the result records, and weight
+    files it does not record (empty when all match). A reviewer reruns one pair, so every byte is
+    read: a file changed at the same size since staging, or since the job ran, is caught."""
     from kit.weights.snapshot import weight_files_sha256
 
-    model = result.get(keys.PROVENANCE, {}).get(keys.PROV_MODEL, {})
-    recorded = model.get(keys.WEIGHT_FILES_SHA256, {})
-    try:
-        manifest = read_manifest(manifest_beside(snapshot)) if model.get(keys.WEIGHTS_MANIFEST_SHA256) else None
-    except ConfigError:
-        manifest = None   # unsound: hash the files instead
-    if manifest is not None and manifest.digest == model[keys.WEIGHTS_MANIFEST_SHA256]:
-        problems = size_problems(manifest, local_sizes(snapshot))
-        if problems:
-            return problems
-        now = manifest.weight_digests()
-    else:
-        now = weight_files_sha256(snapshot)
-    return [f"{name}: recorded {sha[:16]}, found {str(now.get(name))[:16]}"
-            for name, sha in sorted(recorded.items()) if now.get(name) != sha]
+    recorded = result.get(keys.PROVENANCE, {}).get(keys.PROV_MODEL, {}).get(keys.WEIGHT_FILES_SHA256) or {}
+    now = weight_files_sha256(snapshot)
+    problems = [f"{name}: recorded {sha[:16]}, found {str(now.get(name))[:16]}"
+                for name, sha in sorted(recorded.items()) if now.get(name) != sha]
+    problems += [f"{name}: a weight file the result does not record" for name in sorted(set(now) - set(recorded))]
+    return problems
 
 
 @dataclass(frozen=True)
@@ -201,4 +195,12 @@ def load_result(path: Path) -> dict[str, Any]:
     if keys.PROVENANCE not in data:
         raise ConfigError(f"{path}: has no provenance block, so it cannot be reproduced by kit",
                           fix="only results written by kit carry the facts a rerun needs")
+    state = validate_checkpoint(path)   # the evidence policy: its log, names that match its place, its verdicts
+    if state.state != PairState.COMPLETE:
+        raise ConfigError(f"{path}: not a sound checkpoint: {'; '.join(state.reasons[:3])}",
+                          fix="reproduce a checkpoint `kit verify` accepts, with its .mllog beside it")
+    revision = data[keys.METADATA].get(keys.MODEL_REVISION)
+    if revision and not (isinstance(revision, str) and _HEX40.fullmatch(revision)):
+        raise ConfigError(f"{path}: metadata.model_revision {revision!r} is not a 40-hex commit, so no snapshot "
+                          "can be matched to it", fix="reproduce a result of a pinned run")
     return data

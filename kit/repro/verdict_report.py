@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from kit.files import name_part, write_text_atomic
+from kit.outputs import write_output
+from kit.results.tables import md_code, md_text
 from kit.repro.compare import EXACTNESS_NOTE, Comparison, Tolerance, environment
 from kit.repro.resolve import ResolvedImage
 
@@ -28,25 +30,25 @@ def verdict_data(result_path: Path, recorded: dict[str, Any], rerun: dict[str, A
 
 def verdict_markdown(data: dict[str, Any]) -> str:
     """The Markdown verdict."""
-    lines = [f"# Reproduction of `{data['result']}`", "", f"**Verdict: {data['verdict']}**", "",
+    lines = [f"# Reproduction of {md_code(data['result'])}", "", f"**Verdict: {md_text(data['verdict'])}**", "",
              f"- items with the same verdict: {data['agreement']:.2%} "
              f"(tolerance: >= {data['tolerance']['agreement']:.0%}, |delta {data.get('bounded', 'F1')}| <= {data['tolerance']['f1']})",
-             f"- image: {data['image']['note']}" + ("" if data["image"]["matches_record"] else " — NOT the recorded image")]
+             f"- image: {md_text(data['image']['note'])}" + ("" if data["image"]["matches_record"] else " — NOT the recorded image")]
     if data["settings_differences"]:
         lines += ["- settings that differ from the recorded run (they can explain differences):"]
-        lines += [f"  - {d}" for d in data["settings_differences"]]
+        lines += [f"  - {md_text(d)}" for d in data["settings_differences"]]
     lines += ["", "## Metric deltas (rerun - recorded)", "", "| metric | delta |", "| --- | --- |"]
-    lines += [f"| {k} | {v:+.6f} |" for k, v in data["metric_deltas"].items()]
+    lines += [f"| {md_text(k)} | {v:+.6f} |" for k, v in data["metric_deltas"].items()]
     lines += ["", "## Environments", "", "| fact | recorded | rerun |", "| --- | --- | --- |"]
     rec, new = data["environments"]["recorded"], data["environments"]["rerun"]
     for key in rec:
         mark = "" if rec[key] == new.get(key) else " **≠**"
-        lines.append(f"| {key} | {rec[key]} | {new.get(key)}{mark} |")
+        lines.append(f"| {md_text(key)} | {md_text(rec[key])} | {md_text(new.get(key))}{mark} |")
     lines += ["", f"## Differing items ({len(data['differing_items'])})", ""]
     if data["differing_items"]:
         lines += ["| item | recorded | rerun | recorded output | rerun output |", "| --- | --- | --- | --- | --- |"]
         for d in data["differing_items"]:
-            cells = [str(d.get(k)).replace("|", "\\|").replace("\n", " ")[:80] for k in
+            cells = [md_text(str(d.get(k))[:80]) for k in
                      ("item_id", "recorded", "rerun", "recorded_output", "rerun_output")]
             lines.append("| " + " | ".join(cells) + " |")
     else:
@@ -57,9 +59,13 @@ def verdict_markdown(data: dict[str, Any]) -> str:
 
 def write_verdict(out_dir: Path, stem: str, data: dict[str, Any]) -> tuple[Path, Path]:
     """Write reproduce-<stem>.json and .md into out_dir; returns both paths. `stem` comes from the
-    result (its file name and recorded language): a ConfigError unless it is one plain name."""
+    result (its file name and recorded language): a ConfigError unless it is one plain name. out_dir
+    is written under the output contract (kit.outputs): earlier verdicts are kept, a folder holding
+    anything kit did not write there is refused."""
     out_dir, stem = Path(out_dir), name_part(stem, "result name (file stem and metadata.language)")
-    js, md = out_dir / f"reproduce-{stem}.json", out_dir / f"reproduce-{stem}.md"
-    write_text_atomic(js, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    write_text_atomic(md, verdict_markdown(data))
-    return js, md
+    names = (f"reproduce-{stem}.json", f"reproduce-{stem}.md")
+    with write_output(out_dir, "reproduce", force_needed=False, update=True) as out:
+        write_text_atomic(out.stage / names[0], json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                          durable=False)
+        write_text_atomic(out.stage / names[1], verdict_markdown(data), durable=False)
+    return out_dir / names[0], out_dir / names[1]

@@ -1,13 +1,13 @@
 """A cache of validated checkpoints, so that `kit status`, `verify` and `report` re-read only what changed.
 
 Two JSON files per results tree (by its real path: verdicts, and the sections reports read) under the user's cache folder
-(KIT_CACHE_DIR/checkpoints, else platformdirs' user cache dir for kit; KIT_NO_CACHE=1 turns it off):
+(KIT_CACHE_DIR/checkpoints, else platformdirs' user cache dir for kit; KIT_NO_CACHE=1 or true turns it off):
 it lives with the user, not the results, so a read-only or shared results folder works, a copied
 folder starts afresh, and no other user can write verdicts that this one trusts.
 
 An entry is used only when everything the verdict depended on is unchanged, else the file is
 validated again (a cache never hides a changed file):
-- the file: size, mtime_ns, ctime_ns, inode and device (stat before reading, so a write during the
+- the file and the log beside it: size, mtime_ns, ctime_ns, inode and device (stat before reading, so a write during the
   read leaves a key that no longer matches); a file changed less than RACY_SECONDS before it was
   read is not stored (timestamps are coarse: a second write in the same tick would look the same);
 - kit: its version and the size and mtime of the sources validation runs (a code change revalidates);
@@ -19,11 +19,19 @@ truncated predictions: what status, verify and report need, so nothing holds eve
 A cache file that cannot be read or does not parse is ignored and rebuilt; each is written whole to
 a temporary file and renamed in, under a file lock (filelock), merging what other processes stored
 meanwhile. Failing to write it is never an error.
+
+Each cache file ends in an HMAC-SHA256 of its text under a key only this user can read (KEY_FILE in
+the cache folder, 0600, made once): a cache file edited by hand, or one whose key is gone, is
+ignored as a whole, and a cached state that is not a pair state is never used. The cache may decide
+for `kit status`, `kit verify` and `kit report` (status says how many verdicts it took from it);
+check, collect, release, export and publish read every file (docs/checkpoint-format.md, evidence
+policy).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import stat
@@ -34,7 +42,10 @@ from typing import Any
 
 import kit
 from kit import safejson
+from kit.errors import ConfigError
+from kit.files import read_regular_file
 from kit.results.checkpoint import CheckpointState
+from kit.results.keys import PairState
 from kit.results.identity import Expectation, identity_text
 from kit.results.parallel import validate_many
 
@@ -50,20 +61,54 @@ def shared_strings(value: Any, table: dict[str, str]) -> Any:
         return [shared_strings(v, table) for v in value]
     return value
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 RACY_SECONDS = 2.0
+KEY_FILE = ".key"
+_MAC_LINE = b"\n#hmac-sha256 "
+_STATES = frozenset(PairState)
+
+
+_OFF_WORDS, _ON_WORDS = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
 def cache_folder() -> Path | None:
-    """Where cache files go; None when KIT_NO_CACHE is set."""
-    if os.environ.get("KIT_NO_CACHE", "").strip() not in ("", "0"):
+    """Where cache files go; None when KIT_NO_CACHE says so (1, true, yes, on; 0, false, no, off or
+    unset keep it); a ConfigError for any other value, rather than a guess."""
+    flag = os.environ.get("KIT_NO_CACHE", "").strip().lower()
+    if flag in _OFF_WORDS:
         return None
+    if flag not in _ON_WORDS:
+        raise ConfigError(f"KIT_NO_CACHE={os.environ['KIT_NO_CACHE']!r} is neither on nor off",
+                          fix="set KIT_NO_CACHE=1 to turn kit's cache off, or unset it")
     base = os.environ.get("KIT_CACHE_DIR")
     if not base:
         from platformdirs import user_cache_dir
 
         base = user_cache_dir("kit")
     return Path(base) / "checkpoints"
+
+
+def cache_key(folder: Path) -> bytes | None:
+    """This user's key for sealing cache files in `folder` (made once: 32 random bytes, mode 0600), or
+    None when it cannot be made or read (then nothing is cached)."""
+    path = folder / KEY_FILE
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(os.urandom(32))
+        st = os.lstat(path)
+        key = read_regular_file(path, "kit's cache key", 64)
+    except (OSError, ValueError, ConfigError):
+        return None
+    # a key another user could read or write is no key: such a cache is not trusted
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or len(key) != 32:
+        return None
+    return key
 
 
 def code_identity() -> str:
@@ -87,6 +132,14 @@ def file_identity(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
+def _log_identity(checkpoint: str) -> list[int]:
+    """file_identity of the log beside a checkpoint (its presence is part of the verdict), or [-1]."""
+    try:
+        return file_identity(os.lstat(checkpoint[:-5] + ".mllog" if checkpoint.endswith(".json") else checkpoint))
+    except OSError:
+        return [-1]
+
+
 class CheckpointCache:
     """The validated checkpoints of one results tree; `validate` is validate_checkpoint with a memory.
     With `folder` None nothing is read or stored (every call validates). Verdicts and sections are kept
@@ -99,7 +152,9 @@ class CheckpointCache:
         self.code = code_identity()
         self.sections = sections
         real = os.path.realpath(self.results)
-        self.file = folder / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.json" if folder else None
+        self._key = cache_key(folder) if folder else None
+        self.file = folder / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.json" if self._key else None
+        self.hits = 0   # verdicts taken from the cache by this process
         self.entries: dict[str, dict[str, Any]] = self._load(self.file) if self.file else {}
         # thousands of summaries repeat the same few hundred strings (digests, names, versions): one object each
         self._strings: dict[str, str] = {}
@@ -142,12 +197,14 @@ class CheckpointCache:
                 misses.append((index, path, kwargs, None))
                 out.append(None)
                 continue
-            found = (self._name(text), file_identity(st),
+            found = (self._name(text), file_identity(st) + _log_identity(text),
                      self._verdict_key(kwargs.get("run"), kwargs.get("language"), kwargs.get("expect")), st)
             hit = self._lookup(*found[:3])
             out.append(hit)
             if hit is None:
                 misses.append((index, path, kwargs, found))
+            else:
+                self.hits += 1
         if misses:
             checked_at = time.time()
             states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses], keep_data=self.sections)
@@ -223,7 +280,7 @@ class CheckpointCache:
             if verdict is None:
                 return None
             state, reasons, notices = verdict
-            if not (isinstance(state, str) and isinstance(reasons, list) and isinstance(notices, list)):
+            if not (state in _STATES and isinstance(reasons, list) and isinstance(notices, list)):
                 return None
             data, truncated = None, None
             if self.sections:
@@ -252,7 +309,10 @@ class CheckpointCache:
 
     def _load(self, file: Path) -> dict[str, dict[str, Any]]:
         try:
-            doc = safejson.loads_own(file.read_bytes())
+            text, _, mac = file.read_bytes().rpartition(_MAC_LINE)
+            if not hmac.compare_digest(mac.strip(), self._mac(text).encode()):
+                return {}   # edited by hand, or sealed with a key that is gone: rebuilt
+            doc = safejson.loads_own(text)
         except (OSError, ValueError):
             return {}
         if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT or doc.get("code") != self.code:
@@ -260,19 +320,33 @@ class CheckpointCache:
         entries = doc.get("entries")
         return entries if isinstance(entries, dict) else {}
 
+    def _mac(self, text: bytes) -> str:
+        return hmac.new(self._key or b"", text, hashlib.sha256).hexdigest()
+
+    def _sealed(self, text: bytes) -> bytes:
+        """`text` as a cache file holds it: followed by its HMAC line."""
+        return text + _MAC_LINE + self._mac(text).encode() + b"\n"
+
     def _write(self, file: Path, entries: dict[str, dict[str, Any]]) -> None:
         doc = {"format": CACHE_FORMAT, "code": self.code, "results": os.path.realpath(self.results),
                "entries": entries}
         tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+        mac = hmac.new(self._key or b"", digestmod=hashlib.sha256)
         try:
-            with open(tmp, "w", encoding="utf-8") as out:
-                out.write(_dumps({**doc, "entries": {}})[:-2])    # the document up to the entries' "{"
+            with open(tmp, "wb") as out:
+                def put(text: str) -> None:
+                    data = text.encode("utf-8")
+                    mac.update(data)
+                    out.write(data)
+
+                put(_dumps({**doc, "entries": {}})[:-2])    # the document up to the entries' "{"
                 # a few hundred entries at a time: the whole text of a release-size tree is tens of MB
                 names = list(entries)
                 for at in range(0, len(names), 500):
                     chunk = {name: entries[name] for name in names[at:at + 500]}
-                    out.write(("," if at else "") + _dumps(chunk)[1:-1])
-                out.write("}}")
+                    put(("," if at else "") + _dumps(chunk)[1:-1])
+                put("}}")
+                out.write(_MAC_LINE + mac.hexdigest().encode() + b"\n")
             os.replace(tmp, file)
         finally:
             tmp.unlink(missing_ok=True)

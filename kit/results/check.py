@@ -191,11 +191,12 @@ def mllog_compliant(inp: CheckInput) -> list[Finding]:
 
 def weights_recorded(inp: CheckInput) -> list[Finding]:
     """The pairs of a run loaded one set of weights (the same weight file digests and weights manifest);
-    with a weights cache, its manifest for the run's revision is the recorded one and lists the
-    recorded weight file digests."""
-    from kit.weights.manifest import manifest_path, read_manifest
+    with a weights cache, its manifest for the run's revision is the recorded one, lists the recorded
+    weight file digests, and the snapshot's files hash to them now (every byte read)."""
+    from kit.weights.manifest import manifest_path, read_manifest, snapshot_dir, verify_snapshot
 
     out = []
+    hashed: dict[tuple[str, str], list[str]] = {}   # (model, revision) -> problems, each snapshot hashed once
     first: dict[str, tuple[str | None, dict, Path]] = {}
     for path, data in inp.complete():
         meta, model = _meta(data), data.get(keys.PROVENANCE, {}).get(keys.PROV_MODEL, {})
@@ -224,6 +225,13 @@ def weights_recorded(inp: CheckInput) -> list[Finding]:
         elif manifest.weight_digests() != files:
             out.append(Finding("weights_recorded", str(path), "provenance.model.weight_files_sha256",
                                f"differ from the weight files {where} lists"))
+        else:   # the record and the manifest agree: so must the bytes there now, every one of them hashed
+            key = (str(meta.get(keys.MODEL_ID)), str(revision))
+            if key not in hashed:   # said once per snapshot, however many pairs loaded it
+                hashed[key] = verify_snapshot(snapshot_dir(inp.weights, *key), manifest)
+                out += [Finding("weights_recorded", str(snapshot_dir(inp.weights, *key)), "-",
+                                f"the staged weights are not those the job recorded: {problem}")
+                        for problem in hashed[key][:3]]
     return out
 
 

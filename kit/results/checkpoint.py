@@ -25,6 +25,7 @@ from kit import safejson
 from kit.config.names import run_file_stem
 from kit.results import keys
 from kit.results.keys import PairState
+from kit.results.evidence import evidence_notices, evidence_reasons
 from kit.results.identity import Expectation, answer_reasons, edit_reasons, stale_reasons
 from kit.results.kinds import ResultKind, kind_of, unknown_kind
 
@@ -108,8 +109,10 @@ def validate_checkpoint(
 ) -> CheckpointState:
     """Read a checkpoint and decide whether it is complete, stale or invalid, listing every reason.
 
-    The file name and folder are always checked against metadata.run and metadata.language, and
-    the metadata against the job's provenance record; `run`, `language` and what `expect` holds
+    The file name and folder are always checked against metadata.run and metadata.language, the
+    metadata against the job's provenance record, and the file against the evidence policy
+    (kit.results.evidence: a kit checkpoint needs its provenance and its log; an lrb file gets the
+    legacy-evidence notice); `run`, `language` and what `expect` holds
     (the benchmark's item ids and answers, the run's identity now) are checked when given. A file
     sound in itself but recorded for another identity than today's is stale; its ids and answers
     are then not compared, since they belong to the data it was run on.
@@ -140,6 +143,8 @@ def validate_checkpoint(
             reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
         reasons += kind.verdict_faults(data)
     reasons += edit_reasons(data)
+    reasons += evidence_reasons(path, data)
+    notices += evidence_notices(path, data)
     if expect is not None:
         if not reasons and expect.identity is not None:
             stale = stale_reasons(metadata, expect.identity, legacy=keys.PROVENANCE not in data)

@@ -4,12 +4,12 @@ Refuses (listing every problem) invalid files, duplicate pairs (keyed by run nam
 @variant runs never collide) whose files differ, pairs outside the plan, missing pairs, and runs
 whose files mix kit commits or image digests. Byte-identical copies of one checkpoint at several
 sites (a tree synced to two clusters) are one file: the first site's is taken. The merged tree is
-staged beside the output and renamed into place, so an interrupted collect leaves the output
-absent or complete."""
+written under the output contract (kit.outputs): staged beside the output and renamed into place,
+so an interrupted collect leaves the output absent or complete, and --force replaces only an earlier
+collect output."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections import defaultdict
 from collections.abc import Callable
@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.config.names import run_from_stem
-from kit.errors import CheckpointError, ConfigError
-from kit.files import file_sha256, replace_folder
+from kit.errors import CheckpointError
+from kit.files import file_sha256
+from kit.outputs import write_output
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.checkpoint import read_checkpoint, validate_checkpoint
-from kit.results.compliance import edited_since_logged
+from kit.results.evidence import evidence_reasons
 from kit.results.identity import Expected
 from kit.results.records import recorded_run
 from kit.results.store import SYSTEMS_DIR, checkpoint_path, file_language, iter_checkpoint_files, mllog_path
@@ -68,7 +69,7 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
             if st.state != PairState.COMPLETE:
                 plan.problems.append(f"{st.state}: {site}: {path}: {'; '.join(st.reasons)}")
                 continue
-            edited = edited_since_logged(path)
+            edited = "; ".join(evidence_reasons(path, st.data, sealed=True))
             if edited:
                 plan.problems.append(f"edited: {site}: {path}: {edited}")
                 continue
@@ -95,25 +96,16 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
 
 
 def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> Path:
-    """Copy the chosen files (checkpoint, its :::MLLOG log, the sites' system descriptions) into a
-    staging folder beside `output`, then rename it into place."""
+    """Write the chosen files (checkpoint, its :::MLLOG log, the sites' system descriptions) as the
+    collect output `output`, under the output contract (kit.outputs.write_output): built beside and
+    renamed into place, replacing with `force` only an earlier collect output."""
     if plan.problems:
         raise CheckpointError(f"collect refused: {len(plan.problems)} problems", fix="fix them (see the list above)")
-    output = Path(output).resolve()
-    for source in plan.sources:
-        if output == source or output in source.parents or source in output.parents:
-            raise ConfigError(f"--output {output} overlaps the site tree {source}: replacing it would delete the input",
-                              fix="write the release to a folder outside every --from tree")
-    if output.exists() and not force:
-        raise ConfigError(f"{output} already exists", fix="choose a new --output or pass --force to replace it")
-    stage = output.parent / f".{output.name}.staging-{os.getpid()}"
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    try:
+    output = Path(output)
+    with write_output(output, "collect", force=force, inputs=plan.sources) as out:
         roots: set[Path] = set()
         for pair, (_, src) in plan.chosen.items():
-            dst = checkpoint_path(stage, pair.run, pair.language)
+            dst = checkpoint_path(out.stage, pair.run, pair.language)
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
             if mllog_path(src).exists():
@@ -121,25 +113,6 @@ def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> 
             roots.add(src.parent.parent)
         for root in sorted(roots):
             for desc in sorted((root / SYSTEMS_DIR).glob("*.json")):
-                (stage / SYSTEMS_DIR).mkdir(exist_ok=True)
-                shutil.copy2(desc, stage / SYSTEMS_DIR / desc.name)
-        _fsync_tree(stage)
-        replace_folder(stage, output)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    return output
-
-
-def _fsync_tree(root: Path) -> None:
-    for path in sorted(root.rglob("*")):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+                if not desc.is_symlink():
+                    shutil.copy2(desc, out.file(SYSTEMS_DIR, desc.name))
+    return output.resolve()

@@ -27,6 +27,7 @@ def _figure(width: float, height: float, what: str):
         raise MissingExtraError(what, "matplotlib", "report") from exc
     with matplotlib.rc_context():
         matplotlib.rcdefaults()  # a user's matplotlibrc must not change the bytes
+        matplotlib.rcParams["text.parse_math"] = False   # a run named "$\frac{1}{$" is text, not math
         fig = Figure(figsize=(math.ceil(width * 4) / 4, math.ceil(height * 4) / 4), dpi=DPI, layout="constrained")
         FigureCanvasAgg(fig)
         yield fig

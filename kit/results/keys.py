@@ -60,6 +60,11 @@ PROV_MODEL_ID = "id"
 PROV_MODEL_REVISION = "revision"
 WEIGHT_FILES_SHA256 = "weight_files_sha256"
 WEIGHTS_MANIFEST_SHA256 = "weights_manifest_sha256"
+# how the job knew weight_files_sha256: it hashed every weight file it loaded, or it checked their
+# sizes against the staged manifest and recorded the manifest's digests (a same-size change is not seen)
+WEIGHTS_CHECKED = "weights_checked"
+WEIGHTS_HASHED = "sha256"
+WEIGHTS_SIZES = "sizes against the manifest"
 # provenance.data
 DATA_MANIFEST_SHA256 = "manifest_sha256"
 DATA_FILE_SHA256 = "file_sha256"

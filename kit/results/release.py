@@ -8,11 +8,12 @@ RELEASE/
   <language>/<run>.json  lrb's own result files (kit.results.kinds.lrb.export)
   checkpoints/           kit's checkpoints and :::MLLOG logs as written, for `kit reproduce`
   REPRODUCE.md           kit's reviewer guide, when kit runs from its source tree
-  .kit-release.json      what kit wrote (hidden: never published), so --force replaces only a release
+  .kit-output.json       what kit wrote (hidden: never published), so --force replaces only a release
 
 Only complete checkpoints go in; an invalid one stops the release (nothing written), a stale one
-(with a roster) is left out and named in the status. The folder is built beside RELEASE and renamed
-into place, so a reader never sees half a release.
+(with a roster) is left out and named in the status. The folder is written under the output
+contract (kit.outputs): built beside RELEASE and renamed into place, so a reader never sees half a
+release, and --force replaces only a release kit wrote that nobody has added to or changed since.
 """
 
 from __future__ import annotations
@@ -21,24 +22,21 @@ import csv
 import hashlib
 import io
 import json
-import os
-import secrets
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError
-from kit.files import replace_folder, write_bytes_atomic, write_text_atomic
+from kit.files import write_bytes_atomic, write_text_atomic
+from kit.outputs import check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.kinds import kind_name, kind_of
 from kit.results.kinds.lrb import LRB
 from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_card
-from kit.results.store import check_outside
+from kit.results.tables import csv_cell
 from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text, unplanned_statuses
 
-MARKER = ".kit-release.json"
 ITEM_COLUMNS = ("run", "model_id", "language", "item_id", "expected", "predicted", "correct", "score_yes",
                 "parse_mode", "truncated")
 _REPRODUCE_GUIDE = Path(__file__).resolve().parents[2] / "REPRODUCE.md"
@@ -72,20 +70,15 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
         raise ConfigError(f"{results}: no complete checkpoint to release",
                           fix="run `kit status` on it; point at the folder holding <language>/<run>.json")
     _refuse_links(complete)
-    _refuse_edited(complete)
     datas = {s.path: json.loads(s.path.read_text(encoding="utf-8")) for s in complete}
+    _refuse_edited(complete, datas)
     prompts = _prompts(datas, benchmark, results)
     covered = coverage(states)
     done = all(c.done for c in covered)
     title = name or (getattr(benchmark, "name", None) if benchmark is not None else None) or results.resolve().name
-    tmp = release.parent / f".{release.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    tmp.mkdir(parents=True)
-    try:
-        _fill(tmp, results, complete, datas, prompts, covered, done, planned, title, license_id, benchmark, runs)
-        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file() and p.name != MARKER)
-        replace_folder(tmp, release)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with write_output(release, "release", force=force, inputs=[results]) as out:
+        _fill(out.stage, results, complete, datas, prompts, covered, done, planned, title, license_id, benchmark, runs)
+        files = sorted(p.relative_to(out.stage).as_posix() for p in out.stage.rglob("*") if p.is_file())
     left = {str(s.path): list(s.reasons) for s in states if s.state == PairState.STALE}
     return ReleaseOutcome(release, files, done, covered, left)
 
@@ -94,13 +87,7 @@ def _check_places(results: Path, release: Path, force: bool) -> None:
     if not results.is_dir():
         raise ConfigError(f"results folder {str(results)!r} does not exist",
                           fix="point at the folder holding <language>/<run>.json checkpoints (e.g. results/)")
-    check_outside(results, release, "the release folder", "release")
-    if release.exists() and (not release.is_dir() or any(release.iterdir())):
-        if not force:
-            raise ConfigError(f"{release}: already exists", fix="choose a new folder, or pass --force to replace a release")
-        if not (release / MARKER).is_file():
-            raise ConfigError(f"{release}: exists and is not a release kit wrote (no {MARKER})",
-                              fix="choose another folder; --force replaces only a folder `kit release` wrote")
+    check_output(release, "release", force=force, inputs=[results])
 
 
 def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple[list[Any], bool]:
@@ -140,12 +127,12 @@ def _refuse_links(complete: list[Any]) -> None:
                           fix="replace each link with the file itself (or move it out of RESULTS), then release again")
 
 
-def _refuse_edited(complete: list[Any]) -> None:
+def _refuse_edited(complete: list[Any], datas: dict[Path, dict]) -> None:
     """A checkpoint changed since its job logged its digest is not the job's result: refuse it, as
-    `kit check` (log_matches_checkpoint) and `kit collect` do."""
-    from kit.results.compliance import edited_since_logged
+    `kit check` (log_matches_checkpoint), `kit collect` and `kit export` do (the sealed evidence policy)."""
+    from kit.results.evidence import evidence_reasons
 
-    edited = [(s.path, why) for s in complete if (why := edited_since_logged(s.path))]
+    edited = [(s.path, why) for s in complete if (why := "; ".join(evidence_reasons(s.path, datas[s.path], sealed=True)))]
     if edited:
         path, why = edited[0]
         raise ConfigError(f"{path}: {why}" + (f", and {len(edited) - 1} more" if len(edited) > 1 else ""),
@@ -194,10 +181,14 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
         from kit.results.identity import PlanExpectations
 
         expect = PlanExpectations(benchmark, runs)
-    write_report(results, tmp, expect=expect)
+    write_report(results, tmp, expect=expect, own_output=False)
     for s in complete:
         data = datas[s.path]
-        lrb = lrb_result(data, s.pair.language)
+        try:
+            lrb = lrb_result(data, s.pair.language)
+        except ValueError as exc:   # a file lrb's loader would refuse: no release that cannot be read back
+            raise ConfigError(f"{s.path}: {exc}", fix="mend that key in the file (or leave the file out of RESULTS), "
+                                                      "then release again") from None
         meta = lrb[keys.METADATA]
         # made durable together when the folder is renamed into place (kit.files.replace_folder)
         write_bytes_atomic(checkpoint_path(tmp, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]),
@@ -219,18 +210,11 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
     top = {"README.md", *(p.name + ("/" if p.is_dir() else "") for p in tmp.iterdir() if p.name not in languages)}
     listed = [*sorted(top - {"data/"}), VIEWER_FILE, "<language>/<run>.json"]
     write_text_atomic(tmp / "README.md", dataset_card(title, license_id, pairs, prompts, status_line, listed, guide))
-    from kit.files import file_sha256
-
-    inventory = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-    write_text_atomic(tmp / MARKER, json.dumps({"kit_release": 1, "files": inventory}, indent=2, sort_keys=True) + "\n")
-    mask = os.umask(0)
-    os.umask(mask)
-    for path in tmp.rglob("*"):   # built in a mkdtemp folder (0700); a release is meant to be read by others
-        os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~mask)
 
 
 def _items_csv(complete: list[Any], datas: dict[Path, dict]) -> str:
-    """data/train.csv: one row per item per complete run-language pair."""
+    """data/train.csv: one row per item per complete run-language pair (cells through csv_cell: data,
+    never a spreadsheet formula)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(ITEM_COLUMNS)
@@ -239,8 +223,8 @@ def _items_csv(complete: list[Any], datas: dict[Path, dict]) -> str:
         model = data[keys.METADATA].get(keys.MODEL_ID)
         for item in data[keys.PREDICTIONS]:
             score = item.get(keys.SCORE_YES)
-            writer.writerow([s.pair.run, model, s.pair.language, item[keys.ITEM_ID], item[keys.EXPECTED],
-                             item[keys.PREDICTED], str(item[keys.PREDICTED] == item[keys.EXPECTED]).lower(),
-                             "" if score is None else repr(float(score)), item.get(keys.PARSE_MODE) or "",
-                             str(item.get(keys.TRUNCATED) is True).lower()])
+            writer.writerow(map(csv_cell, [
+                s.pair.run, model, s.pair.language, item[keys.ITEM_ID], item[keys.EXPECTED], item[keys.PREDICTED],
+                str(item[keys.PREDICTED] == item[keys.EXPECTED]).lower(), "" if score is None else repr(float(score)),
+                item.get(keys.PARSE_MODE) or "", str(item.get(keys.TRUNCATED) is True).lower()]))
     return out.getvalue()

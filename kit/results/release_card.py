@@ -10,6 +10,7 @@ from statistics import fmean
 from typing import Any
 
 from kit.results import keys
+from kit.results.tables import Markdown, md_code, md_text
 
 SCORE_COLUMNS = keys.METRIC_NAMES
 VIEWER_FILE = "data/train.csv"
@@ -45,8 +46,8 @@ def dataset_card(name: str, license_id: str, pairs: Sequence[CardPair], prompts:
     n_items = sorted({int(p.metrics.get(keys.N_ITEMS, 0)) for p in pairs})
     parts = [
         _front_matter(name, license_id),
-        f"# Land-use relevance benchmark: {name}\n",
-        f"{status_line} {len(runs)} runs, {len(languages)} languages ({', '.join(languages)}), {len(pairs)} "
+        f"# Land-use relevance benchmark: {md_text(name)}\n",
+        f"{status_line} {len(runs)} runs, {len(languages)} languages ({', '.join(map(md_code, languages))}), {len(pairs)} "
         f"run-language pairs, {'/'.join(map(str, n_items))} items per language. Scores are recomputed from the "
         "published predictions (`kit verify` checks them); coverage is in `SNAPSHOT_STATUS.md`.\n",
         _digests(pairs),
@@ -54,7 +55,7 @@ def dataset_card(name: str, license_id: str, pairs: Sequence[CardPair], prompts:
         _by_language(pairs, languages),
         _prompts(prompts),
         _reproducibility(pairs, reproduce_guide),
-        "## Files\n\n" + "\n".join(f"- `{f}`" for f in files) + "\n",
+        "## Files\n\n" + "\n".join(f"- {md_code(f)}" for f in files) + "\n",
     ]
     return "\n".join(part for part in parts if part)
 
@@ -75,8 +76,8 @@ def _yaml_str(text: str) -> str:
 def _digests(pairs: Sequence[CardPair]) -> str:
     manifests = sorted({str(p.metadata.get(keys.MANIFEST_SHA256)) for p in pairs if p.metadata.get(keys.MANIFEST_SHA256)})
     files = sorted({(p.language, str(p.metadata.get(keys.BENCHMARK_SHA256))) for p in pairs})
-    lines = [f"- manifest sha256: `{m}`" for m in manifests]
-    lines += [f"- benchmark file sha256 ({lang}): `{digest}`" for lang, digest in files]
+    lines = [f"- manifest sha256: {md_code(m)}" for m in manifests]
+    lines += [f"- benchmark file sha256 ({md_code(lang)}): {md_code(digest)}" for lang, digest in files]
     return "\n".join(lines) + "\n" if lines else ""
 
 
@@ -92,7 +93,7 @@ def _scores(pairs: Sequence[CardPair]) -> str:
                          str(meta.get(keys.BACKEND)), str(len(mine)), *(f"{means[m]:.4f}" for m in SCORE_COLUMNS)])
         rows.sort(key=lambda r: (-float(r[5 + SCORE_COLUMNS.index(keys.F1)]), r[0]))
         decoding = _decoding(pairs, task)
-        out.append(f"### {task}{decoding}\n")
+        out.append(f"### {md_text(task)}{md_text(decoding)}\n")
         out.append(_table(["run", "model_id", "revision", "backend", "languages", *SCORE_COLUMNS], rows))
     return "\n".join(out)
 
@@ -116,7 +117,8 @@ def _prompts(prompts: Sequence[CardPrompt]) -> str:
     out = ["## Prompts\n", "Each prompt file the runs used, verbatim; `{}` is where the sentence goes.\n"]
     for p in prompts:
         fence = "`" * max(3, _longest_backtick_run(p.text) + 1)
-        out.append(f"### `{p.name}` ({p.task}; sha256 `{p.sha256}`)\n\nRuns: {', '.join(f'`{r}`' for r in p.runs)}\n")
+        out.append(f"### {md_code(p.name)} ({md_text(p.task)}; sha256 {md_code(p.sha256)})\n\n"
+                   f"Runs: {', '.join(map(md_code, p.runs))}\n")
         out.append(f"{fence}text\n{p.text}{'' if p.text.endswith(chr(10)) else chr(10)}{fence}\n")
     return "\n".join(out)
 
@@ -136,8 +138,8 @@ def _reproducibility(pairs: Sequence[CardPair], reproduce_guide: bool) -> str:
         key = tuple(str(image.get(k) or "") for k in (keys.IMAGE_BACKEND, keys.IMAGE_DIGEST, keys.IMAGE_ARTIFACT,
                                                       keys.IMAGE_ARTIFACT_SHA256, keys.IMAGE_LOCK_SHA256))
         images.setdefault(key, set()).add(p.run)
-    rows = [[b, f"`{d}`" if d else "none (host runtime)", a or "", f"`{s}`" if s else "", f"`{lk}`" if lk else "",
-             ", ".join(sorted(r))] for (b, d, a, s, lk), r in sorted(images.items())]
+    rows = [[b, md_code(d) if d else "none (host runtime)", a or "", md_code(s) if s else "", md_code(lk) if lk else "",
+             Markdown(", ".join(map(md_code, sorted(r))))] for (b, d, a, s, lk), r in sorted(images.items())]
     guide = ("`REPRODUCE.md` (kit's artifact reviewer guide, in this folder)" if reproduce_guide
              else "kit's `REPRODUCE.md`")
     return "\n".join([
@@ -156,8 +158,8 @@ def _reproducibility(pairs: Sequence[CardPair], reproduce_guide: bool) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     def cell(text: str) -> str:
-        return str(text).replace("|", "\\|").replace("\n", " ")
+        return md_text(text)   # Markdown made by md_code is kept as it is
 
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"

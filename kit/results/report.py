@@ -6,11 +6,13 @@ summary. With the roster at hand, a checkpoint recorded for another revision, se
 or data file than the run has now is stale: listed, not counted, unless asked for
 (--include-stale), and then marked stale in the summary. Checkpoints of different kinds, or measured on different terms (manifest, prompt within
 a task, benchmark file within a language, decoding among generate runs), are refused rather than
-reported together. Every file is written atomically (temporary file in OUT, fsync, rename).
+reported together. The report is built beside OUT and swapped in whole (kit.outputs), so its CSVs,
+pages and plots always come from one run of the report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,6 +24,8 @@ from kit.plan import Pair
 from kit.results.checkpoint import CheckpointState, ValidateAll, validate_each, without_predictions
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_name, result_kind
+from kit.results.kinds.base import ResultKind
+from kit.outputs import write_output
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, groups, select_runs
 from kit.results.store import file_language, iter_checkpoint_files
 from kit.results.html_report import write_html_report
@@ -73,13 +77,15 @@ def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRec
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,
                  expect: PlanExpectations | None = None, include_stale: bool = False,
                  verdicts: list[Path] | None = None,
-                 validate_all: ValidateAll = validate_each) -> ReportOutcome:
+                 validate_all: ValidateAll = validate_each, own_output: bool = True) -> ReportOutcome:
     """Write the report of the checkpoints under RESULTS (of these runs; all when None) to OUT, by
     their benchmark kind; stale checkpoints (against `expect`) are counted only with `include_stale`,
     and then named as stale in the summary; then the HTML report (kit.results.html_report), with the
     reproduce verdicts in `verdicts` (None: the reproduce* folders beside RESULTS). Nothing is written when the input is refused (no
     complete checkpoint, an unknown run, kinds mixed, checkpoints that are not comparable,
-    matplotlib missing). The files are read by `validate_all` (see collect_checkpoints)."""
+    matplotlib missing). The files are read by `validate_all` (see collect_checkpoints). OUT is written
+under the output contract (kit.outputs: built beside, swapped in, only kit's own earlier report
+replaced) unless `own_output` is False: then OUT is a folder of another output being built."""
     found = collect_checkpoints(results_dir, expect, validate_all)
     stale = [r for r in found if r.state == PairState.STALE]
     if include_stale:
@@ -98,9 +104,21 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
         raise ConfigError(f"cannot report {a_kind} checkpoints ({a[0].name}) with {b_kind} ones ({b[0].name})",
                           fix=SEPARATE.format(a=a[0].run, b=b[0].run) + ", or keep each benchmark in its own results folder")
     kind = result_kind(by_kind[0][0], str(valid[0].path))
-    written = kind.write_report(records, Path(out_dir))
-    html = write_html_report(records, Path(out_dir), kind,
-                             default_verdict_dirs(results_dir) if verdicts is None else verdicts)
-    written = replace(written, files={**written.files, "html": html.index})
-    return ReportOutcome(written.files, written.pairs, [r for r in records if r.state == PairState.INVALID],
+    verdict_dirs = default_verdict_dirs(results_dir) if verdicts is None else verdicts
+    out_dir = Path(out_dir)
+    if not own_output:   # a part of another output (a release's stage)
+        files = _fill(records, kind, out_dir, verdict_dirs)
+    else:
+        with write_output(out_dir, "report", force_needed=False) as out:
+            files = _fill(records, kind, out.stage, verdict_dirs)
+        files = {role: out_dir / path.relative_to(out.stage) for role, path in files.items()}
+    return ReportOutcome(files, len(valid), [r for r in records if r.state == PairState.INVALID],
                          [r for r in stale if r.run in {x.run for x in records}], include_stale)
+
+
+def _fill(records: list[CheckpointRecord], kind: ResultKind, folder: Path,
+          verdict_dirs: Sequence[Path]) -> dict[str, Path]:
+    """Write the kind's report files and the HTML report of `records` into `folder`; each file by role."""
+    written = kind.write_report(records, folder)
+    html = write_html_report(records, folder, kind, verdict_dirs)
+    return {**written.files, "html": html.index}

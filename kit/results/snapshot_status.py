@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kit.results.keys import PairState
 from kit.results.status import PairStatus
+from kit.results.tables import md_code, md_text
 
 
 @dataclass
@@ -68,19 +69,20 @@ def snapshot_status_text(benchmark_name: str, covered: list[Coverage], planned: 
     lines = [
         "# Snapshot status",
         "",
-        f"- Benchmark: `{benchmark_name}`",
+        f"- Benchmark: {md_code(benchmark_name)}",
         f"- Status: {'complete' if done else 'in progress; not the final release'}.",
         f"- Completed run-language pairs: {complete:,} of {total:,} (expected: {basis})",
         f"- Runs complete: {sum(c.done for c in covered)} of {len(covered)}",
-        f"- Languages: {len(languages)} ({', '.join(languages)})",
+        f"- Languages: {len(languages)} ({', '.join(map(md_code, languages))})",
         "",
         "## Runs",
     ]
     for c in covered:
         n = len(c.complete) + len(c.other)
         state = "complete" if c.done else "in progress"
-        missing = "" if c.done else "; not complete: " + ", ".join(f"{lang} ({st})" for lang, st in sorted(c.other.items()))
-        lines.append(f"- `{c.run}`: {state}, {len(c.complete)}/{n} languages{missing}")
+        missing = "" if c.done else "; not complete: " + ", ".join(f"{md_code(lang)} ({md_text(st)})"
+                                                                   for lang, st in sorted(c.other.items()))
+        lines.append(f"- {md_code(c.run)}: {state}, {len(c.complete)}/{n} languages{missing}")
     lines += [
         "",
         "This snapshot holds only the complete checkpoints (valid, metrics recomputed from their predictions)",

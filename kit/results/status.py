@@ -39,6 +39,7 @@ class PairStatus:
             "state": self.state,
             "path": str(self.path),
             "reasons": list(self.reasons),
+            "notices": list(self.notices),
             "job": self.job,
         }
 

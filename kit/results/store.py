@@ -32,15 +32,6 @@ def write_checkpoint(path: Path, data: dict[str, Any]) -> None:
     write_text_atomic(path, dumps_checkpoint(data))
 
 
-def check_outside(results: Path, out: Path, what: str, example: str) -> None:
-    """A ConfigError when folder `out` (`what`, e.g. "the release folder") and the results folder
-    contain one another or are the same."""
-    a, b = Path(results).resolve(), Path(out).resolve()
-    if a == b or a in b.parents or b in a.parents:
-        raise ConfigError(f"{out}: {what} overlaps the results folder {results}",
-                          fix=f"write it to a folder outside RESULTS, e.g. -o {example}")
-
-
 def mllog_path(checkpoint: Path) -> Path:
     """The :::MLLOG file that sits beside a checkpoint."""
     return Path(checkpoint).with_suffix(".mllog")

@@ -5,6 +5,7 @@ the same inputs give the same bytes) and the digest lines of a summary."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -15,15 +16,63 @@ RATE_DIGITS = 4
 SECONDS_DIGITS = 2
 
 
-def csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, str]]) -> str:
-    """Rows as CSV text: a header, '\\n' line ends, quoting only where needed."""
+def csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
+    """Rows as CSV text: a header, '\\n' line ends, quoting only where needed, every cell through
+    csv_cell (no cell a spreadsheet would run as a formula)."""
     import csv
 
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     return buf.getvalue()
+
+
+# what makes a spreadsheet read a cell as a formula (OWASP's list for CSV injection)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell as data, never a formula: text from a checkpoint (a run name, an answer) that starts
+    with =, +, -, @, a tab or a carriage return gets a leading apostrophe; numbers are kept."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        try:
+            float(value)
+        except ValueError:
+            return "'" + value
+    return value
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+# an underscore between two letters or digits emphasises nothing (CommonMark), so model_revision stays readable
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|#!~$&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+
+
+def _visible(value: Any) -> str:
+    """str(value) with control characters (newlines included) shown as escapes: one line of text."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+
+
+class Markdown(str):
+    """Text that is Markdown already (made by md_code or md_text): a table puts it in as it is."""
+
+
+def md_code(value: Any) -> Markdown:
+    """`value` (a run, language or file name from a checkpoint) as an inline Markdown code span that
+    nothing in it can end or break out of: fenced with more backticks than any run of them inside,
+    on one line."""
+    body = _visible(value)
+    fence = "`" * (max(map(len, re.findall(r"`+", body)), default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or not body.strip() else ""
+    return Markdown(f"{fence}{pad}{body}{pad}{fence}")
+
+
+def md_text(value: Any) -> Markdown:
+    """`value` as plain Markdown text on one line: every character Markdown or HTML gives a meaning
+    (emphasis, links, code, tags, tables, headings) backslash-escaped."""
+    if isinstance(value, Markdown):
+        return value
+    return Markdown(_MARKDOWN_SPECIAL.sub(r"\\\1", _visible(value)))
 
 
 def text(value: Any) -> str:
@@ -48,10 +97,10 @@ def _number(value: Any, digits: int) -> str:
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> list[str]:
-    """A Markdown table: header, separator, one line per row (pipes in cells escaped)."""
+    """A Markdown table: header, separator, one line per row (each cell as md_text: plain text)."""
 
     def cells(values: Iterable[str]) -> str:
-        return "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
+        return "| " + " | ".join(map(md_text, values)) + " |"
 
     return [cells(columns), "|" + "---|" * len(columns)] + [cells(row[c] for c in columns) for row in rows]
 

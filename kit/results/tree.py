@@ -37,6 +37,11 @@ class ResultsTree:
         """Keep what was validated for the next command (never an error: kit.results.cache)."""
         self._cache.save()
 
+    @property
+    def from_cache(self) -> int:
+        """How many verdicts this tree took from the cache so far (status says so)."""
+        return self._cache.hits
+
     def validate_all(self, jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
         """Each (checkpoint path, validate_checkpoint keywords) job validated, in order, from the cache
         where nothing it depended on changed (kit.results.checkpoint.ValidateAll)."""

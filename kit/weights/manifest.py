@@ -13,12 +13,14 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from kit import safejson
 from kit.errors import ConfigError
-from kit.files import file_sha256, write_text_atomic
+from kit.files import file_sha256, read_regular_file, write_text_atomic
 
 MANIFEST_VERSION = 1
 MANIFEST_DIR = "kit-manifests"
@@ -119,7 +121,7 @@ def parse_manifest(text: str, where: str) -> Manifest:
                            fix="stage the model again (kit weights stage --model M) and push it (kit weights push)")
 
     try:
-        data = json.loads(text)
+        data = safejson.loads(text)   # bounded: no nesting or number can crash the reader
     except ValueError as exc:
         raise bad(f"not JSON ({exc})") from None
     if not isinstance(data, dict) or set(data) != _KEYS:
@@ -158,7 +160,9 @@ def parse_manifest(text: str, where: str) -> Manifest:
 def read_manifest(path: Path) -> Manifest | None:
     """The manifest at `path`; None when there is none; a ConfigError when it is not a sound one."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # a regular file of bounded size: a FIFO or device in its place must not stall the reader
+        text = read_regular_file(path, "the weights manifest", MANIFEST_MAX_BYTES,
+                                 fix="stage the model again (kit weights stage --model M)").decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -176,6 +180,8 @@ def write_manifest(cache: Path | str, manifest: Manifest) -> Path:
 
 
 Progress = Callable[[str], None]
+MANIFEST_MAX_BYTES = 64 << 20     # a manifest lists file names and digests: megabytes at most
+MAX_SNAPSHOT_DEPTH = 32           # folders inside a snapshot; Hugging Face repositories nest a few
 
 
 def build_manifest(snapshot: Path, model_id: str, revision: str, names: Iterable[str],
@@ -190,16 +196,30 @@ def build_manifest(snapshot: Path, model_id: str, revision: str, names: Iterable
 
 
 def local_sizes(snapshot: Path) -> dict[str, int]:
-    """Relative name -> size of every file in a snapshot folder (links followed); {} when absent."""
+    """Relative name -> size of every file in a snapshot folder (links followed, each folder entered
+    once and at most MAX_SNAPSHOT_DEPTH deep, so links back up the tree cannot make the walk endless);
+    {} when absent."""
     out: dict[str, int] = {}
     snapshot = Path(snapshot)
-    for root, _dirs, names in os.walk(snapshot, followlinks=True):
+    seen: set[tuple[int, int]] = set()
+    for root, dirs, names in os.walk(snapshot, followlinks=True):
+        try:
+            st = os.stat(root)
+        except OSError:
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen or len(Path(root).relative_to(snapshot).parts) > MAX_SNAPSHOT_DEPTH:
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
         for name in names:
             path = Path(root) / name
             try:
-                out[path.relative_to(snapshot).as_posix()] = path.stat().st_size
+                info = path.stat()
             except OSError:
                 continue   # a dangling link: as missing as no file
+            if stat.S_ISREG(info.st_mode):   # a FIFO or device is no file of weights (and would stall a hash)
+                out[path.relative_to(snapshot).as_posix()] = info.st_size
     return out
 
 

@@ -42,14 +42,15 @@ def resolve_snapshot(model_id: str, revision: str | None, cache_dir: Path | None
 
 
 def weight_files_sha256(snapshot: Path) -> dict[str, str]:
-    """sha256 of each weight file (*.safetensors, *.bin, *.gguf, *.pt) in a snapshot, by relative name."""
+    """sha256 of each weight file (*.safetensors, *.bin, *.gguf, *.pt; regular files, links to them
+    followed) in a snapshot, by relative name."""
     snapshot = Path(snapshot)
     digests: dict[str, str] = {}
     # os.walk lists the files of a hub snapshot even though they are symlinks into blobs/.
     for root, _dirs, files in os.walk(snapshot):
         for name in files:
-            if name.endswith(WEIGHT_SUFFIXES):
-                path = Path(root) / name
+            path = Path(root) / name
+            if name.endswith(WEIGHT_SUFFIXES) and path.is_file():   # a FIFO or device would stall the hash
                 digests[path.relative_to(snapshot).as_posix()] = file_sha256(path)
     return dict(sorted(digests.items()))
 
@@ -61,6 +62,7 @@ class LoadDigests:
     files: dict[str, str]
     manifest_sha256: str | None = None
     note: str = field(default="", compare=False)
+    hashed: bool = True   # every weight file hashed now; False: sizes checked, the manifest's digests taken
 
 
 def digests_at_load(snapshot: Path, model_id: str, revision: str | None) -> LoadDigests:
@@ -80,4 +82,4 @@ def digests_at_load(snapshot: Path, model_id: str, revision: str | None) -> Load
         raise ConfigError(f"weights in {snapshot} do not match their manifest {path}: {'; '.join(problems[:5])}",
                           fix="run `kit weights verify`, then stage and push the model again")
     return LoadDigests(manifest.weight_digests(), manifest.digest,
-                       f"manifest {manifest.digest[:12]}: {len(manifest.files)} file sizes checked")
+                       f"manifest {manifest.digest[:12]}: {len(manifest.files)} file sizes checked", hashed=False)

@@ -138,6 +138,7 @@ def build_provenance(
     hardware_facts: dict[str, Any] | None = None,
     unknown_extra: dict[str, str] | None = None,
     weights_manifest_sha256: str | None = None,
+    weights_hashed: bool = True,
 ) -> dict[str, Any]:
     """Assemble the provenance block (docs/checkpoint-format.md; its keys: kit.results.keys)."""
     facts = Facts()
@@ -157,6 +158,7 @@ def build_provenance(
             k.WEIGHTS_MANIFEST_SHA256: facts.at(
                 k.PROV_MODEL, k.WEIGHTS_MANIFEST_SHA256, weights_manifest_sha256,
                 "no kit weights manifest beside the snapshot: every weight file was hashed at load"),
+            k.WEIGHTS_CHECKED: k.WEIGHTS_HASHED if weights_hashed else k.WEIGHTS_SIZES,
         },
         k.PROV_DATA: {k.DATA_MANIFEST_SHA256: manifest_sha256, k.DATA_FILE_SHA256: file_sha256,
                       k.DATA_PROMPT_SHA256: prompt_sha256},

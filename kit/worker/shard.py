@@ -249,6 +249,7 @@ def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, r
     prov = provenance.build_provenance(
         backend=run.backend, model_id=run.model_id, revision=run.revision,
         weight_files_sha256=loaded.weights.files, weights_manifest_sha256=loaded.weights.manifest_sha256,
+        weights_hashed=loaded.weights.hashed,
         manifest_sha256=benchmark.manifest_sha256,
         file_sha256=data.file_sha256, prompt_sha256=prompt.sha256, shard=f"{shard[0]}/{shard[1]}",
         packages=loaded.engine.versions(), job=job_info(), hardware_facts=hardware,

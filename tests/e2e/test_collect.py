@@ -8,11 +8,15 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from e2e_helpers import kit
 
-from kit.results.store import iter_checkpoint_files
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from conftest_checkpoints import seal  # noqa: E402
+
+from kit.results.store import iter_checkpoint_files  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -59,12 +63,14 @@ def test_every_problem_is_listed_and_nothing_written(sites):
     dup = d / "site1" / f.parent.name / f.name
     dup.parent.mkdir(parents=True, exist_ok=True)
     dup.write_text(json.dumps(json.loads(f.read_text())))  # the same pair, other bytes (an identical copy counts once)
+    seal(dup)                                             # and the log its job wrote of them
     other = d / "site2" / "en" / "org__other-model.json"  # a pair of another plan
     data = json.loads(iter_checkpoint_files(d / "site2")[0].read_text())
     data["metadata"]["run"] = data["metadata"]["model_id"] = data["provenance"]["model"]["id"] = "org/other-model"
     data["metadata"]["language"] = "en"
     other.parent.mkdir(parents=True, exist_ok=True)
     other.write_text(json.dumps(data))
+    seal(other)
     victim = iter_checkpoint_files(d / "site2")[-1]
     victim.unlink()                                       # a missing pair
     r = collect(d, env)

@@ -9,6 +9,7 @@ import pytest
 from e2e_helpers import kit
 
 from kit.demo.run import DEMO_VERSION
+from kit.results.metrics import compute_metrics
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,8 +41,10 @@ def test_altered_prediction_is_different_and_named(work):
     p = d / RESULT
     data = json.loads(p.read_text())
     victim = data["predictions"][7]
-    victim["raw_output"] = "yes"
-    victim["predicted"] = "no" if victim["predicted"] == "yes" else "yes"
+    victim["raw_output"] = "no" if victim["predicted"] == "yes" else "yes"   # another answer, read as its verdict:
+    victim["predicted"] = victim["raw_output"]                              # a sound checkpoint of another run
+    victim["parse_mode"] = "exact"
+    data["metrics"] = compute_metrics(data["predictions"])
     p.write_text(json.dumps(data))
     r = kit("reproduce", RESULT, "--json", cwd=d, env=env)
     assert r.returncode == 1, r.stdout + r.stderr

@@ -11,13 +11,17 @@ import csv
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import lrb_schema as lrb
 import pytest
-from test_hostile_inputs import REV, kit, refused
 
-from kit.demo.dataset import write_demo_benchmark
+sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
+from conftest_checkpoints import seal  # noqa: E402
+from test_hostile_inputs import REV, kit, refused  # noqa: E402
+
+from kit.demo.dataset import write_demo_benchmark  # noqa: E402
 
 # ------------------------------------------------------------------ lrb result files
 
@@ -211,7 +215,7 @@ def test_languages_are_selected_in_any_case_as_lrb_reads_them(tmp_path):
 
 
 def _kit_checkpoint(results: Path, run: str, task: str, predictions: list[dict], **meta: object) -> Path:
-    """A checkpoint as kit writes it (kit's metadata keys, `unparsed` label, score fields)."""
+    """A checkpoint as kit writes it (kit's metadata keys, `unparsed` label, score fields), with its log."""
     from kit.results.metrics import compute_metrics
     from kit.results.store import checkpoint_path, write_checkpoint
 
@@ -229,7 +233,7 @@ def _kit_checkpoint(results: Path, run: str, task: str, predictions: list[dict],
         "provenance": {"kit_version": "0.1.0", "model": {"id": model_id, "revision": REV},
                        "image": {"backend": backend},
                        "data": dict(zip(("file_sha256", "manifest_sha256", "prompt_sha256"), digests))}})
-    return path
+    return seal(path)
 
 
 def _generated(item: str, expected: str, predicted: str, mode: str, truncated: bool = False) -> dict:
@@ -287,7 +291,7 @@ def test_kit_export_lrb_writes_nothing_when_a_checkpoint_is_invalid(kit_results,
 
 def test_kit_export_lrb_refuses_an_output_inside_the_results(kit_results, tmp_path):
     refused(kit("export", "lrb", str(kit_results), "-o", str(kit_results / "lrb"), cwd=tmp_path),
-            "overlaps the results folder")
+            "overlaps the input")
 
 
 def test_the_checkpoint_format_no_longer_claims_lrb_s_tools_read_kit_files():

@@ -189,7 +189,8 @@ def test_an_identity_field_edited_in_metadata_alone_is_invalid(sweep, key, value
 
 def test_a_task_edited_in_the_checkpoint_no_longer_counts(sweep):
     rewrite(sweep / "results" / "en" / "org__model-a.json", lambda d: d["metadata"].update(task="score"))
-    assert states(sweep)["en"]["state"] == "stale"
+    got = states(sweep)["en"]   # a generate run's text answers in a file that now claims a score run
+    assert got["state"] == "invalid" and "parse_mode is 'exact' in a 'score' run" in got["reasons"][0], got
 
 
 def test_a_new_language_file_is_stale_not_forged_even_though_its_labels_changed(sweep):

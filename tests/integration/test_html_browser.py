@@ -9,15 +9,19 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from kit.results import keys
-from kit.results.metrics import compute_metrics
-from kit.results.report import write_report
-from kit.results.store import checkpoint_path, write_checkpoint
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from conftest_checkpoints import write_job_checkpoint  # noqa: E402
+
+from kit.results import keys  # noqa: E402
+from kit.results.metrics import compute_metrics  # noqa: E402
+from kit.results.report import write_report  # noqa: E402
+from kit.results.store import checkpoint_path  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +92,7 @@ def _checkpoint(results: Path, run: str, language: str, cells: tuple[int, ...], 
             "model": {"id": run, "revision": "1" * 40}, "hardware": {"gpu_name": HOSTILE},
             "job": {"site": "nancy", "job_id": HOSTILE, "runtime": "apptainer"},
             "data": {"manifest_sha256": "a" * 64, "file_sha256": "c" * 64, "prompt_sha256": "b" * 64}}
-    write_checkpoint(checkpoint_path(results, run, language), {
+    write_job_checkpoint(checkpoint_path(results, run, language), {   # with the log its job writes
         keys.METADATA: meta, keys.METRICS: compute_metrics(preds), keys.PREDICTIONS: preds, keys.PROVENANCE: prov})
 
 

@@ -12,6 +12,7 @@ from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.checkpoint import (LEGACY_LANGUAGE_NOTICE, MISSING, CheckpointState, read_checkpoint,
                                     validate_checkpoint, verify_files)
+from kit.results.evidence import LEGACY_NOTICE
 from kit.results.identity import Expected
 from kit.results.metrics import compute_metrics
 
@@ -46,7 +47,7 @@ def test_archived_lrb_files_are_complete_with_the_legacy_notice(path):
     state = validate_checkpoint(path)
     assert state.state == PairState.COMPLETE, state.reasons
     assert state.reasons == []
-    assert state.notices == [LEGACY_LANGUAGE_NOTICE]
+    assert state.notices == [LEGACY_LANGUAGE_NOTICE, LEGACY_NOTICE]
 
 
 @pytest.mark.parametrize("path", LRB_FILES, ids=lambda p: p.name)
@@ -154,7 +155,8 @@ def test_one_altered_confusion_count(good):
 
 
 def test_one_flipped_prediction(good):
-    rewrite(good, lambda d: d[keys.PREDICTIONS][0].update({keys.PREDICTED: N}))
+    # the answer flipped with its verdict, so that only the metrics tell (a verdict alone is re-read)
+    rewrite(good, lambda d: d[keys.PREDICTIONS][0].update({keys.PREDICTED: N, keys.RAW_OUTPUT: N}))
     state = validate_checkpoint(good)
     assert_invalid(state, "metrics do not recompute", f"{keys.CONFUSION}.{keys.TRUE_POSITIVE}", keys.RECALL)
     assert len(state.reasons) == 1
@@ -263,8 +265,9 @@ def test_no_run_and_no_model_id(good):
 def test_every_reason_is_reported_at_once(good):
     rewrite(good, lambda d: d[keys.PREDICTIONS][1].update({keys.ITEM_ID: "item-000", keys.PREDICTED: Y}))
     state = validate_checkpoint(good, run="x/y", language="de")
-    assert len(state.reasons) == 4, state.reasons
-    assert_invalid(state, "expected run 'x/y'", "expected language 'de'", "duplicated", "do not recompute")
+    assert len(state.reasons) == 5, state.reasons
+    assert_invalid(state, "expected run 'x/y'", "expected language 'de'", "duplicated", "do not recompute",
+                   "predictions[1].predicted is not the 'no' its recorded output gives")
 
 
 # --- verify_files --------------------------------------------------------------

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest_checkpoints import make_checkpoint, predictions_of, rewrite
+from conftest_checkpoints import make_checkpoint, predictions_of, rewrite, seal_all
 
 from kit.results import cache as cache_mod
 from kit.results import keys, parallel
@@ -110,12 +110,35 @@ def test_a_changed_file_is_revalidated_even_with_the_same_stat_but_new_ctime(tre
     assert len(calls) == 1
 
 
-def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tree, monkeypatch):
-    results, path, folder = tree
+def unsealed(cache_file: Path) -> bytes:
+    """A cache file's JSON text, without the HMAC line that follows it."""
+    text, mark, _ = cache_file.read_bytes().rpartition(b"\n#hmac-sha256 ")
+    assert mark, "a cache file ends in its HMAC line"
+    return text
+
+
+def saved_cache(results: Path, path: Path, folder: Path) -> tuple[CheckpointCache, Path]:
+    """A cache that validated `path` and saved itself, and its verdicts file."""
     c = fresh(results, folder)
     c.validate(path)
     c.save()
     (cache_file,) = [p for p in folder.glob("*.json") if not p.name.endswith(".sections.json")]
+    return c, cache_file
+
+
+def test_a_cache_file_edited_by_hand_is_ignored_as_a_whole(tree, monkeypatch):
+    results, path, folder = tree
+    _, cache_file = saved_cache(results, path, folder)
+    assert b'"complete"' in unsealed(cache_file)
+    edited = unsealed(cache_file).replace(b'"complete"', b'"queued"')
+    cache_file.write_bytes(edited + cache_file.read_bytes()[len(edited):])   # the old HMAC line kept
+    calls = counting(monkeypatch)
+    assert fresh(results, folder).validate(path).state == PairState.COMPLETE and len(calls) == 1
+
+
+def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tree, monkeypatch):
+    results, path, folder = tree
+    c, cache_file = saved_cache(results, path, folder)
     sections = cache_file.with_suffix(".sections.json")
     good = {p: p.read_bytes() for p in (cache_file, sections)}
     entry = c.entries["fr/org__model.json"]
@@ -130,13 +153,13 @@ def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tree, monkeypatch):
                              "file": entry["file"], "summary": [], "truncated": "many"}}}).encode())):
         for p, text in good.items():
             p.write_bytes(text)
-        target.write_bytes(junk)
+        target.write_bytes(c._sealed(junk))   # sealed with the right key: each must still be read as junk
         calls = counting(monkeypatch)
         again = fresh(results, folder)
         assert again.validate(path).complete
         assert len(calls) == 1
         again.save()
-        assert json.loads(cache_file.read_bytes())["entries"]["fr/org__model.json"]["verdicts"]
+        assert json.loads(unsealed(cache_file))["entries"]["fr/org__model.json"]["verdicts"]
 
 
 def test_a_read_only_results_folder_works(tree, monkeypatch):
@@ -288,6 +311,7 @@ def test_a_changed_benchmark_file_is_never_hidden_by_cached_verdicts(tmp_path, m
     from bench.tree import build_tree
 
     tree = build_tree(tmp_path, 2, 2, items=20, progress=lambda msg: None)
+    seal_all(tree.results)   # the logs the jobs would have written beside their checkpoints
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tree.root)
     runner = CliRunner()
@@ -323,13 +347,12 @@ def test_shared_strings_keeps_the_value_and_holds_each_string_once():
 
 
 def test_cache_files_are_written_in_pieces_and_read_back_whole(tmp_path):
-    cache = CheckpointCache(tmp_path / "results", tmp_path / "cache")
-    (tmp_path / "cache").mkdir()
+    cache = CheckpointCache(tmp_path / "results", tmp_path / "cache")   # makes the folder and its key
     for count in (0, 1, 500, 1201):
         entries = {f"l{i % 7}/run-{i}.json": {"file": [i, 2, 3, 4, 5], "verdicts": {"k\u00e9": ["complete", [], []]}}
                    for i in range(count)}
         cache._write(cache.file, entries)
-        assert json.loads(cache.file.read_text(encoding="utf-8"))["entries"] == entries
+        assert json.loads(unsealed(cache.file))["entries"] == entries
         assert cache._load(cache.file) == entries
 
 

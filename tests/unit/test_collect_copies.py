@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest_checkpoints import make_checkpoint, predictions_of, rewrite
+from conftest_checkpoints import make_checkpoint, predictions_of, rewrite, seal
 
 from kit.plan import Pair
 from kit.results.collect import plan_collect
@@ -15,11 +15,12 @@ PAIR = Pair("org/m", "en")
 
 
 def _sites(tmp_path: Path) -> tuple[Path, Path]:
-    """Site a holds org/m [en]; site b a byte-identical copy of that file."""
+    """Site a holds org/m [en]; site b a byte-identical copy of that file (and of its log)."""
     a = make_checkpoint(tmp_path / "a", PAIR.run, PAIR.language, predictions_of([("yes", "yes"), ("no", "no")]))
     b = tmp_path / "b" / a.relative_to(tmp_path / "a")
     b.parent.mkdir(parents=True)
     shutil.copy2(a, b)
+    shutil.copy2(a.with_suffix(".mllog"), b.with_suffix(".mllog"))
     return a, b
 
 
@@ -36,7 +37,7 @@ def test_the_same_checkpoint_at_two_sites_is_collected_once(tmp_path):
 
 def test_two_different_checkpoints_of_one_pair_are_still_refused(tmp_path):
     a, b = _sites(tmp_path)
-    rewrite(b, lambda data: data["metadata"].update(duration_seconds=2.0))   # still valid, other bytes
+    seal(rewrite(b, lambda data: data["metadata"].update(duration_seconds=2.0)))   # another job's: other bytes
     plan = _plan(tmp_path)
     assert plan.problems == [f"duplicate: {PAIR} in a ({a}) and b ({b}) differ"]
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest_checkpoints import write_job_checkpoint
 
 from kit.config.kinds.lighteval.suite import EvalSuite, suite_sha256
 from kit.config.kinds import load_benchmark
@@ -24,7 +25,7 @@ from kit.results import keys
 from kit.results.checkpoint import validate_checkpoint
 from kit.results.identity import Expected
 from kit.results.report import write_report
-from kit.results.store import checkpoint_path, write_checkpoint
+from kit.results.store import checkpoint_path
 from kit.results.kinds.lighteval.metrics import suite_metrics
 
 REV = "0123456789abcdef0123456789abcdef01234567"
@@ -157,7 +158,8 @@ def test_plan_describes_the_suite(suite_dir):
 
 
 def suite_checkpoint(results: Path, run: str, suite: EvalSuite, outputs: list[str]) -> Path:
-    """A LightEval suite checkpoint as the worker writes it, with exact-match item metrics."""
+    """A LightEval suite checkpoint as the worker writes it (with its provenance and log), with
+    exact-match item metrics."""
     rows = [json.loads(line) for line in suite.data_path(TASK).read_text(encoding="utf-8").splitlines()]
     preds = [{keys.ITEM_ID: row["id"], keys.EXPECTED: row["answer"], keys.RAW_OUTPUT: out, keys.TRUNCATED: False,
               keys.ITEM_METRICS: {"em": float(out.strip() == row["answer"]), "len": float(len(out))}}
@@ -166,9 +168,8 @@ def suite_checkpoint(results: Path, run: str, suite: EvalSuite, outputs: list[st
             keys.DECODING: "greedy", keys.MAX_NEW_TOKENS: 16, keys.MANIFEST_SHA256: suite.manifest_sha256,
             keys.BENCHMARK_SHA256: suite.task(TASK).sha256, keys.PROMPT_SHA256: suite.custom_tasks.sha256,
             "lighteval_task": LIGHTEVAL_TASK, keys.DURATION_SECONDS: 1.0}
-    path = checkpoint_path(results, run, TASK)
-    write_checkpoint(path, {keys.METADATA: meta, keys.METRICS: suite_metrics(preds), keys.PREDICTIONS: preds})
-    return path
+    return write_job_checkpoint(checkpoint_path(results, run, TASK),
+                                {keys.METADATA: meta, keys.METRICS: suite_metrics(preds), keys.PREDICTIONS: preds})
 
 
 def answers(right: int) -> list[str]:
@@ -237,7 +238,7 @@ def test_report_refuses_to_mix_suite_and_lrb(tmp_path, suite_dir):
     results = tmp_path / "results"
     suite_checkpoint(results, "org/a", suite, answers(6))
     preds = [{keys.ITEM_ID: "x1", keys.EXPECTED: "yes", keys.PREDICTED: "yes"}]
-    write_checkpoint(checkpoint_path(results, "org/c", "en"), {
+    write_job_checkpoint(checkpoint_path(results, "org/c", "en"), {
         keys.METADATA: {keys.RUN: "org/c", keys.LANGUAGE: "en"}, keys.METRICS: compute_metrics(preds), keys.PREDICTIONS: preds})
     with pytest.raises(ConfigError, match="cannot report lighteval checkpoints .* with lrb ones"):
         write_report(results, tmp_path / "report")

@@ -138,6 +138,7 @@ def test_the_modules_import_no_circle():
 LAYERS = (
     {"", "errors"},                                              # kit's version and its one error family
     {"files", "safejson", "registry", "sizing"},                 # foundation: standard library only
+    {"outputs"},                                                 # the output contract, on kit.files
     {"config"},                                                  # configs: parse and validate
     {"plan"},                                                    # pure planning
     {"weights", "images", "costs"},                              # artifacts: snapshots, images; cost model

@@ -338,7 +338,8 @@ def test_pull_copies_only_new_files_and_reports_invalid_checkpoints(proj):
     data = json.loads(r.stdout)["data"]
     assert data["counts"] == {"complete": 1, "invalid": 1}
     assert data["invalid"][0]["language"] == "en" and "metrics" in " ".join(data["invalid"][0]["reasons"])
-    assert sorted(data["copied"]) == ["de/org__model-a.json", "en/org__model-a.json"]
+    assert sorted(data["copied"]) == ["de/org__model-a.json", "de/org__model-a.mllog", "en/org__model-a.json",
+                                      "en/org__model-a.mllog"]   # each checkpoint with its log
     bad.unlink()
     (root / "here" / "en" / "org__model-a.json").unlink()
     r = kit("pull", "--site", "ci", "--to", "here", cwd=root, env=env)

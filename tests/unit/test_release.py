@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest_checkpoints import seal
 from release_helpers import demo_sweep
 
 from kit.cli.main import main
@@ -46,7 +47,7 @@ def test_release_writes_lrb_layout_card_items_status(sweep):
     env = json.loads(r.stdout)
     assert env["status"] == "ok" and env["data"]["status"] == "complete"
     for rel in ("README.md", "SNAPSHOT_STATUS.md", "leaderboard.csv", "aggregates.csv", "data/train.csv",
-                "en/kit-demo__tiny-llama.json", "checkpoints/en/kit-demo__tiny-llama.json", ".kit-release.json"):
+                "en/kit-demo__tiny-llama.json", "checkpoints/en/kit-demo__tiny-llama.json", ".kit-output.json"):
         assert (out / rel).is_file(), rel
     card = (out / "README.md").read_text(encoding="utf-8")
     assert card.startswith("---\nlicense: mit\n") and "path: data/train.csv" in card
@@ -59,7 +60,7 @@ def test_release_writes_lrb_layout_card_items_status(sweep):
     rows = list(csv.DictReader((out / "data/train.csv").open(encoding="utf-8")))
     assert len(rows) == 60 and {r["language"] for r in rows} == {"de", "en", "fr"}
     assert all(r["correct"] == ("false" if r["language"] == "de" else "true") for r in rows)
-    assert set(env["data"]["files"]) >= {"README.md", "data/train.csv"} and ".kit-release.json" not in env["data"]["files"]
+    assert set(env["data"]["files"]) >= {"README.md", "data/train.csv"} and ".kit-output.json" not in env["data"]["files"]
 
 
 def test_release_of_a_sweep_in_progress_says_so(sweep):
@@ -67,7 +68,7 @@ def test_release_of_a_sweep_in_progress_says_so(sweep):
     r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
     assert r.exit_code == 0, r.stderr
     status = (sweep.root / "release" / "SNAPSHOT_STATUS.md").read_text(encoding="utf-8")
-    assert "in progress; not the final release" in status and "2/3 languages; not complete: fr (pending)" in status
+    assert "in progress; not the final release" in status and "2/3 languages; not complete: `fr` (pending)" in status
     assert "Snapshot in progress" in (sweep.root / "release" / "README.md").read_text(encoding="utf-8")
 
 
@@ -91,7 +92,9 @@ def test_a_linked_checkpoint_or_log_stops_the_release_and_writes_nothing(sweep, 
         secret.write_text("private key\n")
     path.symlink_to(secret)
     r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
-    assert r.exit_code == 2 and "symlink:" in r.stderr and name in r.stderr and "fix:" in r.stderr
+    # a linked log is no evidence (kit.results.evidence); a linked checkpoint is refused by the release itself
+    why = "not a regular file" if name.endswith(".mllog") else "symlink:"
+    assert r.exit_code == 2 and why in r.stderr and name in r.stderr and "fix:" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in sweep.root.iterdir()) == ["data", "results", "roster.toml", "secret.txt"]
 
@@ -113,6 +116,7 @@ def test_a_value_lrb_s_json_cannot_hold_stops_the_release_in_one_line(sweep):
     data = json.loads(path.read_text(encoding="utf-8"))
     data["predictions"][2]["latency_seconds"] = float("nan")   # a counter lrb's files carry; kit's reader allows NaN
     path.write_text(json.dumps(data), encoding="utf-8")
+    seal(path)   # as its job wrote and logged it: the value, not an edit, is what stops the release
     r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
     assert r.exit_code == 2 and "predictions[2].latency_seconds" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (sweep.root / "release").exists() and not list(sweep.root.glob(".release.tmp-*"))
@@ -156,7 +160,7 @@ def test_publish_dry_run_lists_exactly_the_release_files(release):
     data = json.loads(r.stdout)["data"]
     assert "README.md" in data["files"] and "data/train.csv" in data["files"]
     assert not any(f.startswith(".") or "/." in f or f.endswith(".tmp") for f in data["files"])
-    assert set(data["skipped"]) == {".kit-release.json", ".superseded/old.json", "en/.kit-demo__tiny-llama.claim",
+    assert set(data["skipped"]) == {".kit-output.json", ".superseded/old.json", "en/.kit-demo__tiny-llama.claim",
                                     "leftover.tmp"}
 
 

@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest_checkpoints import write_job_checkpoint
 
 from kit.errors import ConfigError, MissingExtraError
+from kit.outputs import INVENTORY
 from kit.results import keys, report
+from kit.results.evidence import KIT_ONLY_METADATA, LEGACY_NOTICE
 from kit.results.kinds.lrb import report as lrb_report
 from kit.results.keys import PairState
 from kit.results.metrics import compute_metrics
@@ -52,7 +55,8 @@ def _predictions(tp: int, fp: int, tn: int, fn: int, unparsed: int) -> list[dict
 
 
 def make_checkpoint(results: Path, run_name: str, lang: str, /, cells=None, **metadata) -> Path:
-    """Write a valid checkpoint for (run, language); `metadata` overrides the defaults (None drops a key)."""
+    """Write a valid checkpoint for (run, language); `metadata` overrides the defaults (None drops a key).
+    A kit job's (with its provenance and log) unless every key only kit writes is dropped: then lrb's own."""
     predictions = _predictions(*(cells or CELLS[(run_name, lang)]))
     meta = {
         "model_id": run_name.split("@")[0],
@@ -70,8 +74,13 @@ def make_checkpoint(results: Path, run_name: str, lang: str, /, cells=None, **me
     }
     meta.update(metadata)
     meta = {k: v for k, v in meta.items() if v is not None or k == "model_revision"}
+    if meta.get("task") == "score":   # a score run's verdicts are its yes-scores against the 0.5 threshold
+        predictions = [{**p, "parse_mode": "score", "score_yes": 0.9 if p["predicted"] == "yes" else 0.1,
+                        "score_no": 0.1 if p["predicted"] == "yes" else 0.9} for p in predictions]
     data = {"metadata": meta, "metrics": compute_metrics(predictions), "predictions": predictions, "speed": {}}
     path = checkpoint_path(results, run_name, lang)
+    if any(key in meta for key in KIT_ONLY_METADATA):
+        return write_job_checkpoint(path, data)
     write_checkpoint(path, data)
     return path
 
@@ -150,7 +159,8 @@ def test_report_is_byte_identical_when_run_twice(results: Path, tmp_path: Path) 
     again = _outputs(report.write_report(results, tmp_path / "one"))
     other = _outputs(report.write_report(results, tmp_path / "two"))
     assert first == again == other  # the PNG included
-    assert not [p.name for p in (tmp_path / "one").iterdir() if p.name.startswith(".")]  # no temp files left
+    assert not [p.name for p in (tmp_path / "one").iterdir() if p.name.startswith(".") and p.name != INVENTORY]  # no temp files left
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]   # nor staging folders beside
 
 
 def test_invalid_file_is_listed_and_not_counted(results: Path, tmp_path: Path) -> None:
@@ -215,12 +225,12 @@ def test_different_benchmark_file_within_a_language_is_refused(results: Path) ->
 
 
 def test_legacy_file_without_manifest_is_held_to_the_benchmark_digest(results: Path) -> None:
-    legacy = dict(run=None, language=None, task=None, manifest_sha256=None)
+    legacy = dict(run=None, language=None, task=None, manifest_sha256=None, backend=None)   # lrb's keys only
     make_checkpoint(results, "org/legacy", "fr", cells=(5, 0, 5, 0, 0), **legacy)
     records = report.collect_checkpoints(results)
     check_comparable(records)  # same benchmark digest for fr: accepted
     record = next(r for r in records if r.run == "org/legacy")
-    assert record.valid and record.task == "generate" and record.notices
+    assert record.valid and record.task == "generate" and LEGACY_NOTICE in record.notices
 
     make_checkpoint(results, "org/legacy", "fr", cells=(5, 0, 5, 0, 0), benchmark_sha256="1" * 64, **legacy)
     with pytest.raises(ConfigError, match="benchmark_sha256 differs for language 'fr'"):

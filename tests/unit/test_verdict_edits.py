@@ -5,6 +5,7 @@ threshold. lrb's own files (no provenance) follow the rules of their own version
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,23 +13,39 @@ import pytest
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.checkpoint import validate_checkpoint
+from kit.results.evidence import KIT_ONLY_METADATA
 from kit.results.metrics import compute_metrics
-from release_helpers import demo_sweep
+from release_helpers import LLM, RERANKER, demo_sweep
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    sweep = demo_sweep(tmp_path_factory.mktemp("sweep"))
-    return next(iter(sorted(sweep.results.glob("en/*.json"))))
+def sweep(tmp_path_factory):
+    return demo_sweep(tmp_path_factory.mktemp("sweep"), runs=(LLM, RERANKER))
 
 
-def _edited(checkpoint: Path, tmp_path: Path, change) -> Path:
+@pytest.fixture(scope="module")
+def checkpoint(sweep) -> Path:
+    """The generate run's checkpoint (English)."""
+    return sweep.results / "en" / "kit-demo__tiny-llama.json"
+
+
+@pytest.fixture(scope="module")
+def scored(sweep) -> Path:
+    """The score run's checkpoint (English)."""
+    return sweep.results / "en" / "kit-demo__tiny-reranker.json"
+
+
+def _edited(checkpoint: Path, tmp_path: Path, change, *, log: bool = True) -> Path:
+    """The checkpoint changed by `change`, its metrics recomputed, beside the job's log (kept by the forger;
+    none with log=False)."""
     data = json.loads(checkpoint.read_text(encoding="utf-8"))
     change(data)
     data[keys.METRICS] = compute_metrics(data[keys.PREDICTIONS])   # a forger recomputes them
     path = tmp_path / checkpoint.parent.name / checkpoint.name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data), encoding="utf-8")
+    if log:
+        shutil.copy2(checkpoint.with_suffix(".mllog"), path.with_suffix(".mllog"))
     return path
 
 
@@ -36,8 +53,9 @@ def _flip(label: str) -> str:
     return keys.NO if label == keys.YES else keys.YES
 
 
-def test_the_job_s_own_checkpoint_is_complete(checkpoint: Path) -> None:
+def test_the_job_s_own_checkpoint_is_complete(checkpoint: Path, scored: Path) -> None:
     assert validate_checkpoint(checkpoint).state == PairState.COMPLETE
+    assert validate_checkpoint(scored).state == PairState.COMPLETE
 
 
 def test_a_flipped_answer_verdict_is_caught(checkpoint: Path, tmp_path: Path) -> None:
@@ -58,7 +76,7 @@ def _first(checkpoint: Path, at: int) -> str:
     (0.9, None, keys.YES, PairState.COMPLETE), (0.9, None, keys.NO, PairState.INVALID),
     (0.9, 0.95, keys.NO, PairState.COMPLETE), (0.5, None, keys.YES, PairState.COMPLETE),
 ])
-def test_a_score_verdict_is_its_yes_score_against_the_threshold(checkpoint: Path, tmp_path: Path, yes, threshold,
+def test_a_score_verdict_is_its_yes_score_against_the_threshold(scored: Path, tmp_path: Path, yes, threshold,
                                                                   predicted, state) -> None:
     def score(data):
         item = data[keys.PREDICTIONS][0]
@@ -66,7 +84,7 @@ def test_a_score_verdict_is_its_yes_score_against_the_threshold(checkpoint: Path
                      keys.RAW_OUTPUT: "1.5", keys.PREDICTED: predicted})
         if threshold is not None:
             data[keys.METADATA][keys.OPTIONS] = {"threshold": threshold}
-    assert validate_checkpoint(_edited(checkpoint, tmp_path, score)).state == state
+    assert validate_checkpoint(_edited(scored, tmp_path, score)).state == state
 
 
 def test_a_long_answer_is_not_re_read_and_lrb_s_own_files_are_not_either(checkpoint: Path, tmp_path: Path) -> None:
@@ -77,10 +95,11 @@ def test_a_long_answer_is_not_re_read_and_lrb_s_own_files_are_not_either(checkpo
         item[keys.PARSE_MODE] = keys.PARSE_LAST
     assert validate_checkpoint(_edited(checkpoint, tmp_path / "long", long_answer)).state == PairState.COMPLETE
 
-    def lrb_file(data):
+    def lrb_file(data):   # lrb's own: its metadata keys only, no provenance, no log
         del data[keys.PROVENANCE]
+        data[keys.METADATA] = {k: v for k, v in data[keys.METADATA].items() if k not in KIT_ONLY_METADATA}
         data[keys.PREDICTIONS][0][keys.PREDICTED] = _flip(data[keys.PREDICTIONS][0][keys.PREDICTED])
-    assert validate_checkpoint(_edited(checkpoint, tmp_path / "lrb", lrb_file)).state == PairState.COMPLETE
+    assert validate_checkpoint(_edited(checkpoint, tmp_path / "lrb", lrb_file, log=False)).state == PairState.COMPLETE
 
 
 def test_in_a_reasoning_model_s_file_a_flipped_short_answer_is_still_caught(checkpoint: Path, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest_checkpoints import seal_all
 
 from kit.cli.main import cli
 
@@ -23,6 +24,7 @@ def tree(tmp_path, monkeypatch):
     from bench.tree import build_tree
 
     built = build_tree(tmp_path, 2, 2, items=12, progress=lambda msg: None)
+    seal_all(built.results)   # the logs the jobs would have written beside their checkpoints
     monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(built.root)
     return built

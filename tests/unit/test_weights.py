@@ -447,6 +447,11 @@ def test_kit_check_finds_pairs_of_a_run_that_loaded_other_weights_or_not_the_man
     found = weights_recorded(inp)
     assert [f.key for f in found] == ["provenance.model", "provenance.model.weights_manifest_sha256"]
     assert "loaded other weights here than in" in found[0].message
+    inp.checkpoints[tmp_path / "fr.json"] = good
+    weights = wm.snapshot_dir(tmp_path / "hub", MODEL, REV) / "model.safetensors"
+    weights.write_bytes(b"\0" * weights.stat().st_size)   # corrupted at the same size: only a full hash sees it
+    [found] = weights_recorded(inp)
+    assert "the staged weights are not those the job recorded: model.safetensors: sha256" in found.message
 
 
 def test_kit_weights_verify_here_fails_on_a_changed_file(tmp_path):
@@ -468,17 +473,29 @@ def test_kit_weights_verify_here_fails_on_a_changed_file(tmp_path):
     assert env["data"]["snapshots"][0]["problems"][0].startswith("config.json: sha256")
 
 
-def test_kit_reproduce_checks_weights_by_the_recorded_manifest_without_hashing(tmp_path, monkeypatch):
-    import kit.weights.snapshot as snapshot_mod
+def test_kit_reproduce_hashes_every_weight_byte_before_its_verdict(tmp_path):
     from kit.repro.resolve import check_weights
 
     m = staged(tmp_path)
     snap = wm.snapshot_dir(tmp_path, MODEL, REV)
     result = {"provenance": {"model": {"weight_files_sha256": m.weight_digests(), "weights_manifest_sha256": m.digest}}}
-    monkeypatch.setattr(snapshot_mod, "weight_files_sha256", lambda s: pytest.fail("hashed the weights"))
     assert check_weights(result, snap) == []
-    (snap / "model.safetensors").write_bytes(b"short")
-    assert check_weights(result, snap) == ["model.safetensors is 5 bytes, the manifest says 1000"]
-    monkeypatch.undo()
-    older = {"provenance": {"model": {"weight_files_sha256": m.weight_digests()}}}   # before manifests: full hash
-    assert check_weights(older, snap)[0].startswith("model.safetensors: recorded")
+    weights = snap / "model.safetensors"
+    before = weights.stat()
+    weights.write_bytes(b"\0" * before.st_size)                     # zeroed at the same size...
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))   # ...and the same time: the manifest still fits
+    assert wm.size_problems(m, wm.local_sizes(snap)) == []
+    assert check_weights(result, snap)[0].startswith("model.safetensors: recorded")
+    (snap / "extra.safetensors").write_bytes(b"w")
+    assert "extra.safetensors: a weight file the result does not record" in check_weights(result, snap)
+
+
+def test_a_job_records_whether_it_hashed_its_weights_or_checked_their_sizes(tmp_path):
+    from kit.weights.snapshot import digests_at_load
+
+    m = staged(tmp_path)
+    snap = wm.snapshot_dir(tmp_path, MODEL, REV)
+    by_manifest = digests_at_load(snap, MODEL, REV)
+    assert not by_manifest.hashed and by_manifest.files == m.weight_digests()
+    wm.manifest_path(tmp_path, MODEL, REV).unlink()
+    assert digests_at_load(snap, MODEL, REV).hashed

@@ -17,7 +17,7 @@ from pathlib import Path
 from kit.files import write_text_atomic
 from kit.results import keys
 from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
-from kit.results.tables import csv_text, digest_lines, markdown_table, rate
+from kit.results.tables import csv_text, digest_lines, markdown_table, md_code, md_text, rate
 
 SCORES = "lighteval_scores.csv"
 SUMMARY = "summary.md"
@@ -49,15 +49,16 @@ def suite_summary(records: Sequence[CheckpointRecord]) -> str:
         columns = ("run", keys.N_ITEMS, *metrics)
         rows = [{"run": r.run, keys.N_ITEMS: str(r.metrics.get(keys.N_ITEMS)),
                  **{m: rate(r.metrics.get(m)) for m in metrics}} for r in sorted(group, key=lambda r: r.run)]
-        lines += [f"## {task} (`{group[0].metadata.get('lighteval_task')}`)", "", *markdown_table(columns, rows), ""]
+        lines += [f"## {md_text(task)} ({md_code(group[0].metadata.get('lighteval_task'))})", "", *markdown_table(columns, rows), ""]
     lines += ["## Digests and sampling", "", *digest_lines(valid)]
     sampling = sorted({(r.metadata.get("temperature"), r.metadata.get("top_p"), r.metadata.get(keys.SEED)) for r in valid})
-    lines += [f"- temperature={t}, top_p={p}, seed={s}" for t, p, s in sampling]
+    lines += [md_text(f"- temperature={t}, top_p={p}, seed={s}") for t, p, s in sampling]
     lines += ["", f"## Files not counted ({len(invalid)}: invalid or stale)", ""]
-    lines += [f"- `{r.name}` ({r.state}): {'; '.join(r.reasons) or 'no reason given'}" for r in invalid] or ["None."]
+    lines += [f"- {md_code(r.name)} ({r.state}): {md_text('; '.join(r.reasons) or 'no reason given')}"
+              for r in invalid] or ["None."]
     notices = [(r.name, n) for r in valid for n in r.notices]
     if notices:
-        lines += ["", "## Notices", ""] + [f"- `{name}`: {n}" for name, n in notices]
+        lines += ["", "## Notices", ""] + [f"- {md_code(name)}: {md_text(n)}" for name, n in notices]
     lines += ["", "## Files", "", f"`{SCORES}`; LightEval's own results and details: RESULTS/logs/lighteval/"]
     return "\n".join(lines) + "\n"
 

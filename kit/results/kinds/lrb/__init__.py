@@ -3,14 +3,16 @@ leaderboard report. Agreement of a rerun is the same predicted label; the tolera
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from itertools import compress, repeat
-from operator import itemgetter, ne
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kit.results import keys
 from kit.results.answers import parse_verdict
+from kit.results.evidence import is_kit_checkpoint
 from kit.results.kinds import RESULT_KINDS
 from kit.results.kinds.base import ResultKind
 from kit.results.kinds.lrb.report import write_lrb_report
@@ -44,12 +46,18 @@ class LrbKind(ResultKind):
               else [])])
 
     def verdict_faults(self, data: Mapping[str, Any]) -> list[str]:
-        """In kit's own checkpoints (lrb's files follow rules of their own version), each score verdict
-        is its yes-score against the run's threshold, and each short answer's verdict is what lrb's
-        rules read in it (kit.results.answers); long answers are not re-read, to keep a verify fast."""
-        if keys.PROVENANCE not in data:
+        """In kit's own checkpoints (lrb's files follow rules of their own version), each answer is read
+        the way its run's task reads answers (a score run's are scores, a generate run's are text, so
+        no parse mode can be claimed to dodge the re-read); each score verdict is its yes-score against
+        the run's threshold, and each short answer's verdict is what lrb's rules read in it
+        (kit.results.answers; a truncated answer is unparsed); long answers are not re-read, to keep
+        a verify fast."""
+        if not is_kit_checkpoint(data):
             return []
         predictions = data[keys.PREDICTIONS]
+        mode_fault = _parse_mode_fault(data[keys.METADATA].get(keys.TASK), predictions)
+        if mode_fault:
+            return [mode_fault]
         options = data[keys.METADATA].get(keys.OPTIONS)
         threshold = options.get("threshold", 0.5) if isinstance(options, Mapping) else 0.5
         if _all_agree(predictions, threshold):
@@ -123,13 +131,28 @@ def _all_agree(predictions: Sequence[Any], threshold: Any) -> bool:
             for raw in set(raws).difference(_READ):
                 _READ[raw] = parse_verdict(raw, False)[0]
             want = list(map(_READ.__getitem__, raws))
-        if want == got:
-            return True
-        # a truncated answer is unparsed whatever it says: only those, and edits, differ here
-        return all(got[i] == keys.UNPARSED and predictions[i].get(keys.TRUNCATED) is True
-                   for i in compress(range(len(got)), map(ne, want, got)))
+        truncated = list(map(dict.get, predictions, repeat(keys.TRUNCATED)))
+        if True in truncated:   # a truncated answer is unparsed whatever it says
+            want = [keys.UNPARSED if t is True else w for w, t in zip(want, truncated)]
+        return want == got
     except (TypeError, KeyError, AttributeError):   # not objects, not numbers, not text
         return False
+
+
+def _parse_mode_fault(task: Any, predictions: Sequence[Any]) -> str | None:
+    """Why the predictions' parse modes are not those of the run's task, or None: a score run's answers
+    are all scores, a generate run's never are."""
+    score = task == keys.TASK_SCORE
+    for at, item in enumerate(predictions):
+        if not isinstance(item, Mapping):
+            continue
+        if (item.get(keys.PARSE_MODE) == keys.PARSE_SCORE) != score:
+            return (f"{keys.PREDICTIONS}[{at}].{keys.PARSE_MODE} is {item.get(keys.PARSE_MODE)!r} in a {task!r} run, "
+                    f"whose answers are {'scores' if score else 'text'} (the file was changed after the job wrote it)")
+        yes = item.get(keys.SCORE_YES)
+        if score and (isinstance(yes, bool) or not isinstance(yes, (int, float)) or not math.isfinite(yes)):
+            return f"{keys.PREDICTIONS}[{at}].{keys.SCORE_YES} is {yes!r}, not a finite number a verdict can be read from"
+    return None
 
 
 def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:

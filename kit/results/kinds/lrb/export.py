@@ -21,7 +21,9 @@ to be exactly those of the predictions. So an exported file holds:
 Files go to OUT/<language>/<run with "/" -> "__">.json, written as lrb writes them (sorted keys,
 indent 2, UTF-8, final newline). Nothing is written unless every checkpoint is valid and every file
 serialises: a value JSON or UTF-8 cannot hold (NaN, an infinite or out-of-range number, a lone
-surrogate) is a ConfigError naming the checkpoint and the value's JSON path.
+surrogate) is a ConfigError naming the checkpoint and the value's JSON path. OUT is written under the
+output contract (kit.outputs): built beside and swapped in, an earlier export's files kept (those of
+the same pairs replaced), and a folder holding anything kit did not export there refused.
 """
 
 from __future__ import annotations
@@ -35,14 +37,16 @@ from typing import Any
 from kit.config.roster import split_variant
 from kit.errors import ConfigError
 from kit.files import write_bytes_atomic
+from kit.outputs import check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.checkpoint import validate_checkpoint
+from kit.results.evidence import evidence_reasons
 from kit.results.kinds import kind_of
 from kit.results.kinds.lrb import LRB
 from kit.results.metrics import compute_metrics, verdict
 from kit.results.records import recorded_run
-from kit.results.store import check_outside, checkpoint_path, dumps_checkpoint, file_language, iter_checkpoint_files
+from kit.results.store import checkpoint_path, dumps_checkpoint, file_language, iter_checkpoint_files
 
 # lrb's metadata record: the keys it requires, and the optional ones copied when a file has them
 LRB_REQUIRED = (
@@ -80,7 +84,7 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
     if not files:
         raise ConfigError(f"{results}: no checkpoint files (RESULTS/<language>/<run>.json)",
                           fix="pass the results folder of a sweep")
-    check_outside(results, out, "the export folder", "lrb-results")
+    check_output(out, "export", force_needed=False, inputs=[results])
     export = LrbExport()
     converted: dict[Path, dict[str, Any]] = {}
     for path in files:
@@ -88,16 +92,21 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
         if state.state != PairState.COMPLETE or state.data is None:
             export.refused[path] = state.reasons or [state.state]
             continue
+        sealed = evidence_reasons(path, state.data, sealed=True)   # what its job logged, too
+        if sealed:
+            export.refused[path] = sealed
+            continue
         try:
             converted[path] = lrb_result(state.data, file_language(results, path, state.data.get(keys.METADATA)))
         except ValueError as exc:
             export.refused[path] = [str(exc)]
     if export.refused:
         return export
-    files = {_destination(out, data): lrb_bytes(path, data) for path, data in converted.items()}
-    for dest, body in files.items():
-        write_bytes_atomic(dest, body)
-        export.written.append(dest)
+    files = {_destination(Path(), data): lrb_bytes(path, data) for path, data in converted.items()}
+    with write_output(out, "export", force_needed=False, update=True, inputs=[results]) as folder:
+        for rel, body in files.items():
+            write_bytes_atomic(folder.stage / rel, body, durable=False)   # made durable when swapped in
+    export.written = [out / rel for rel in files]
     return export
 
 

@@ -44,7 +44,7 @@ from kit.errors import MissingExtraError
 from kit.files import write_bytes_atomic, write_text_atomic
 from kit.results import keys
 from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
-from kit.results.tables import csv_text, digest_lines, markdown_table, rate, seconds, text
+from kit.results.tables import csv_text, digest_lines, markdown_table, md_code, md_text, rate, seconds, text
 
 LEADERBOARD = "leaderboard.csv"
 AGGREGATES = "aggregates.csv"
@@ -157,10 +157,11 @@ def summary_markdown(
         f"## Files not counted ({len(invalid)}: invalid or stale)",
         "",
     ]
-    lines += [f"- `{r.name}` ({r.state}): {'; '.join(r.reasons) or 'no reason given'}" for r in invalid] or ["None."]
+    lines += [f"- {md_code(r.name)} ({r.state}): {md_text('; '.join(r.reasons) or 'no reason given')}"
+              for r in invalid] or ["None."]
     notices = [(r.name, n) for r in valid for n in r.notices]
     if notices:
-        lines += ["", "## Notices", ""] + [f"- `{name}`: {n}" for name, n in notices]
+        lines += ["", "## Notices", ""] + [f"- {md_code(name)}: {md_text(n)}" for name, n in notices]
     lines += ["", "## Files", "", ", ".join(f"`{n}`" for n in (LEADERBOARD, AGGREGATES, BY_LANGUAGE, HEATMAP))]
     return "\n".join(lines) + "\n"
 
@@ -203,6 +204,7 @@ def heatmap_png(runs: Sequence[str], languages: Sequence[str], f1: Mapping[tuple
     )
     with matplotlib.rc_context():
         matplotlib.rcdefaults()  # a user's matplotlibrc must not change the bytes
+        matplotlib.rcParams["text.parse_math"] = False   # a run named "$\frac{1}{$" is text, not math
         fig = Figure(figsize=heatmap_figsize(runs, languages), dpi=HEATMAP_DPI, layout="constrained")
         FigureCanvasAgg(fig)
         ax = fig.add_subplot()

@@ -1,0 +1,201 @@
+"""The output contract: how every kit command that writes a folder (collect, release, report, export,
+reproduce) writes it.
+
+- The folder is built beside its destination (a hidden staging folder in the same parent) and renamed
+  into place whole: at every instant the destination is the earlier output or the new one.
+- An existing destination is replaced only when kit wrote everything in it: each output holds an
+  inventory (.kit-output.json: its kind and the sha256 of every file). A file the inventory does not
+  name, a file changed since, a link, or no inventory at all: refused, naming the file.
+- "update" outputs (export, reproduce) carry the earlier output's files over into the new one; the
+  others are rebuilt from scratch.
+- Nothing is written through a link (the staging folder is new) nor outside the destination (names
+  taken from data go through kit.files.name_part).
+- A full, read-only or missing disk is one ConfigError naming the folder, with the earlier output
+  intact and no staging folder left behind.
+
+Standard library and kit.files only: this sits at the bottom of the import graph."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit.errors import ConfigError
+from kit.files import file_sha256, name_part, read_regular_file, replace_folder, umask, write_text_atomic
+
+INVENTORY = ".kit-output.json"
+# an inventory file of an earlier kit version, and the kind of output it marks
+LEGACY_INVENTORIES = {".kit-release.json": "release"}
+_INVENTORY_LIMIT = 64 << 20
+# errors of the disk or the folder, not of kit: said in one line, with the earlier output kept
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.ENOTDIR,
+                errno.EISDIR, errno.ENOENT, errno.EEXIST, errno.EMLINK, errno.ENAMETOOLONG}
+_SHOWN = 3   # files named in a refusal; the rest are counted
+
+
+@dataclass(frozen=True)
+class OutputFolder:
+    """A folder being written under the contract: `stage` is where the command writes; `dest` is where
+    it lands once the command's block ends without an error."""
+
+    dest: Path
+    kind: str
+    stage: Path
+
+    def file(self, *parts: str, what: str = "file name") -> Path:
+        """The staging path of OUT/<parts...>, each part checked as one plain name (kit.files.name_part),
+        its folder made."""
+        path = self.stage.joinpath(*(name_part(p, what) for p in parts))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def check_output(dest: Path, kind: str, *, force: bool = False, force_needed: bool = True,
+                 inputs: Sequence[Path] = ()) -> None:
+    """A ConfigError unless `dest` can take a `kind` output: absent or empty, or (with `force`, or
+    without it where `force_needed` is False) an earlier `kind` output whose every file kit wrote and
+    nobody changed since. `inputs` are folders the command reads: the output may not overlap one."""
+    dest = Path(dest)
+    for source in inputs:
+        a, b = Path(source).resolve(), dest.resolve()
+        if a == b or a in b.parents or b in a.parents:
+            raise ConfigError(f"{dest}: the {kind} folder overlaps the input {source}: replacing it would delete "
+                              "what it reads", fix=f"write the {kind} to a folder outside {source}")
+    if dest.is_symlink():
+        raise ConfigError(f"{dest}: is a link; kit writes its {kind} as a real folder",
+                          fix="remove the link or choose another folder")
+    if not dest.exists():
+        return
+    if not dest.is_dir():
+        raise ConfigError(f"{dest}: exists and is not a folder", fix=f"choose a folder for the {kind}")
+    try:
+        if not any(dest.iterdir()):
+            return
+    except OSError as exc:
+        raise ConfigError(f"{dest}: cannot be read ({exc.strerror})", fix="choose a folder you can write") from None
+    if force_needed and not force:
+        raise ConfigError(f"{dest}: already exists", fix=f"choose a new folder, or pass --force to replace the {kind}")
+    _check_owned(dest, kind)
+
+
+def _check_owned(dest: Path, kind: str) -> None:
+    """A ConfigError unless every file under `dest` is one its inventory names, with the same bytes."""
+    found = read_inventory(dest)
+    if found is None:
+        raise ConfigError(f"{dest}: holds files kit did not write (no valid {INVENTORY}), so it is not replaced",
+                          fix=f"choose a new or empty folder for the {kind}; kit replaces only its own output")
+    their_kind, files = found
+    if their_kind != kind:
+        raise ConfigError(f"{dest}: holds a kit {their_kind} output, not a {kind}",
+                          fix=f"choose another folder for the {kind}")
+    foreign = [f"{rel} ({why})" for rel, why in _not_owned(dest, files)]
+    if foreign:
+        more = f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else ""
+        raise ConfigError(f"{dest}: holds what kit did not write there: {', '.join(foreign[:_SHOWN])}{more}; "
+                          "nothing was replaced",
+                          fix=f"move those files out (or choose another folder), then write the {kind} again")
+
+
+def _not_owned(dest: Path, files: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """Each path under `dest` (relative) that is not a file of the inventory as it was written, and why."""
+    for top, dirs, names in os.walk(dest):   # links are never followed: a linked folder is listed, not entered
+        for name in sorted([*dirs, *names]):
+            path = Path(top, name)
+            rel = path.relative_to(dest).as_posix()
+            if rel in (INVENTORY, *LEGACY_INVENTORIES):
+                continue
+            if path.is_symlink():
+                yield rel, "a link"
+            elif path.is_dir():
+                continue
+            elif not path.is_file():
+                yield rel, "not a regular file"
+            elif rel not in files:
+                yield rel, "not written by kit"
+            elif file_sha256(path) != files[rel]:
+                yield rel, "changed since kit wrote it"
+        dirs[:] = [d for d in dirs if not Path(top, d).is_symlink()]
+
+
+def read_inventory(folder: Path) -> tuple[str, dict[str, str]] | None:
+    """(kind, {relative path: sha256}) of the output in `folder`, or None when it has no valid inventory."""
+    for name, legacy_kind in ((INVENTORY, None), *LEGACY_INVENTORIES.items()):
+        path = Path(folder) / name
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            data = json.loads(read_regular_file(path, "an output inventory", _INVENTORY_LIMIT))
+        except (OSError, ValueError, ConfigError):
+            return None
+        kind = legacy_kind if legacy_kind and isinstance(data, dict) and data.get("kit_release") == 1 \
+            else (data.get("kit_output") if isinstance(data, dict) else None)
+        files = data.get("files") if isinstance(data, dict) else None
+        if not isinstance(kind, str) or not isinstance(files, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in files.items()):
+            return None
+        return kind, files
+    return None
+
+
+@contextmanager
+def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bool = True, update: bool = False,
+                 inputs: Sequence[Path] = ()) -> Iterator[OutputFolder]:
+    """Write a `kind` output to `dest` under the contract (see the module): checked (check_output),
+    built in a staging folder the block writes into, inventoried and renamed into place when the block
+    ends without an error; with `update`, the earlier output's files are carried into the staging
+    folder first. On any error the staging folder is removed and `dest` is left as it was."""
+    dest = Path(dest)
+    check_output(dest, kind, force=force, force_needed=force_needed, inputs=inputs)
+    stage = None
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".kit-staging", dir=dest.parent))
+        if update and dest.is_dir():
+            _carry_over(dest, stage)
+        yield OutputFolder(dest, kind, stage)
+        _seal(stage, kind)
+        replace_folder(stage, dest)
+    except OSError as exc:
+        if exc.errno not in _DISK_ERRORS:
+            raise
+        what = os.strerror(exc.errno) + (f": {exc.filename}" if exc.filename else "")
+        kept = "the earlier output is left as it was" if dest.exists() else "nothing was written"
+        raise ConfigError(f"{dest}: could not write the {kind} ({what}); {kept}",
+                          fix="free space, or choose a folder on a disk you can write (-o)") from None
+    finally:
+        if stage is not None and stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _carry_over(dest: Path, stage: Path) -> None:
+    """The earlier output's own files, hard-linked (copied across filesystems) into the staging folder:
+    kit replaces files by renaming, so a link is never written through."""
+    found = read_inventory(dest)
+    for rel in sorted(found[1]) if found else []:
+        source, target = dest / rel, stage / rel
+        if not source.is_file() or source.is_symlink():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+
+def _seal(stage: Path, kind: str) -> None:
+    """Write the inventory of `stage` and give its folders the modes of plain mkdir (mkdtemp makes 0700:
+    an output is meant to be read by a team)."""
+    files = {p.relative_to(stage).as_posix(): file_sha256(p) for p in sorted(stage.rglob("*"))
+             if p.is_file() and not p.is_symlink() and p.name not in (INVENTORY, *LEGACY_INVENTORIES)}
+    write_text_atomic(stage / INVENTORY, json.dumps({"kit_output": kind, "files": files}, indent=1, sort_keys=True)
+                      + "\n", durable=False)
+    mode = 0o777 & ~umask()
+    for path in [stage, *(p for p in stage.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        os.chmod(path, mode)

@@ -1,0 +1,181 @@
+"""The output contract (kit.outputs), held to every command that writes a folder: collect, release,
+report, export and reproduce. Each case is one a careless or hostile user met (issue 29): a folder
+of the user's own files replaced, a forged inventory, files added to or changed in an earlier
+output, links inside it, an output that is a file or a device, a full or read-only disk. Each must
+end in one error line, exit 2, and every byte that was there before still there."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from test_hostile_inputs import kit_here as kit, refused  # noqa: E402
+from test_signals_and_races import mount_tmpfs, mounts  # noqa: E402,F401  (the fixture is used by name)
+from test_stale_and_edited import sweep  # noqa: E402,F401
+
+from kit.outputs import INVENTORY
+
+
+@dataclass(frozen=True)
+class Writer:
+    """A command that writes a folder: its arguments before `-o OUT`, and whether replacing its own
+    earlier output needs --force."""
+
+    name: str
+    args: tuple[str, ...]
+    force_to_replace: bool
+
+    def run(self, root: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+        """The command on the sweep at `root`, writing `out`."""
+        return kit(*self.args, "-o", str(out), *extra, cwd=root)
+
+
+RESULT = "results/en/org__model-a.json"
+WRITERS = [
+    Writer("collect", ("collect", "--from", "a=results", "--languages", "de,en"), True),
+    Writer("release", ("release", "results"), True),
+    Writer("report", ("report", "results"), False),
+    Writer("export", ("export", "lrb", "results"), False),
+    Writer("reproduce", ("reproduce", RESULT, "--against", RESULT), False),
+]
+BY_NAME = {w.name: w for w in WRITERS}
+
+
+def snapshot(folder: Path) -> dict[str, bytes | str]:
+    """Every entry under `folder` (links as their targets, files as their bytes)."""
+    if not folder.exists():
+        return {}
+    return {p.relative_to(folder).as_posix(): (f"-> {os.readlink(p)}" if p.is_symlink() else
+                                               p.read_bytes() if p.is_file() else "dir")
+            for p in sorted(folder.rglob("*"))}
+
+
+def no_staging_left(parent: Path) -> bool:
+    return not [p for p in parent.iterdir() if p.name.endswith(".kit-staging")]
+
+
+def force(writer: Writer) -> tuple[str, ...]:
+    return ("--force",) if writer.force_to_replace else ()
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_a_folder_of_the_user_s_own_files_is_never_replaced(sweep, writer):
+    out = sweep / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    before = snapshot(out)
+    refused(writer.run(sweep, out, *force(writer)), str(out))
+    assert snapshot(out) == before and no_staging_left(sweep)
+
+
+@pytest.mark.parametrize("marker", [INVENTORY, ".kit-release.json"])
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_a_forged_empty_inventory_does_not_make_a_folder_kit_s(sweep, writer, marker):
+    out = sweep / "out"
+    out.mkdir()
+    (out / marker).write_text("{}")
+    (out / "thesis.tex").write_text("mine")
+    before = snapshot(out)
+    refused(writer.run(sweep, out, *force(writer)), str(out), "kit did not write")
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_a_file_added_to_an_earlier_output_stops_the_replacement(sweep, writer):
+    out = sweep / "out"
+    assert writer.run(sweep, out).returncode == 0
+    (out / "reviewer-notes.md").write_text("added by hand")
+    before = snapshot(out)
+    refused(writer.run(sweep, out, *force(writer)), "reviewer-notes.md", "not written by kit")
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_a_file_changed_in_an_earlier_output_stops_the_replacement(sweep, writer):
+    out = sweep / "out"
+    assert writer.run(sweep, out).returncode == 0
+    inventory = json.loads((out / INVENTORY).read_text())
+    assert inventory["kit_output"] == writer.name
+    changed = out / sorted(inventory["files"])[0]
+    changed.write_bytes(changed.read_bytes() + b"edited")
+    before = snapshot(out)
+    refused(writer.run(sweep, out, *force(writer)), "changed since kit wrote it")
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_an_earlier_output_of_the_same_command_is_replaced_and_others_are_not(sweep, writer):
+    out = sweep / "out"
+    assert writer.run(sweep, out).returncode == 0
+    r = writer.run(sweep, out, *force(writer))
+    assert r.returncode == 0, r.stderr
+    other = BY_NAME["report" if writer.name != "report" else "export"]
+    refused(other.run(sweep, out, *force(other)), f"kit {writer.name} output")
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_a_link_inside_an_earlier_output_is_refused_and_never_written_through(sweep, writer, tmp_path_factory):
+    out = sweep / "out"
+    assert writer.run(sweep, out).returncode == 0
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "keep.txt").write_text("outside")
+    (out / "fr").symlink_to(elsewhere, target_is_directory=True)   # a language folder that is a link
+    refused(writer.run(sweep, out, *force(writer)), "fr (a link)")
+    assert snapshot(elsewhere) == {"keep.txt": b"outside"}
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+@pytest.mark.parametrize("target", ["file", "/dev/null", "link"])
+def test_an_output_that_is_not_a_folder_is_one_error_line(sweep, writer, target):
+    if target == "file":
+        out = sweep / "out"
+        out.write_text("a file")
+    elif target == "link":
+        (sweep / "real").mkdir()
+        out = sweep / "out"
+        out.symlink_to(sweep / "real", target_is_directory=True)
+    else:
+        out = Path(target)
+    refused(writer.run(sweep, out, *force(writer)), str(out))
+    if target == "file":
+        assert out.read_text() == "a file"
+    if target == "link":
+        assert list((sweep / "real").iterdir()) == []
+
+
+def fill(disk: Path) -> None:
+    """Write to `disk` until it is full."""
+    with open(disk / "filler", "wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * (64 << 10))
+                fh.flush()
+        except OSError:
+            pass
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_a_full_disk_leaves_the_earlier_output_whole(sweep, writer, mounts):
+    disk = sweep / "disk"
+    mount_tmpfs(disk, "size=8m")
+    mounts.append(disk)
+    out = disk / "out"
+    assert writer.run(sweep, out).returncode == 0
+    before = snapshot(out)
+    fill(disk)
+    refused(writer.run(sweep, out, *force(writer)), str(out), "No space left", "left as it was")
+    assert snapshot(out) == before and no_staging_left(disk)
+
+
+@pytest.mark.parametrize("writer", WRITERS, ids=lambda w: w.name)
+def test_a_read_only_disk_is_one_error_line_and_nothing_written(sweep, writer, mounts):
+    disk = sweep / "ro"
+    mount_tmpfs(disk, "ro,size=1m")
+    mounts.append(disk)
+    refused(writer.run(sweep, disk / "out"), str(disk / "out"), "Read-only")
+    assert list(disk.iterdir()) == []

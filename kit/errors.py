@@ -5,6 +5,9 @@ Bottom of the import graph: imports nothing from kit.
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class KitError(Exception):
     """A failure kit explains in one line; `exit_code` is what the CLI returns."""
@@ -71,3 +74,18 @@ class MissingExtraError(KitError):
             f"{what} needs the Python module {module!r}, which is not installed",
             fix=f"pip install 'kit-sweep[{extra}]' (or run inside the kit image that ships it)",
         )
+
+
+# errors of the disk or the file system, not of kit: a full, read-only or missing place to write
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG,
+                         errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.EEXIST, errno.EMLINK, errno.ENAMETOOLONG})
+
+
+def disk_error(exc: OSError, *, kept: str = "") -> ConfigError | None:
+    """The one-line error for an OSError of the disk or file system (DISK_ERRNOS), naming the file;
+    None for any other. `kept` says what was left as it was (e.g. "the earlier output is left as it was")."""
+    if exc.errno not in DISK_ERRNOS:
+        return None
+    where = f"{exc.filename}: " if exc.filename else ""
+    return ConfigError(f"{where}{os.strerror(exc.errno)}" + (f"; {kept}" if kept else ""),
+                       fix="free space, or write to a folder on a disk you can write")

@@ -125,8 +125,11 @@ def name_part(value: object, what: str) -> str:
     string without a path separator, NUL or control character, not "." or ".." nor hidden, and at
     most NAME_PART_MAX_BYTES in UTF-8: a name never leaves the folder it is written in."""
     text = value if isinstance(value, str) else ""
-    bad = (not text or text.startswith(".") or _NOT_IN_A_NAME.search(text) is not None
-           or len(text.encode("utf-8", "surrogatepass")) > NAME_PART_MAX_BYTES)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > NAME_PART_MAX_BYTES and _NOT_IN_A_NAME.search(text) is None:
+        raise ConfigError(f"{what} {text[:40]!r}... is {size} bytes long, more than the {NAME_PART_MAX_BYTES} kit "
+                          "makes a file name of", fix=f"use a shorter {what}")
+    bad = not text or text.startswith(".") or _NOT_IN_A_NAME.search(text) is not None or size > NAME_PART_MAX_BYTES
     if bad:
         raise ConfigError(f"unsafe {what} {value!r} for a file name: it would not be one plain name in its folder",
                           fix=f"use a plain {what} (letters, digits, '-', '_', '.', '@'), such as 'fr' or "

@@ -17,26 +17,22 @@ Standard library and kit.files only: this sits at the bottom of the import graph
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.errors import ConfigError
+from kit.errors import DISK_ERRNOS, ConfigError
 from kit.files import file_sha256, name_part, read_regular_file, replace_folder, umask, write_text_atomic
 
 INVENTORY = ".kit-output.json"
 # an inventory file of an earlier kit version, and the kind of output it marks
 LEGACY_INVENTORIES = {".kit-release.json": "release"}
 _INVENTORY_LIMIT = 64 << 20
-# errors of the disk or the folder, not of kit: said in one line, with the earlier output kept
-_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.ENOTDIR,
-                errno.EISDIR, errno.ENOENT, errno.EEXIST, errno.EMLINK, errno.ENAMETOOLONG}
 _SHOWN = 3   # files named in a refusal; the rest are counted
 
 
@@ -58,10 +54,13 @@ class OutputFolder:
 
 
 def check_output(dest: Path, kind: str, *, force: bool = False, force_needed: bool = True,
-                 inputs: Sequence[Path] = ()) -> None:
+                 inputs: Sequence[Path] = (), legacy: Callable[[set[str]], bool] | None = None) -> None:
     """A ConfigError unless `dest` can take a `kind` output: absent or empty, or (with `force`, or
     without it where `force_needed` is False) an earlier `kind` output whose every file kit wrote and
-    nobody changed since. `inputs` are folders the command reads: the output may not overlap one."""
+    nobody changed since. `inputs` are folders the command reads: the output may not overlap one.
+    `legacy` says whether a set of files (relative paths) is what an earlier kit wrote there before
+    outputs had an inventory: a folder without one that holds only regular files, which `legacy`
+    accepts as a whole, is taken as kit's."""
     dest = Path(dest)
     for source in inputs:
         a, b = Path(source).resolve(), dest.resolve()
@@ -82,12 +81,17 @@ def check_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
         raise ConfigError(f"{dest}: cannot be read ({exc.strerror})", fix="choose a folder you can write") from None
     if force_needed and not force:
         raise ConfigError(f"{dest}: already exists", fix=f"choose a new folder, or pass --force to replace the {kind}")
-    _check_owned(dest, kind)
+    _check_owned(dest, kind, legacy)
 
 
-def _check_owned(dest: Path, kind: str) -> None:
-    """A ConfigError unless every file under `dest` is one its inventory names, with the same bytes."""
+def _check_owned(dest: Path, kind: str, legacy: Callable[[set[str]], bool] | None) -> None:
+    """A ConfigError unless every file under `dest` is one its inventory names, with the same bytes
+    (or, without an inventory, files `legacy` accepts as an earlier kit's output)."""
     found = read_inventory(dest)
+    if found is None and legacy is not None and not (dest / INVENTORY).exists():
+        present = dict(_not_owned(dest, {}))
+        if all(why == "not written by kit" for why in present.values()) and legacy(set(present)):
+            return
     if found is None:
         raise ConfigError(f"{dest}: holds files kit did not write (no valid {INVENTORY}), so it is not replaced",
                           fix=f"choose a new or empty folder for the {kind}; kit replaces only its own output")
@@ -146,13 +150,13 @@ def read_inventory(folder: Path) -> tuple[str, dict[str, str]] | None:
 
 @contextmanager
 def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bool = True, update: bool = False,
-                 inputs: Sequence[Path] = ()) -> Iterator[OutputFolder]:
+                 inputs: Sequence[Path] = (), legacy: Callable[[set[str]], bool] | None = None) -> Iterator[OutputFolder]:
     """Write a `kind` output to `dest` under the contract (see the module): checked (check_output),
     built in a staging folder the block writes into, inventoried and renamed into place when the block
     ends without an error; with `update`, the earlier output's files are carried into the staging
     folder first. On any error the staging folder is removed and `dest` is left as it was."""
     dest = Path(dest)
-    check_output(dest, kind, force=force, force_needed=force_needed, inputs=inputs)
+    check_output(dest, kind, force=force, force_needed=force_needed, inputs=inputs, legacy=legacy)
     stage = None
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -163,7 +167,7 @@ def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
         _seal(stage, kind)
         replace_folder(stage, dest)
     except OSError as exc:
-        if exc.errno not in _DISK_ERRORS:
+        if exc.errno not in DISK_ERRNOS:
             raise
         what = os.strerror(exc.errno) + (f": {exc.filename}" if exc.filename else "")
         kept = "the earlier output is left as it was" if dest.exists() else "nothing was written"
@@ -175,10 +179,13 @@ def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
 
 
 def _carry_over(dest: Path, stage: Path) -> None:
-    """The earlier output's own files, hard-linked (copied across filesystems) into the staging folder:
-    kit replaces files by renaming, so a link is never written through."""
+    """The earlier output's own files (its inventory's, or every file of an accepted earlier kit's folder),
+    hard-linked (copied across filesystems) into the staging folder: kit replaces files by renaming, so
+    a link is never written through."""
     found = read_inventory(dest)
-    for rel in sorted(found[1]) if found else []:
+    # without an inventory, check_output accepted the folder as an earlier kit's (legacy): all of it is kit's
+    names = found[1] if found else {rel: "" for rel, _ in _not_owned(dest, {})}
+    for rel in sorted(names):
         source, target = dest / rel, stage / rel
         if not source.is_file() or source.is_symlink():
             continue

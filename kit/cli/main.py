@@ -9,7 +9,7 @@ import sys
 import click
 
 import kit
-from kit.errors import KitError, MissingExtraError, error_line
+from kit.errors import KitError, MissingExtraError, disk_error, error_line
 
 # command -> "module:attribute"; modules load only when their command runs (fast --help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -97,12 +97,12 @@ def main(argv: list[str] | None = None) -> None:
     except KitError as exc:
         if verbose:
             raise
-        if "--json" in args:
-            from kit.cli.common import ERROR, print_json
-
-            print_json(command_path(args), ERROR, None, [exc.one_line()])
-        click.echo(error_line(exc), err=True)
-        sys.exit(exc.exit_code)
+        _exit_with(exc, args)
+    except OSError as exc:   # a full, read-only or missing disk under any command: one line, never a traceback
+        found = disk_error(exc)
+        if verbose or found is None:
+            raise
+        _exit_with(found, args)
     except ModuleNotFoundError as exc:   # an optional library a command needs, not a kit bug
         if verbose or not exc.name or exc.name.split(".")[0] == "kit":
             raise
@@ -124,3 +124,13 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("kit: interrupted", err=True)
         sys.exit(130)
+
+
+def _exit_with(exc: KitError, args: list[str]) -> None:
+    """Print `exc` as kit's one error line (and, under --json, the error envelope) and exit with its code."""
+    if "--json" in args:
+        from kit.cli.common import ERROR, print_json
+
+        print_json(command_path(args), ERROR, None, [exc.one_line()])
+    click.echo(error_line(exc), err=True)
+    sys.exit(exc.exit_code)

@@ -4,8 +4,7 @@ on this machine. Every launcher function that needs a site takes this one object
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 
 from kit.config.sites import Site
@@ -16,66 +15,45 @@ from kit.launch.schedulers.base import Scheduler
 
 @dataclass(frozen=True)
 class ResolvedSite:
-    """One site as a command sees it. `config` is the sites.toml entry after the run's overrides
-    (--job-type, a grown GPU filter); `sites_dir` is the folder of sites.toml, where kit keeps its
-    records (.kit/) and against which a local site's relative folders were resolved."""
+    """One site as a command sees it, every fact worked out once (resolve_site), so no caller comes back
+    here for one. `config` is the sites.toml entry after the run's overrides (--job-type, a grown GPU
+    filter); `sites_dir` is the folder of sites.toml, where kit keeps its records (`state_dir`, .kit/)
+    and against which a local site's relative folders were resolved; `checkpoints` is where kit reads
+    the site's checkpoints on this machine: its results tree, or for a remote site the local `mirror`
+    (kit.launch.remote.sync_mirror)."""
 
     config: Site
     sites_dir: Path
     paths: SitePaths
-
-    @property
-    def name(self) -> str:
-        """The site's name in sites.toml."""
-        return self.config.name
-
-    @property
-    def is_remote(self) -> bool:
-        """Whether the site is reached over ssh (its folders are paths on the cluster)."""
-        return self.config.is_remote
-
-    @cached_property
-    def scheduler(self) -> Scheduler:
-        """The site's scheduler, made on first use (kit.launch.schedulers)."""
-        from kit.launch.schedulers.base import get_scheduler
-
-        return get_scheduler(self.config.scheduler)(self.config)
-
-    @property
-    def frontend(self) -> Frontend:
-        """The machine kit runs the site's commands on (its ssh connection, or this machine)."""
-        return self.scheduler.frontend
-
-    @property
-    def state_dir(self) -> Path:
-        """Where kit keeps its submission records and mirrors: .kit/ beside sites.toml."""
-        return self.sites_dir / ".kit"
-
-    @property
-    def mirror(self) -> Path:
-        """The local copy of a remote site's results tree (kit.launch.remote.sync_mirror)."""
-        return self.state_dir / "mirror" / self.name / "results"
-
-    @property
-    def checkpoints(self) -> Path:
-        """Where kit reads the site's checkpoints on this machine: its results tree, or for a remote
-        site the local mirror."""
-        return self.mirror if self.is_remote else self.paths.results
+    name: str
+    is_remote: bool             # reached over ssh: its folders are paths on the cluster
+    scheduler: Scheduler        # kit.launch.schedulers
+    frontend: Frontend          # the machine kit runs the site's commands on (ssh, or this one)
+    state_dir: Path
+    mirror: Path
+    checkpoints: Path
 
     def local_path(self, value: str) -> Path:
         """A path written in the site's entry, resolved as its folders are (relative to sites.toml locally)."""
         return site_path(self.config, value, self.sites_dir)
 
     def with_config(self, **update) -> ResolvedSite:
-        """The same site with these sites.toml values replaced (its scheduler made anew)."""
-        config = self.config.model_copy(update=update)
-        return replace(self, config=config, paths=site_paths(config, self.sites_dir))
+        """The same site with these sites.toml values replaced (resolved anew, its scheduler too)."""
+        return resolve_site(self.config.model_copy(update=update), self.sites_dir)
 
 
 def resolve_site(site: Site, sites_dir: Path) -> ResolvedSite:
-    """The site with its folders resolved against the sites.toml folder `sites_dir`."""
+    """The site with its folders resolved against the sites.toml folder `sites_dir`, its scheduler and
+    frontend made (neither connects before it is used), and where kit keeps and reads its records."""
+    from kit.launch.schedulers.base import get_scheduler
+
     sites_dir = Path(sites_dir).resolve()
-    return ResolvedSite(site, sites_dir, site_paths(site, sites_dir))
+    paths = site_paths(site, sites_dir)
+    scheduler = get_scheduler(site.scheduler)(site)
+    state_dir = sites_dir / ".kit"
+    mirror = state_dir / "mirror" / site.name / "results"
+    return ResolvedSite(site, sites_dir, paths, site.name, site.is_remote, scheduler, scheduler.frontend, state_dir,
+                        mirror, mirror if site.is_remote else paths.results)
 
 
 def load_site(sites_file: Path, name: str) -> ResolvedSite:

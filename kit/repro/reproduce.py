@@ -13,7 +13,7 @@ from kit.errors import ConfigError, KitError, RerunError
 from kit.outputs import check_output
 from kit.repro.compare import Comparison, Tolerance, compare, settings_differences
 from kit.repro.resolve import ResolvedImage, load_result
-from kit.repro.verdict_report import verdict_data, write_verdict
+from kit.repro.verdict_report import earlier_verdicts, verdict_data, write_verdict
 from kit.results import keys
 
 # the runtime a result is rerun on by default: the one its recorded artifact belongs to
@@ -52,7 +52,7 @@ def reproduce(result: Path, options: RerunOptions, tolerance: Tolerance, output:
     """Rerun (or, with `against`, take the rerun of) one result and compare; write the verdict into
     `output`. A result that cannot be rerun (image, data or weights missing or not the recorded
     ones) is a RerunError."""
-    check_output(output, "reproduce", force_needed=False)   # before a rerun that may take an hour
+    check_output(output, "reproduce", force_needed=False, legacy=earlier_verdicts)   # before an hour's rerun
     try:
         recorded = load_result(result)
         if against is not None:

@@ -4,6 +4,7 @@ environments side by side, the settings that differ, and the note on exactness."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,14 @@ def verdict_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_VERDICT_FILE = re.compile(r"reproduce-[^/]+\.(json|md)")
+
+
+def earlier_verdicts(files: set[str]) -> bool:
+    """Whether `files` are verdicts an earlier kit wrote before its outputs had an inventory (kit.outputs)."""
+    return bool(files) and all(_VERDICT_FILE.fullmatch(f) for f in files)
+
+
 def write_verdict(out_dir: Path, stem: str, data: dict[str, Any]) -> tuple[Path, Path]:
     """Write reproduce-<stem>.json and .md into out_dir; returns both paths. `stem` comes from the
     result (its file name and recorded language): a ConfigError unless it is one plain name. out_dir
@@ -64,7 +73,7 @@ def write_verdict(out_dir: Path, stem: str, data: dict[str, Any]) -> tuple[Path,
     anything kit did not write there is refused."""
     out_dir, stem = Path(out_dir), name_part(stem, "result name (file stem and metadata.language)")
     names = (f"reproduce-{stem}.json", f"reproduce-{stem}.md")
-    with write_output(out_dir, "reproduce", force_needed=False, update=True) as out:
+    with write_output(out_dir, "reproduce", force_needed=False, update=True, legacy=earlier_verdicts) as out:
         write_text_atomic(out.stage / names[0], json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
                           durable=False)
         write_text_atomic(out.stage / names[1], verdict_markdown(data), durable=False)

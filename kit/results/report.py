@@ -12,6 +12,7 @@ pages and plots always come from one run of the report.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +31,17 @@ from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, grou
 from kit.results.store import file_language, iter_checkpoint_files
 from kit.results.html_report import write_html_report
 from kit.results.verdicts import default_verdict_dirs
+
+
+# the files `kit report` wrote before its folder had an inventory (kit.outputs)
+_LEGACY_REPORT_FILE = re.compile(r"(leaderboard|aggregates|by_language|lighteval_scores)\.csv|summary\.md|"
+                                 r"(heatmap_f1|f1_by_language|verdict_agreement)\.png|index\.html|pages/[^/]+\.html")
+
+
+def _legacy_report(files: set[str]) -> bool:
+    """Whether `files` are a report an earlier kit wrote: its summary and a scores table, nothing else."""
+    return ("summary.md" in files and bool(files & {"leaderboard.csv", "lighteval_scores.csv"})
+            and all(_LEGACY_REPORT_FILE.fullmatch(f) for f in files))
 
 
 @dataclass(frozen=True)
@@ -109,7 +121,7 @@ replaced) unless `own_output` is False: then OUT is a folder of another output b
     if not own_output:   # a part of another output (a release's stage)
         files = _fill(records, kind, out_dir, verdict_dirs)
     else:
-        with write_output(out_dir, "report", force_needed=False) as out:
+        with write_output(out_dir, "report", force_needed=False, legacy=_legacy_report) as out:
             files = _fill(records, kind, out.stage, verdict_dirs)
         files = {role: out_dir / path.relative_to(out.stage) for role, path in files.items()}
     return ReportOutcome(files, len(valid), [r for r in records if r.state == PairState.INVALID],

@@ -22,7 +22,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 BASE=(git util-linux openssh-client build-essential gcc g++ make dpkg-dev libc6-dev)
-FAST_TIER=(shellcheck)
+# fontconfig: matplotlib runs fc-list when it first builds its font cache, which kit report does in
+# the fast tier's own process (tests/faults); installed first, so that it is there, or not, every time
+FAST_TIER=(shellcheck fontconfig)
 PACKAGES=(
   "${FAST_TIER[@]}" git
   docker.io squashfs-tools squashfs-tools-ng util-linux debootstrap

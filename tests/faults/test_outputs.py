@@ -179,3 +179,23 @@ def test_a_read_only_disk_is_one_error_line_and_nothing_written(sweep, writer, m
     mounts.append(disk)
     refused(writer.run(sweep, disk / "out"), str(disk / "out"), "Read-only")
     assert list(disk.iterdir()) == []
+
+
+def test_a_report_an_earlier_kit_wrote_without_an_inventory_is_replaced_and_nothing_else(sweep):
+    out = sweep / "results" / "report"
+    assert BY_NAME["report"].run(sweep, out).returncode == 0
+    (out / INVENTORY).unlink()                     # as kit wrote reports before they had one
+    assert BY_NAME["report"].run(sweep, out).returncode == 0 and (out / INVENTORY).is_file()
+    (out / INVENTORY).unlink()
+    (out / "my-notes.md").write_text("mine")
+    refused(BY_NAME["report"].run(sweep, out), "kit did not write")
+    assert (out / "my-notes.md").read_text() == "mine"
+
+
+def test_verdicts_an_earlier_kit_wrote_without_an_inventory_are_kept_and_added_to(sweep):
+    out = sweep / "verdicts"
+    out.mkdir()
+    (out / "reproduce-org__old-en.md").write_text("an earlier verdict")
+    assert BY_NAME["reproduce"].run(sweep, out).returncode == 0
+    assert (out / "reproduce-org__old-en.md").read_text() == "an earlier verdict"
+    assert (out / "reproduce-org__model-a-en.json").is_file() and (out / INVENTORY).is_file()

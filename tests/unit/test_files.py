@@ -121,7 +121,7 @@ def test_read_regular_file_refuses_a_file_over_the_limit(tmp_path):
     assert len(read_regular_file(path, "a checkpoint", 1024)) == 1024
 
 
-@pytest.mark.parametrize("value", ["..", ".", ".hidden", "a/b", "a\\b", "a\x00b", "fr\n", "", None, "x" * 201,
+@pytest.mark.parametrize("value", ["..", ".", ".hidden", "a/b", "a\\b", "a\x00b", "fr\n", "", None, "x/" * 101,
                                    "../../etc"])
 def test_data_never_becomes_a_name_that_leaves_its_folder(value):
     from kit.errors import ConfigError
@@ -129,6 +129,13 @@ def test_data_never_becomes_a_name_that_leaves_its_folder(value):
 
     with pytest.raises(ConfigError, match="unsafe language"):
         name_part(value, "language")
+
+
+def test_a_name_too_long_for_a_file_says_so_with_its_length():
+    from kit.files import name_part
+
+    with pytest.raises(ConfigError, match="run name 'xxx.*is 243 bytes long, more than the 200"):
+        name_part("x" * 243, "run name")
 
 
 def test_plain_names_pass_unchanged():

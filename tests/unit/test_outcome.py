@@ -4,6 +4,8 @@ status word and the exit code from it; no command module decides them apart."""
 from __future__ import annotations
 
 import ast
+import errno
+import os
 import json
 from pathlib import Path
 
@@ -63,3 +65,35 @@ def test_no_command_module_prints_an_envelope_or_exits_by_itself(module):
              and n.value.id == "common"}
     assert not calls & {"sys.exit", "common.print_json"}, f"{module}: exits or prints an envelope itself; return an Outcome"
     assert not names & {"OK", "FAILED", "ERROR"}, f"{module}: chooses a status word itself; Outcome derives it"
+
+
+@pytest.mark.parametrize("number", [errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EDQUOT])
+def test_a_disk_error_under_any_command_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path, number):
+    import kit.results.verify
+    from kit.cli.main import main
+
+    def full(*args, **kwargs):
+        raise OSError(number, os.strerror(number), "/data/results/.kit/jobs.jsonl")
+
+    monkeypatch.setattr(kit.results.verify, "verify_paths", full)
+    for extra in ([], ["--json"]):
+        with pytest.raises(SystemExit) as done:
+            main(["verify", str(tmp_path), *extra])
+        out, err = capsys.readouterr()
+        assert done.value.code == 2
+        assert err.strip().splitlines() == [f"kit: error: /data/results/.kit/jobs.jsonl: {os.strerror(number)}; "
+                                            "fix: free space, or write to a folder on a disk you can write"]
+        if extra:
+            assert json.loads(out)["status"] == "error"
+
+
+def test_an_error_that_is_not_the_disk_s_keeps_its_traceback(monkeypatch, tmp_path):
+    import kit.results.verify
+    from kit.cli.main import main
+
+    def broken(*args, **kwargs):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(kit.results.verify, "verify_paths", broken)
+    with pytest.raises(OSError):
+        main(["verify", str(tmp_path)])

@@ -15,7 +15,7 @@ from kit.errors import CheckpointError, ConfigError
 @click.option("--from", "sources", multiple=True, required=True, metavar="SITE=DIR",
               help="A site's results tree (repeat for each site).")
 @click.option("--output", "-o", type=click.Path(path_type=Path), required=True, help="The merged tree to create.")
-@click.option("--force", is_flag=True, help="Replace an existing --output.")
+@click.option("--force", is_flag=True, help="Replace --output when it is a collect kit wrote before, unchanged since.")
 @common.roster_option
 @common.benchmark_option
 @common.models_option

@@ -14,7 +14,8 @@ from kit.cli.outcome import Outcome, render
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(["lrb"]))
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="Folder the files go to (outside RESULTS); existing files of the same pairs are replaced.")
+              help="Folder the files go to (outside RESULTS): new, or one kit exported to before (its files kept, "
+                   "those of the same pairs replaced); a folder holding other files is refused.")
 @common.json_option
 def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
     """Write a results tree's checkpoints as another tool's own result files.

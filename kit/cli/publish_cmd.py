@@ -25,7 +25,7 @@ def publish(repo_id: str, release: Path, dry_run: bool, private: bool, message: 
     """Upload a release folder (kit release) to a Hugging Face dataset repo, in one commit.
 
     Every file of RELEASE goes up except archives and leftovers: hidden files and
-    folders (.superseded/, claim files, kit's .kit-release.json), *.tmp, *.part and
+    folders (.superseded/, claim files, kit's .kit-output.json), *.tmp, *.part and
     *.lock. A file that looks like a secret (.netrc, a token file, text holding an
     hf_... token) stops the publish before anything is sent. The upload is
     huggingface_hub's HfApi: create_repo(repo_type="dataset", exist_ok=True), then one

@@ -19,7 +19,7 @@ from kit.cli.outcome import Outcome, render
 @click.option("--name", default=None, help="The benchmark name the card and status use. Default: the benchmark's.")
 @click.option("--license", "license_id", default="mit", show_default=True,
               help="The card's licence id (Hub front matter) for the results.")
-@click.option("--force", is_flag=True, help="Replace OUTPUT when it is a release kit wrote before.")
+@click.option("--force", is_flag=True, help="Replace OUTPUT when it is a release kit wrote before, unchanged since.")
 @common.unpinned_option
 @common.json_option
 def release(results: Path, output: Path, roster: Path, benchmark: Path | None, name: str | None, license_id: str,

@@ -14,7 +14,8 @@ from kit.cli.outcome import Outcome, render
 @click.command()
 @click.argument("results", type=click.Path(path_type=Path, exists=True, file_okay=False), default="results")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None,
-              help="Folder for the report files. Default: RESULTS/report.")
+              help="Folder for the report files, replaced whole; one holding files kit did not write is refused. "
+                   "Default: RESULTS/report.")
 @common.roster_option
 @common.benchmark_option
 @common.models_option

@@ -30,7 +30,8 @@ from kit.cli.outcome import Outcome, render
               help="Compare with this checkpoint of the same pair (e.g. rerun on a cluster, brought back with "
                    "`kit pull`) instead of rerunning here.")
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("reproduce"), show_default=True,
-              help="Folder for the verdict (reproduce-<run>-<lang>.md and .json).")
+              help="Folder for the verdict (reproduce-<run>-<lang>.md and .json), beside earlier ones; one holding "
+                   "files kit did not write is refused.")
 @common.json_option
 def reproduce(result: Path, runtime: str | None, image: str | None, image_dirs: tuple[Path, ...], images_lock: Path,
               allow_other_image: bool, benchmark: Path | None, weights: Path | None, batch_size: int | None,

@@ -30,7 +30,7 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
     files without metadata.language are accepted with a notice. With a benchmark (--benchmark,
     or the one roster.toml here names), each file must also be a result on it: the
     language file's digest, the item ids in order and every expected label.
-    Verdicts are remembered in the user cache folder (KIT_NO_CACHE=1: off); a changed file is
+    Verdicts are remembered in the user cache folder (KIT_NO_CACHE=1: off; its files are sealed, so an edited cache is ignored); a changed file is
     always checked again.
 
     \b

@@ -1,7 +1,7 @@
 """`kit publish`: a release folder (kit release) uploaded to a Hugging Face dataset repo in one commit.
 
 What goes up is listed first, file by file: every file of the release except archives and leftovers
-(anything hidden, such as .superseded/, .kit-release.json and claim files; *.tmp, *.part, *.lock).
+(anything hidden, such as .superseded/, .kit-output.json and claim files; *.tmp, *.part, *.lock).
 A file that looks like a secret stops the publish before anything is sent: a .netrc, a file named
 like a token (token, hf_token, *.token), or text holding a Hugging Face token (hf_ and 30+ letters or
 digits). The upload is one `HfApi.create_commit` of exactly the listed files (each path as is, no

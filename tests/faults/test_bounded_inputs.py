@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import re
 import subprocess
@@ -20,7 +19,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
 from conftest_checkpoints import make_checkpoint, predictions_of, rewrite, seal  # noqa: E402
-from test_hostile_inputs import REV, kit_here as kit, project, refused  # noqa: E402,F401
+from inprocess import kit_in_process as kit  # noqa: E402
+from test_hostile_inputs import REV, project, refused  # noqa: E402,F401
 from test_stale_and_edited import sweep  # noqa: E402,F401
 
 from kit.results import keys  # noqa: E402

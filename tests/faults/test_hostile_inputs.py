@@ -25,31 +25,6 @@ def kit(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedP
                           env={**os.environ, **(env or {})})
 
 
-def kit_here(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """kit's main (its one error printer included) run in this process, in `cwd`, with `env` added to
-    the environment: what `kit` gives, without an interpreter start per call. A traceback kit would
-    print is raised here instead, and fails the test."""
-    from contextlib import redirect_stderr, redirect_stdout
-    from io import StringIO
-
-    from kit.cli.main import main
-
-    out, err, code = StringIO(), StringIO(), 0
-    old_cwd, old_env = os.getcwd(), dict(os.environ)
-    try:
-        os.chdir(cwd)
-        os.environ.update(env or {})
-        with redirect_stdout(out), redirect_stderr(err):
-            main(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        os.chdir(old_cwd)
-        os.environ.clear()
-        os.environ.update(old_env)
-    return subprocess.CompletedProcess(["kit", *args], code, out.getvalue(), err.getvalue())
-
-
 def refused(r: subprocess.CompletedProcess, *words: str, code: int = 2) -> None:
     """Exit `code`, one error line naming every word, no traceback."""
     assert r.returncode == code, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])

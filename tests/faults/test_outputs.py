@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from test_hostile_inputs import kit_here as kit, refused  # noqa: E402
+from inprocess import kit_in_process as kit  # noqa: E402
+from test_hostile_inputs import refused  # noqa: E402
 from test_signals_and_races import mount_tmpfs, mounts  # noqa: E402,F401  (the fixture is used by name)
 from test_stale_and_edited import sweep  # noqa: E402,F401
 

@@ -3,36 +3,23 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
-import os
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from conftest_checkpoints import seal
+from inprocess import kit_in_process
 from release_helpers import demo_sweep
 
-from kit.cli.main import main
 from kit.demo.dataset import demo_prompt
 from kit.results import publish as publish_mod
 
 
 def run_kit(*args: str, cwd: Path | None = None) -> SimpleNamespace:
     """Run kit's main (its one error printer included) in `cwd`: exit code, stdout, stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    old_cwd, code = os.getcwd(), 0
-    try:
-        if cwd:
-            os.chdir(cwd)
-        with redirect_stdout(out), redirect_stderr(err):
-            main(list(args))
-    except SystemExit as exc:
-        code = exc.code or 0
-    finally:
-        os.chdir(old_cwd)
-    return SimpleNamespace(exit_code=code, stdout=out.getvalue(), stderr=err.getvalue())
+    r = kit_in_process(*args, cwd=cwd or Path.cwd())
+    return SimpleNamespace(exit_code=r.returncode, stdout=r.stdout, stderr=r.stderr)
 
 
 @pytest.fixture

@@ -27,7 +27,8 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
     seconds to the demo task (so their scores are above chance and differ by model and
     language), and a tiny three-language benchmark in the lrb format. Then it plans, submits the shard to
     the `local` site (the same launcher and job script a cluster gets), shows the
-    status and writes the report. A second run skips every complete pair.
+    status and writes the report. A second run skips every complete pair. A roster.toml
+    or sites.toml in --workdir that an earlier demo did not write is never replaced.
 
     \b
     Examples:

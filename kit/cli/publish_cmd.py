@@ -26,8 +26,12 @@ def publish(repo_id: str, release: Path, dry_run: bool, private: bool, message: 
 
     Every file of RELEASE goes up except archives and leftovers: hidden files and
     folders (.superseded/, claim files, kit's .kit-output.json), *.tmp, *.part and
-    *.lock. A file that looks like a secret (.netrc, a token file, text holding an
-    hf_... token) stops the publish before anything is sent. The upload is
+    *.lock. Anything that looks like a credential stops the publish before anything
+    is sent: a name like .netrc, id_rsa or credentials, or a token or key (Hugging
+    Face, AWS, GitHub, OpenAI, Slack, private keys, ...) in any file or folder name or
+    anywhere in a file, inside zip, tar and gzip archives, base64, JSON-escaped,
+    URL-encoded or UTF-16 (detect-secrets' detectors; pip install
+    'kit-sweep[publish]'). The error names the file, never the value. The upload is
     huggingface_hub's HfApi: create_repo(repo_type="dataset", exist_ok=True), then one
     create_commit of exactly the listed files. --dry-run lists them and contacts nothing.
 

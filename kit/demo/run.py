@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.files import write_text_atomic
+from kit.errors import ConfigError
+from kit.files import read_regular_file, write_text_atomic
 
 DEMO_VERSION = "v2"  # v2: the tiny models are fitted to the demo task (kit.demo.train)
 
@@ -80,12 +81,31 @@ walltime = "30m"
 '''
 
 
+DEMO_MARK = "# kit demo "   # the first line of each file the demo writes in its workdir
+
+
+def _check_demo_file(path: Path) -> None:
+    """A ConfigError when `path` exists and is not a file an earlier `kit demo` wrote: the demo never
+    overwrites a user's own roster or sites file."""
+    if not path.exists() and not path.is_symlink():
+        return
+    try:
+        first = read_regular_file(path, "a demo file", 1 << 20).decode("utf-8", "replace").split("\n", 1)[0]
+    except (ConfigError, OSError):
+        first = ""
+    if path.is_symlink() or not first.startswith(DEMO_MARK):
+        raise ConfigError(f"{path}: exists and was not written by kit demo, so it is not replaced",
+                          fix="choose another --workdir for the demo (default: kit-demo)")
+
+
 def prepare_demo(workdir: Path, progress=lambda msg: None, runtime: str = "host") -> DemoFiles:
     """Build (or reuse) the cached assets and write the demo's roster and sites files."""
     from kit.demo.dataset import write_demo_benchmark
     from kit.demo.model import build_tiny_classifier, build_tiny_llama
 
     workdir = Path(workdir).resolve()
+    for name in ("roster.toml", "sites.toml"):
+        _check_demo_file(workdir / name)
     cache = demo_cache_dir()
     hub = cache / "hub"
     progress(f"demo assets in {cache}")

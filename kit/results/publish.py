@@ -2,10 +2,11 @@
 
 What goes up is listed first, file by file: every file of the release except archives and leftovers
 (anything hidden, such as .superseded/, .kit-output.json and claim files; *.tmp, *.part, *.lock).
-A file that looks like a secret stops the publish before anything is sent: a .netrc, a file named
-like a token (token, hf_token, *.token), or text holding a Hugging Face token (hf_ and 30+ letters or
-digits). The upload is one `HfApi.create_commit` of exactly the listed files (each path as is, no
-pattern matching), after `create_repo(..., repo_type="dataset", exist_ok=True)`.
+Anything that looks like a credential stops the publish before anything is sent: a name (of any
+file or folder in the release) or the whole content of a file to upload, archives unpacked and
+encodings undone, as kit.results.secrets finds it with detect-secrets' detectors. The upload is one
+`HfApi.create_commit` of exactly the listed files (each path as is, no pattern matching), after
+`create_repo(..., repo_type="dataset", exist_ok=True)`.
 """
 
 from __future__ import annotations
@@ -18,11 +19,7 @@ from typing import Any
 from kit.errors import ConfigError
 
 SKIPPED_SUFFIXES = (".tmp", ".part", ".lock", ".claim", ".pyc")
-SECRET_NAMES = re.compile(r"^(\.?netrc|_netrc|\.?git-credentials|(hf_|hf-|huggingface_)?token(s)?(\.txt)?|.*\.token)$",
-                          re.IGNORECASE)
-HF_TOKEN = re.compile(rb"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
-SCAN_BYTES = 8 << 20   # a token hides in text; larger files (figures, weights) are read in part
 
 
 @dataclass
@@ -54,12 +51,13 @@ def plan_publish(release: Path) -> PublishPlan:
     if not (release / "README.md").is_file():
         raise ConfigError(f"{release}: no README.md (dataset card), so not a release folder",
                           fix="write it with `kit release RESULTS -o DIR`, then publish that folder")
+    from kit.results.secrets import folder_names, refuse_secrets, scan_file, scan_name
+
     plan = PublishPlan(release)
-    for path in sorted(release.rglob("*")):
-        rel = path.relative_to(release).as_posix()
-        if SECRET_NAMES.match(path.name):
-            raise ConfigError(f"{path}: refusing to publish a folder holding a credentials file",
-                              fix="move it out of the release folder (tokens never belong in a release)")
+    findings = []
+    for rel in folder_names(release):
+        path = release / rel
+        findings.extend(scan_name(rel))
         if not path.is_file() or path.is_symlink():
             if path.is_symlink():
                 plan.skipped[rel] = "a symbolic link"
@@ -68,11 +66,9 @@ def plan_publish(release: Path) -> PublishPlan:
         if hidden or path.name.endswith(SKIPPED_SUFFIXES):
             plan.skipped[rel] = "hidden (archive, claim or kit's own record)" if hidden else "a temporary or lock file"
             continue
-        with open(path, "rb") as fh:
-            if HF_TOKEN.search(fh.read(SCAN_BYTES)):
-                raise ConfigError(f"{path}: holds text that looks like a Hugging Face token (hf_...)",
-                                  fix="remove the token from the file (and revoke it), then publish again")
+        findings.extend(scan_file(path, rel))
         plan.files[rel] = path.stat().st_size
+    refuse_secrets(findings, release)
     if not plan.files:
         raise ConfigError(f"{release}: nothing to publish", fix="write the release with `kit release RESULTS -o DIR`")
     return plan

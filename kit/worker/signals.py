@@ -5,15 +5,23 @@ for SIGTERM before the walltime (`--checkpoint`) and on `kit cancel` (`oardel --
 default action for SIGTERM kills the process without running any cleanup; under
 `stop_on_signals` the signal raises `Terminated` in the worker instead, so the pair in progress
 logs an aborted run_stop, temporary files are removed, engines are closed, and `kit shard`
-says which pairs are left and exits 128 + the signal number."""
+says which pairs are left and exits 128 + the signal number.
+
+A signal that arrives while a module is being imported waits for the import to end: an exception
+raised inside an import leaves the module half made (numpy half imported fails every later use, and
+once aborted the process), so the pairs left could not be said. The import is polled on SIGALRM
+every RETRY_S; a second stop signal does not wait."""
 
 from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+RETRY_S = 0.05
+_IMPORT_MACHINERY = ("<frozen importlib._bootstrap", "<frozen importlib._bootstrap_external")
 
 
 class Terminated(BaseException):
@@ -32,20 +40,46 @@ class Terminated(BaseException):
 
 @contextmanager
 def stop_on_signals(signals: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
-    """Within the block, the first of `signals` raises Terminated; later ones are ignored so that
-    the cleanup the first one started (closing an engine, writing the log) is not cut short."""
+    """Within the block, the first of `signals` raises Terminated (once no import is in progress, see
+    the module); later ones are ignored so that the cleanup the first one started (closing an engine,
+    writing the log) is not cut short."""
     stopping = False
+    pending: int | None = None
 
-    def handler(signum: int, frame: object) -> None:
+    def stop(signum: int) -> None:
         nonlocal stopping
-        if stopping:
-            return
         stopping = True
+        signal.setitimer(signal.ITIMER_REAL, 0)
         raise Terminated(signum)
 
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal pending
+        if stopping:
+            return
+        if pending is None and importing(frame):
+            pending = signum
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S, RETRY_S)
+            return
+        stop(pending or signum)
+
+    def retry(signum: int, frame: FrameType | None) -> None:
+        if pending is not None and not stopping and not importing(frame):
+            stop(pending)
+
     old = {s: signal.signal(s, handler) for s in signals}
+    old[signal.SIGALRM] = signal.signal(signal.SIGALRM, retry)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
         for s, previous in old.items():
             signal.signal(s, previous)
+
+
+def importing(frame: FrameType | None) -> bool:
+    """Whether `frame` (where a signal interrupted the program) is inside an import."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_IMPORT_MACHINERY):
+            return True
+        frame = frame.f_back
+    return False

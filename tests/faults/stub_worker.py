@@ -5,10 +5,13 @@ run the real `kit shard` (claims, signals, probes, logs, checkpoints) with no mo
 
 STUB_DIR (a folder) gets a `loaded` marker when a model would load, a `started` marker and one
 line in `pairs-<pid>` per pair evaluated; with STUB_WAIT_FOR set, each pair waits until that file
-exists, so a test can signal, fill the disk or start a second worker while a pair is in flight."""
+exists, so a test can signal, fill the disk or start a second worker while a pair is in flight.
+With STUB_IMPORT naming a module in STUB_DIR, loading the model imports it (as an engine imports
+its libraries), so a test can signal while an import is in progress."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -22,6 +25,9 @@ class StubEngine(Backend):
 
     def load(self) -> None:
         (Path(os.environ["STUB_DIR"]) / "loaded").touch()
+        if os.environ.get("STUB_IMPORT"):
+            sys.path.insert(0, os.environ["STUB_DIR"])
+            importlib.import_module(os.environ["STUB_IMPORT"])
 
     def versions(self) -> dict[str, str | None]:
         return {"stub": "1"}

@@ -200,3 +200,13 @@ def test_verdicts_an_earlier_kit_wrote_without_an_inventory_are_kept_and_added_t
     assert BY_NAME["reproduce"].run(sweep, out).returncode == 0
     assert (out / "reproduce-org__old-en.md").read_text() == "an earlier verdict"
     assert (out / "reproduce-org__model-a-en.json").is_file() and (out / INVENTORY).is_file()
+
+
+@pytest.mark.parametrize("name", ["roster.toml", "sites.toml"])
+def test_demo_never_overwrites_a_users_own_roster_or_sites_file(tmp_path, monkeypatch, name):
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / name).write_text("# my own sweep\nbenchmark = \"/data/lrb\"\n")
+    before = (tmp_path / name).read_bytes()
+    refused(kit("demo", "--workdir", str(tmp_path), cwd=tmp_path), name, "not written by kit demo", "--workdir")
+    assert (tmp_path / name).read_bytes() == before
+    assert not (tmp_path / "cache").exists(), "the demo built its assets before refusing"

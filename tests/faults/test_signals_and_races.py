@@ -139,6 +139,52 @@ def test_sigterm_as_json_reports_terminated_and_the_pairs_left(project):
     assert [p["language"] for p in data["data"]["left"]] == list(LANGS)
 
 
+SLOW_MODULE = """from pathlib import Path
+import os, time
+here = Path(os.environ["STUB_DIR"])
+(here / "importing").touch()
+while not (here / "go").exists():
+    time.sleep(0.02)
+(here / "imported").touch()
+"""
+
+
+def start_importing_worker(project: Path) -> tuple[subprocess.Popen, Path]:
+    """A worker whose model load imports a module that waits, inside its import, for STUB_DIR/go."""
+    results, stub = project / "results", project / "stub"
+    (stub / "slow_engine_lib.py").write_text(SLOW_MODULE)
+    env = {**os.environ, "STUB_DIR": str(stub), "STUB_IMPORT": "slow_engine_lib"}
+    proc = subprocess.Popen(shard_argv(project, results), cwd=project, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for_file(stub / "importing", proc)
+    return proc, stub
+
+
+def test_sigterm_during_an_import_waits_for_it_then_says_the_pairs_left(project):
+    proc, stub = start_importing_worker(project)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert proc.poll() is None, "the signal cut the import short"
+    (stub / "go").touch()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, out, err)
+    no_traceback(out, err)
+    assert (stub / "imported").exists(), "the module was left half imported"
+    assert "terminated by SIGTERM: 3 pair(s) left" in err and "3 not run (terminated by SIGTERM)" in out, (out, err)
+
+
+def test_a_second_signal_during_an_import_stops_at_once(project):
+    proc, stub = start_importing_worker(project)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, out, err)
+    no_traceback(out, err)
+    assert not (stub / "imported").exists()
+    assert "3 not run (terminated by SIGTERM)" in out, out
+
+
 def test_a_claim_left_by_a_killed_worker_blocks_nothing(project):
     results, stub = project / "results", project / "stub"
     proc = start_worker(project, results, stub, wait_for=project / "never")

@@ -1,0 +1,469 @@
+"""Credentials in a folder about to be published: every name, every byte of every file, inside archives,
+and behind the encodings a token takes when it is pasted into a file (JSON escapes, URL encoding,
+base64, UTF-16).
+
+The detectors are detect-secrets' (Yelp): its regular-expression plugins for providers' keys (AWS,
+Azure, GitHub, GitLab, OpenAI, Slack, Stripe, private keys, JWTs, basic auth in URLs, ...), its keyword
+plugin (`password = ...`, `aws_secret_access_key: ...`) and its base64 high-entropy plugin, with its
+heuristic filters (sequential strings, UUIDs, ids, templates); plus a Hugging Face token detector
+written as a detect-secrets plugin. Two of its plugins are left out on purpose: public IP addresses
+are not credentials, and hex high-entropy strings are the sha256 digests a release is made of.
+
+detect-secrets reads a file line by line with every plugin and filter on every line (about 0.16 MB/s
+on checkpoint JSON here); kit runs each plugin's own expressions over whole blocks of text, each behind
+a gate of literal strings read from the expression's syntax tree (text without any of them cannot
+match), and hands the keyword plugin only the lines holding one of its keywords: about 6 MB/s
+(`python -m bench.publish_scan`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import io
+import os
+import re
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import unquote
+
+from kit.errors import ConfigError
+
+CHUNK = 16 << 20         # a file is scanned in blocks of this size...
+OVERLAP = 64 << 10       # ...each overlapping the one before, so a secret across a border is seen whole
+UNPACKED_LIMIT = 1 << 30  # bytes unpacked from one file's archives before kit refuses to publish it unscanned
+ARCHIVE_DEPTH = 4        # archives inside archives, followed this deep
+DECODE_DEPTH = 2         # encodings inside encodings (base64 of a JSON-escaped token), undone this deep
+WALK_DEPTH = 64
+ENTROPY_LIMIT = 4.5      # detect-secrets' default for base64 strings
+_SHOWN = 3
+
+# names of files that hold credentials whatever they contain
+SECRET_FILE_NAMES = re.compile(
+    r"^(\.?netrc|_netrc|\.?git-credentials|credentials|\.?pgpass|\.?env|id_(rsa|dsa|ecdsa|ed25519)(_sk)?"
+    r"|(hf_|hf-|huggingface_)?token(s)?(\.txt)?|.*\.(token|pem|key|p12|pfx|jks|keystore|ppk))$", re.IGNORECASE)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+# the escapes that can sit inside a token (a letter or digit as \u0068, a slash as \/); \n and \" cannot
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\([/\\])")
+_URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_PRINTABLE = re.compile(rb"[\t\n\r\x20-\x7e]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing that looks like a credential: the file (relative to the scanned folder), where in it
+    (its name, a line, an archive member) and what detect-secrets calls it. The value is never kept."""
+
+    path: str
+    where: str
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.where}: {self.kind})"
+
+
+def scan_folder(folder: Path, files: Iterable[str] | None = None) -> list[Finding]:
+    """Every credential-looking name or content under `folder` (or in `files`, paths relative to it).
+    A file too large to scan once unpacked is a ConfigError: nothing is published unscanned."""
+    folder = Path(folder)
+    findings: list[Finding] = []
+    for rel in list(files) if files is not None else folder_names(folder):
+        findings.extend(scan_name(rel))
+        path = folder / rel
+        if path.is_file() and not path.is_symlink():
+            findings.extend(scan_file(path, rel))
+    return findings
+
+
+def scan_name(rel: str) -> list[Finding]:
+    """Findings in a relative path's names: a credentials file name, or a token written into a name."""
+    shown = safe_path(rel)
+    found = [Finding(shown, "its name", "a credentials file")] if SECRET_FILE_NAMES.match(Path(rel).name) else []
+    for part in Path(rel).parts:
+        found.extend(Finding(shown, "its name" if part == Path(rel).name else "a folder's name", kind)
+                     for kind, _ in _scan_text(part, part))
+    return found
+
+
+def safe_path(rel: str) -> str:
+    """`rel` as it may be shown: any name in it that holds a credential replaced by a placeholder."""
+    return "/".join(_safe_name(part) for part in Path(rel).parts)
+
+
+def _safe_name(name: str) -> str:
+    return name if next(_scan_text(name, name), None) is None else "<a name holding a credential>"
+
+
+def scan_file(path: Path, rel: str) -> list[Finding]:
+    """Findings in one file's content, archives unpacked (a ConfigError past UNPACKED_LIMIT)."""
+    budget = [UNPACKED_LIMIT]
+    shown = safe_path(rel)
+    with open(path, "rb") as fh:
+        return list(_scan_stream(fh, shown, shown, 0, budget))
+
+
+def refuse_secrets(findings: list[Finding], folder: Path) -> None:
+    """A ConfigError naming the first findings (never their values) when there are any."""
+    if not findings:
+        return
+    more = f"; and {len(findings) - _SHOWN} more" if len(findings) > _SHOWN else ""
+    raise ConfigError(f"{folder}: refusing to publish what looks like a credential: "
+                      f"{'; '.join(map(str, findings[:_SHOWN]))}{more}",
+                      fix="take it out of the folder (and revoke it if it is real), then publish again")
+
+
+def folder_names(folder: Path) -> list[str]:
+    """Relative paths of everything under `folder`, sorted; links are listed and never entered; a
+    ConfigError past WALK_DEPTH folders deep."""
+    found: list[str] = []
+    base = len(folder.parts)
+    for top, dirs, names in os.walk(folder):   # os.walk enters no linked folder
+        found.extend(Path(top, name).relative_to(folder).as_posix() for name in [*dirs, *names])
+        if len(Path(top).parts) - base >= WALK_DEPTH and dirs:
+            raise ConfigError(f"{Path(top)}: folders nested more than {WALK_DEPTH} deep",
+                              fix="flatten the folder; a release is a few levels deep")
+    return sorted(found)
+
+
+def _scan_stream(fh: IO[bytes], rel: str, where: str, depth: int, budget: list[int]) -> Iterator[Finding]:
+    """Findings in a byte stream: a zip's members (names and contents); a tar's members, then its bytes
+    (what follows a tar's end is no member but is published all the same); a gzip stream's content;
+    else its blocks of text. A stream that cannot seek (unpacked gzip) is scanned as text: a tar inside
+    gzip is opened as one archive by tarfile. An archive that cannot be read is a ConfigError."""
+    if depth < ARCHIVE_DEPTH and fh.seekable():
+        head = fh.read(512)
+        fh.seek(0)
+        try:
+            if head[:4] == b"PK\x03\x04" and zipfile.is_zipfile(fh):
+                fh.seek(0)
+                yield from _scan_members(_zip_members(zipfile.ZipFile(fh)), rel, where, depth, budget)
+                return
+            fh.seek(0)
+            archive = _open_tar(fh)
+            if archive is not None:
+                yield from _scan_members(_tar_members(archive), rel, where, depth, budget)
+            fh.seek(0)
+            if head[:2] == b"\x1f\x8b":
+                with gzip.GzipFile(fileobj=fh) as unpacked:
+                    yield from _scan_blocks(unpacked, rel, f"{where} unpacked" if depth else "unpacked", budget)
+                return
+        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib.error) as exc:
+            raise ConfigError(f"{rel}: an archive kit cannot unpack to scan for credentials ({exc})",
+                              fix="repair or remove the archive, then publish again") from None
+    yield from _scan_blocks(fh, rel, where, budget if depth else None)
+
+
+def _scan_members(members: Iterator[tuple[str, IO[bytes]]], rel: str, where: str, depth: int,
+                  budget: list[int]) -> Iterator[Finding]:
+    """Findings in each archive member's name and content."""
+    for name, member in members:
+        inner = f"{where} member {_safe_name(name)!r}" if depth else f"member {_safe_name(name)!r}"
+        yield from (Finding(rel, inner, kind) for kind, _ in _scan_text(name, name))
+        yield from _scan_stream(member, rel, inner, depth + 1, budget)
+
+
+def _open_tar(fh: IO[bytes]) -> tarfile.TarFile | None:
+    """The tar archive `fh` holds (compressed or not), else None."""
+    try:
+        return tarfile.open(fileobj=fh, mode="r:*")
+    except (tarfile.TarError, OSError, EOFError):
+        return None
+
+
+def _zip_members(archive: zipfile.ZipFile) -> Iterator[tuple[str, IO[bytes]]]:
+    with archive:
+        for info in archive.infolist():
+            if not info.is_dir():
+                with archive.open(info) as member:
+                    yield info.filename, member
+
+
+def _tar_members(archive: tarfile.TarFile) -> Iterator[tuple[str, IO[bytes]]]:
+    with archive:
+        for info in archive:
+            member = archive.extractfile(info) if info.isfile() else None
+            yield info.name, member if member is not None else io.BytesIO(b"")
+
+
+def _spend(budget: list[int], n: int, rel: str) -> None:
+    """Count `n` unpacked bytes against the file's budget: past it, a ConfigError (an archive bomb, or
+    simply more than kit scans; either way not published unscanned)."""
+    budget[0] -= n
+    if budget[0] < 0:
+        raise ConfigError(f"{rel}: unpacks to more than {UNPACKED_LIMIT >> 20} MiB, too much to scan for credentials",
+                          fix="publish the data unpacked, or leave the archive out")
+
+
+def _scan_blocks(fh: IO[bytes], rel: str, where: str, budget: list[int] | None) -> Iterator[Finding]:
+    """Findings in the stream's content, read CHUNK bytes at a time with OVERLAP bytes carried over."""
+    seen: set[tuple[str, str, str]] = set()
+    tail, line_base = b"", 1
+    while True:
+        block = fh.read(CHUNK)
+        if budget is not None:
+            _spend(budget, len(block), rel)
+        if not block:
+            return
+        data = tail + block
+        for text, encoding in _decodings(data):
+            for kind, line in _scan_text(text, rel):
+                if (kind, where, encoding) in seen:
+                    continue
+                seen.add((kind, where, encoding))
+                place = where if where != rel else (f"line {line_base + line - 1}" if not encoding else "its content")
+                yield Finding(rel, f"{place}, {encoding}" if encoding else place, kind)
+        carry = data[-OVERLAP:] if len(block) == CHUNK else b""
+        line_base += data[:len(data) - len(carry)].count(b"\n")
+        tail = carry
+
+
+def _decodings(data: bytes, depth: int = 0, how: str = "") -> Iterator[tuple[str, str]]:
+    """(text, how it was encoded: "" when as is) of `data` as it is and as each encoding a pasted token
+    may sit behind would give it."""
+    text = data.decode("utf-8", "replace")
+    yield text, how
+    if depth == 0 and b"\x00" in data:   # UTF-16 (either byte order): every other byte is the text
+        yield data[0::2].decode("latin-1"), "UTF-16"
+        yield data[1::2].decode("latin-1"), "UTF-16"
+    if depth >= DECODE_DEPTH:
+        return
+    then = f"{how} inside " if how else ""
+    for pattern, undo, name in ((_JSON_ESCAPE, _unescape_all, "escaped"), (_URL_ESCAPE, unquote, "URL-encoded")):
+        changed = _lines_matching(pattern, text)
+        if changed:
+            yield from _decodings(undo(changed).encode("utf-8", "replace"), depth + 1, f"{then}{name}")
+    decoded = b"\n".join(_base64_runs(text))
+    if decoded:
+        yield from _decodings(decoded, depth + 1, f"{then}base64")
+
+
+def _lines_matching(pattern: re.Pattern[str], text: str) -> str:
+    """The lines of `text` in which `pattern` occurs, joined: an encoding is undone only where it is
+    used, so it costs nothing on text that does not use it."""
+    if not pattern.search(text):
+        return ""
+    return "\n".join(line for line in text.split("\n") if pattern.search(line))
+
+
+def _unescape_all(text: str) -> str:
+    return _JSON_ESCAPE.sub(_unescape, text)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return chr(int(match.group(1), 16)) if match.group(1) else match.group(2)
+
+
+def _base64_runs(text: str) -> Iterator[bytes]:
+    """The bytes of each run of base64 (standard or URL-safe) in `text` that decodes to mostly printable text."""
+    for run in _BASE64_RUN.findall(text):
+        body = run.rstrip("=")
+        for offset in range(4):   # a run may start mid-group when the base64 sits inside a longer word
+            part = body[offset:]
+            part = part[:len(part) - len(part) % 4 if len(part) % 4 != 1 else len(part) - 1]
+            try:
+                raw = base64.b64decode(part.replace("-", "+").replace("_", "/") + "=" * (-len(part) % 4))
+            except (binascii.Error, ValueError):
+                continue
+            if raw and len(_PRINTABLE.findall(raw)) >= 0.9 * len(raw):
+                yield raw
+                break
+
+
+def _scan_text(text: str, filename: str) -> Iterator[tuple[str, int]]:
+    """(detector's name, 1-based line) of the first credential-looking value of each detector in `text`."""
+    detectors = _detectors()
+    lowered = text.lower()
+    for plugin, patterns in detectors.regex:
+        for pattern in patterns:
+            match = next((m for m in pattern.finditer(text, lowered) if not _filtered(_value(m), plugin)), None)
+            if match is not None:
+                yield plugin.secret_type, text.count("\n", 0, match.start()) + 1
+                break
+    for match in detectors.entropy.regex.finditer(text):
+        value = match.group(2)
+        if len(value) >= 20 and detectors.entropy.calculate_shannon_entropy(value) > ENTROPY_LIMIT \
+                and not _filtered(value, detectors.entropy, _line_at(text, match.start())[1]) \
+                and not any(_base64_runs(value)):   # base64 of text is not a key: its text is scanned itself
+            yield detectors.entropy.secret_type, text.count("\n", 0, match.start()) + 1
+            break
+    lines_done: set[int] = set()
+    for match in detectors.keyword_gate.finditer(lowered):   # positions differ only past a letter lower() lengthens
+        start, line = _line_at(text, match.start())
+        if start in lines_done:
+            continue
+        lines_done.add(start)
+        if any(not _filtered(secret.secret_value or "", detectors.keyword, line)
+               for secret in detectors.keyword.analyze_line(filename=filename, line=line, line_number=0)):
+            yield detectors.keyword.secret_type, text.count("\n", 0, start) + 1
+            break
+
+
+def _value(match: re.Match[str]) -> str:
+    """The secret a detector's expression matched: its first non-empty group, as detect-secrets takes it."""
+    return next(filter(None, match.groups()), match.group(0))
+
+
+def _line_at(text: str, pos: int, reach: int = 2048) -> tuple[int, str]:
+    """(where it starts, the line around `pos`), at most `reach` characters either side (a file may be
+    one long line)."""
+    start = text.rfind("\n", max(0, pos - reach), pos) + 1 or max(0, pos - reach)
+    end = text.find("\n", pos, pos + reach)
+    return start, text[start:end if end >= 0 else pos + reach]
+
+
+def _filtered(secret: str, plugin: Any, line: str = "") -> bool:
+    """Whether detect-secrets' heuristic filters say `secret` is not a credential (a sequence, a UUID,
+    an id, a template)."""
+    from detect_secrets.filters import heuristic
+
+    return (heuristic.is_sequential_string(secret) or heuristic.is_potential_uuid(secret)
+            or heuristic.is_templated_secret(secret) or heuristic.is_prefixed_with_dollar_sign(secret)
+            or (bool(line) and heuristic.is_likely_id_string(secret, line, plugin)))
+
+
+@dataclass(frozen=True)
+class _Detectors:
+    regex: tuple[tuple[Any, tuple[_Gated, ...]], ...]   # (plugin, its expressions)
+    keyword: Any
+    keyword_gate: re.Pattern[str]
+    entropy: Any
+
+
+@lru_cache(maxsize=1)
+def _detectors() -> _Detectors:
+    """detect-secrets' plugins as kit uses them (see the module), built once."""
+    try:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.plugins import keyword
+        from detect_secrets.plugins.base import RegexBasedDetector
+        from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+        from detect_secrets.plugins.ip_public import IPPublicDetector
+    except ImportError:
+        raise ConfigError("detect-secrets is not installed, so a release cannot be checked for credentials",
+                          fix="pip install 'kit-sweep[publish]'") from None
+
+    class HuggingFaceTokenDetector(RegexBasedDetector):
+        """Hugging Face user and organisation access tokens (hf_ and api_org_ then 30+ letters or digits)."""
+
+        secret_type = "Hugging Face Token"
+        denylist = (re.compile(r"hf_[A-Za-z0-9]{30,}"), re.compile(r"api_org_[A-Za-z0-9]{30,}"))
+
+    plugins = [HuggingFaceTokenDetector(), *(cls() for cls in get_mapping_from_secret_type_to_class().values()
+                                            if issubclass(cls, RegexBasedDetector) and cls is not IPPublicDetector)]
+    return _Detectors(regex=tuple((plugin, tuple(map(_gated, plugin.denylist))) for plugin in plugins),
+                      keyword=keyword.KeywordDetector(),
+                      keyword_gate=re.compile("|".join(keyword.DENYLIST)),
+                      entropy=Base64HighEntropyString(limit=ENTROPY_LIMIT))
+
+
+_PRODUCT_LIMIT = 256   # strings a gate may list before it is cut short
+_GATE_MIN = 3          # a gate shorter than this would pass nearly every text
+
+
+@dataclass(frozen=True)
+class _Gated:
+    """A detector's expression with its gate: literal strings (lower case) one of which every match
+    holds, or None when no such short list exists; text without any of them cannot match."""
+
+    pattern: re.Pattern[str]
+    gate: re.Pattern[str] | None
+
+    def finditer(self, text: str, lowered: str) -> Iterator[re.Match[str]]:
+        """The expression's matches in `text`, none sought where the gate says there can be none."""
+        if self.gate is None or self.gate.search(lowered):
+            yield from self.pattern.finditer(text)
+
+
+def _gated(pattern: re.Pattern[str]) -> _Gated:
+    """`pattern` with the gate worked out from its syntax tree (see _Gated)."""
+    try:
+        from re import _parser   # type: ignore[attr-defined]
+
+        needed = _required(list(_parser.parse(pattern.pattern, pattern.flags)))
+    except Exception:   # an expression this reading does not follow is simply run everywhere
+        needed = None
+    if not needed or min(map(len, needed)) < _GATE_MIN:
+        return _Gated(pattern, None)
+    return _Gated(pattern, re.compile("|".join(sorted(map(re.escape, needed), key=len, reverse=True))))
+
+
+def _required(items: list[tuple[Any, Any]]) -> set[str] | None:
+    """Strings one of which any match of the node sequence holds, the most selective such list found
+    (longest shortest string), or None."""
+    from re import _constants as c   # type: ignore[attr-defined]
+
+    candidates: list[set[str]] = []
+    run: set[str] | None = None
+    for op, av in items:
+        exact = _exact(op, av)
+        if exact is None:
+            if run:
+                candidates.append(run)
+            run = None
+            inner = None
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+                inner = _required(list(av[2]))
+            elif op is c.SUBPATTERN:
+                inner = _required(list(av[3]))
+            elif op is c.BRANCH:
+                alts = [_required(list(alt)) for alt in av[1]]
+                inner = set().union(*alts) if alts and all(alts) else None
+            if inner:
+                candidates.append(inner)
+            continue
+        if run is None:
+            if "" in exact:
+                continue   # an optional part is never required: a run starts at what must be there
+            run = exact
+            continue
+        product = {a + b for a in run for b in exact}
+        if len(product) > _PRODUCT_LIMIT:
+            candidates.append(run)
+            run = None if "" in exact else exact
+        else:
+            run = product
+    if run:
+        candidates.append(run)
+    candidates = [cand for cand in candidates if cand and "" not in cand]
+    return max(candidates, key=lambda cand: (min(map(len, cand)), -len(cand)), default=None)
+
+
+def _exact(op: Any, av: Any) -> set[str] | None:
+    """Every string (lower case) the node can match, when that is a short list; else None."""
+    from re import _constants as c   # type: ignore[attr-defined]
+
+    if op is c.LITERAL:
+        return {chr(av).lower()}
+    if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+        return {""}
+    if op is c.IN and all(o is c.LITERAL for o, _ in av) and len(av) <= 8:
+        return {chr(v).lower() for _, v in av}
+    if op is c.SUBPATTERN:
+        return _exact_seq(list(av[3]))
+    if op is c.BRANCH:
+        alts = [_exact_seq(list(alt)) for alt in av[1]]
+        return set().union(*alts) if all(a is not None for a in alts) else None
+    if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[1] <= 1:
+        body = _exact_seq(list(av[2]))
+        return None if body is None else (body | {""} if av[0] == 0 else body)
+    return None
+
+
+def _exact_seq(items: list[tuple[Any, Any]]) -> set[str] | None:
+    """Every string a node sequence can match, when that is a short list; else None."""
+    result = {""}
+    for op, av in items:
+        part = _exact(op, av)
+        if part is None:
+            return None
+        result = {a + b for a in result for b in part}
+        if len(result) > _PRODUCT_LIMIT:
+            return None
+    return result

@@ -12,7 +12,10 @@ import secrets
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from kit.errors import ConfigError   # bottom of the import graph, standard library only
 
@@ -26,10 +29,12 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write bytes via a temporary file in the same folder, fsync, rename, fsync the folder: a kill at
-    any instant leaves the old file or the new one, never a part. `durable` False leaves out both
-    fsyncs, for many files made durable together afterwards (make_durable)."""
+@contextmanager
+def atomic_writer(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
+    """A binary file to write `path` through: a temporary file in the same folder, renamed over `path`
+    when the block ends without an error (fsync before and of the folder after, unless not
+    `durable`), removed when it raises. A kill at any instant leaves the old file or the new one,
+    never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -38,7 +43,7 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
         # the file gets the mode a plain open() would give it (or keeps the one it had)
         os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
@@ -51,6 +56,13 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
         raise
     if durable:
         _fsync_path(path.parent)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write bytes through atomic_writer: the old file or the new one, never a part. `durable` False
+    leaves out both fsyncs, for many files made durable together afterwards (make_durable)."""
+    with atomic_writer(path, durable=durable) as fh:
+        fh.write(data)
 
 
 def make_durable(paths: list[Path]) -> None:

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("kit.cli.status_cmd:status", "Say where every pair stands: complete, pending, invalid."),
     "verify": ("kit.cli.verify_cmd:verify", "Recompute checkpoint metrics from predictions; fail on any mismatch."),
     "report": ("kit.cli.report_cmd:report", "Write leaderboard, aggregates, summary and F1 heatmap."),
+    "compare": ("kit.cli.compare_cmd:compare", "Is run A different from run B? Paired intervals, McNemar tests, flipped items."),
     "images": ("kit.cli.images_cmd:images", "Build, convert (SIF, sqsh), verify and lint the backend images."),
     "collect": ("kit.cli.collect_cmd:collect", "Merge sites' results trees into one, or refuse listing every problem."),
     "reproduce": ("kit.cli.reproduce_cmd:reproduce", "Rerun one result in its pinned image: REPRODUCED, WITHIN TOLERANCE or DIFFERENT."),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import ImageError, MissingExtraError
+from kit.files import atomic_writer
 
 _CLIENT = None
 
@@ -54,12 +55,9 @@ def has_image(ref: str) -> bool:
 def save(ref: str, dest: Path) -> Path:
     """`docker save` an image to a tar file (the docker-archive Apptainer reads)."""
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.part")
-    with open(tmp, "wb") as fh:
+    with atomic_writer(dest) as fh:   # a failed or killed save leaves no part behind
         for chunk in client().api.get_image(ref, chunk_size=1 << 20):
             fh.write(chunk)
-    os.replace(tmp, dest)
     return dest
 
 

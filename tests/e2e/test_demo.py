@@ -104,3 +104,24 @@ def test_readme_release_block_runs_on_the_demo(first_demo, demo_env):
     assert "would upload" in r.stdout and "README.md" in r.stdout
     card = (release / "README.md").read_text()
     assert "| kit-demo/tiny-llama |" in card and "0.0000 | 0.0000 | 0.0000" not in card   # real scores
+
+
+def test_readme_compare_block_runs_on_the_demo(first_demo, demo_env):
+    """README's "Compare two runs" command, as written, after `kit demo`: both demo runs compared on
+    the demo's three languages, with an interval and a p-value for each."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    root, env = demo_env
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Compare two runs.*?```bash\n(.*?)```", readme, re.S).group(1)
+    commands = [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
+    assert [c[:2] for c in commands] == [["kit", "demo"], ["kit", "compare"]]
+    r = kit(*commands[1][1:], cwd=root, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "macro" in r.stdout and "method:" in r.stdout
+    data = json.loads(kit(*commands[1][1:], "--json", cwd=root, env=env).stdout)["data"]
+    assert len(data["languages"]) == 3 and data["not_compared"] == {}
+    for lang in data["languages"]:
+        assert lang["f1"]["low"] <= lang["f1"]["diff"] <= lang["f1"]["high"] and 0 <= lang["p_holm"] <= 1

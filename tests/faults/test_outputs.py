@@ -210,3 +210,21 @@ def test_demo_never_overwrites_a_users_own_roster_or_sites_file(tmp_path, monkey
     refused(kit("demo", "--workdir", str(tmp_path), cwd=tmp_path), name, "not written by kit demo", "--workdir")
     assert (tmp_path / name).read_bytes() == before
     assert not (tmp_path / "cache").exists(), "the demo built its assets before refusing"
+
+
+def test_a_docker_save_that_fails_midway_leaves_the_earlier_archive_and_no_part(tmp_path, monkeypatch):
+    from kit.images import engine
+
+    def broken_stream(ref, chunk_size):
+        yield b"first block"
+        raise OSError(28, "No space left on device")
+
+    api = type("Api", (), {"get_image": staticmethod(broken_stream)})()
+    monkeypatch.setattr(engine, "client", lambda: type("Client", (), {"api": api})())
+    dest = tmp_path / "images" / "kit-gguf.tar"
+    dest.parent.mkdir()
+    dest.write_bytes(b"the earlier archive")
+    with pytest.raises(OSError):
+        engine.save("sha256:" + "1" * 64, dest)
+    assert dest.read_bytes() == b"the earlier archive"
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["kit-gguf.tar"], "a partial archive was left"

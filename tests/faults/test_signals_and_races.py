@@ -153,7 +153,8 @@ def start_importing_worker(project: Path) -> tuple[subprocess.Popen, Path]:
     """A worker whose model load imports a module that waits, inside its import, for STUB_DIR/go."""
     results, stub = project / "results", project / "stub"
     (stub / "slow_engine_lib.py").write_text(SLOW_MODULE)
-    env = {**os.environ, "STUB_DIR": str(stub), "STUB_IMPORT": "slow_engine_lib"}
+    # each pair then waits for a file that never comes: the stop lands in the first pair, not after it
+    env = {**os.environ, "STUB_DIR": str(stub), "STUB_IMPORT": "slow_engine_lib", "STUB_WAIT_FOR": str(project / "never")}
     proc = subprocess.Popen(shard_argv(project, results), cwd=project, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for_file(stub / "importing", proc)

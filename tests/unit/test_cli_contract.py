@@ -73,6 +73,7 @@ BAD = {
     "status": ["results", "--roster", "missing.toml"],
     "verify": ["missing.json"],
     "report": ["missing-results"],
+    "compare": ["org/a", "org/b", "--results", "missing-results"],
     "collect": ["--from", "no-equals-sign", "-o", "out"],
     "reproduce": ["missing.json"],
     "check": ["results", "--roster", "missing.toml"],

@@ -1,0 +1,82 @@
+"""`kit compare`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kit.cli import common
+from kit.cli.outcome import Outcome, render
+
+SIGNIFICANT = 0.05
+
+
+@click.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--results", type=click.Path(path_type=Path), default="results", show_default=True,
+              help="The results tree holding both runs (run A's when --results-b is given).")
+@click.option("--results-b", type=click.Path(path_type=Path), default=None,
+              help="Run B's results tree, when it is another (a rerun on another site, engine or GPU).")
+@click.option("--resamples", type=int, default=None, help="Bootstrap resamples (default: 2000).")
+@click.option("--flips", "shown_flips", type=int, default=10, show_default=True,
+              help="Flipped items listed in the text output (--json lists them all).")
+@common.json_option
+def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resamples: int | None, shown_flips: int,
+            as_json: bool) -> None:
+    """Compare run A with run B, language by language, on the items both answered.
+
+    For each language and for the macro mean: F1 and accuracy of each run and
+    their difference (A minus B) with a 95% paired bootstrap interval (the same
+    resampled items score both runs); the exact McNemar test on per-item
+    correctness (items only A got right against items only B got right), with
+    Holm's correction across languages (* marks p < 0.05 after it); and the items
+    whose correctness flips, with both answers. Runs are named as in the roster
+    (org/model) or by their file name (org__model). Only complete checkpoints
+    count; a language one run lacks is listed as not compared.
+
+    \b
+    Examples:
+      kit compare org/model-a org/model-b
+      kit compare org/model-a org/model-a --results results-a100 --results-b results-v100
+      kit compare org/model-a org/model-b --json
+    """
+    from kit.results.kinds.lrb.compare import RESAMPLES, compare_runs
+
+    result = compare_runs(results, run_a, results_b or results, run_b, resamples=resamples or RESAMPLES)
+    render(Outcome("compare", result.as_dict(), _lines(result, shown_flips)), as_json)
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.3f}"
+
+
+def _lines(result, shown_flips: int):
+    """A table of the languages and the macro mean, then what was not compared, the flips and the method."""
+    yield f"A = {result.run_a}   B = {result.run_b}"
+    yield (f"{'language':<10} {'items':>6}  {'F1 A':>6} {'F1 B':>6}  {'F1 A-B [95% CI]':<24} "
+           f"{'acc A-B [95% CI]':<24} {'only A/B right':>14}  p (Holm)")
+    for lang in result.languages:
+        mark = "*" if lang.p_holm < SIGNIFICANT else " "
+        yield (f"{lang.language:<10} {lang.items:>6}  {lang.f1.a:>6.3f} {lang.f1.b:>6.3f}  "
+               f"{_interval(lang.f1):<24} {_interval(lang.accuracy):<24} "
+               f"{f'{lang.only_a_right} / {lang.only_b_right}':>14}  {lang.p_value:.3g} ({lang.p_holm:.3g}){mark}")
+    f1, acc = result.macro_f1, result.macro_accuracy
+    items = sum(lang.items for lang in result.languages)
+    yield (f"{'macro':<10} {items:>6}  {f1.a:>6.3f} {f1.b:>6.3f}  {_interval(f1):<24} "
+           f"{_interval(acc):<24} {f'({len(result.languages)} languages)':>14}")
+    for lang, why in result.not_compared.items():
+        yield f"not compared: {lang}: {why}"
+    if result.flips:
+        shown = result.flips[:max(shown_flips, 0)]
+        yield f"{len(result.flips)} items flip" + (f"; the first {len(shown)}:" if shown else "")
+        for flip in shown:
+            right = "A" if flip.predicted_a == flip.expected else "B"
+            yield (f"  {flip.language}/{flip.item_id}: label {flip.expected}, A said {flip.predicted_a}, "
+                   f"B said {flip.predicted_b} (only {right} right)")
+    yield f"method: {result.method}"
+
+
+def _interval(diff) -> str:
+    return f"{_signed(diff.diff)} [{_signed(diff.low)}, {_signed(diff.high)}]"

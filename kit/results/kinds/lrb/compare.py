@@ -1,0 +1,317 @@
+"""`kit compare A B`: is run A's score different from run B's beyond what the items' luck explains?
+
+Two runs of one lrb benchmark are compared on the items both answered, language by language:
+- the difference in F1 and accuracy (A minus B) with a paired percentile bootstrap interval: each
+  draw resamples the item ids once and scores both runs on the same draw, so the interval is of the
+  difference itself (a run's two unpaired intervals overlap far more often than the difference is
+  doubtful); the macro difference resamples every language on its own and takes the mean over the
+  languages, as the leaderboard does;
+- the exact McNemar test on per-item correctness (an item is correct when its verdict is its label;
+  unparsed is wrong): the items only A got right against those only B got right, a two-sided exact
+  binomial test at 1/2 (scipy.stats.binomtest), with Holm's correction across the languages;
+- the items whose correctness flips, with both answers.
+
+Both runs' checkpoints are validated (the evidence policy, kit.results.evidence) and only complete
+ones count; a language either run lacks, or where the two disagree on an item's label, is listed as
+not compared, with why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.config.names import run_from_stem
+from kit.errors import ConfigError, MissingExtraError
+from kit.results import keys
+from kit.results.intervals import CONFIDENCE, f1_of_cells
+
+RESAMPLES = 2000
+_CELL_INDEX = {keys.TRUE_POSITIVE: 0, keys.FALSE_POSITIVE: 1, keys.TRUE_NEGATIVE: 2, keys.FALSE_NEGATIVE: 3,
+               keys.UNPARSED: 4}
+METHOD = (f"{CONFIDENCE:.0%} paired percentile bootstrap over item ids ({{resamples}} resamples, seeded by the "
+          "two runs and the language; the macro difference resamples each language and takes the mean over "
+          "languages); exact McNemar test on per-item correctness (two-sided binomial test at 1/2 on the items "
+          "one run alone got right, scipy.stats.binomtest), Holm-corrected across languages")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A score of A, of B, A minus B and the interval of the difference (low, high)."""
+
+    a: float
+    b: float
+    diff: float
+    low: float
+    high: float
+
+    def as_dict(self) -> dict[str, float]:
+        """JSON-ready form."""
+        return {"a": self.a, "b": self.b, "diff": self.diff, "low": self.low, "high": self.high}
+
+
+@dataclass(frozen=True)
+class Flip:
+    """An item one run got right and the other wrong."""
+
+    language: str
+    item_id: str
+    expected: str
+    predicted_a: str
+    predicted_b: str
+    answer_a: str | None
+    answer_b: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class LanguageComparison:
+    """One language: the paired items' count, the F1 and accuracy differences, McNemar's counts (items
+    only A got right, only B got right) and p-values (raw and Holm-corrected)."""
+
+    language: str
+    items: int
+    f1: Difference
+    accuracy: Difference
+    only_a_right: int
+    only_b_right: int
+    p_value: float
+    p_holm: float = 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"language": self.language, "items": self.items, "f1": self.f1.as_dict(),
+                "accuracy": self.accuracy.as_dict(), "only_a_right": self.only_a_right,
+                "only_b_right": self.only_b_right, "p_value": self.p_value, "p_holm": self.p_holm}
+
+
+@dataclass
+class Comparison:
+    """The comparison of run A with run B."""
+
+    run_a: str
+    run_b: str
+    languages: list[LanguageComparison]
+    macro_f1: Difference | None
+    macro_accuracy: Difference | None
+    not_compared: dict[str, str] = field(default_factory=dict)   # language -> why
+    flips: list[Flip] = field(default_factory=list)
+    resamples: int = RESAMPLES
+
+    @property
+    def method(self) -> str:
+        """How the intervals and tests were made, in one sentence."""
+        return METHOD.format(resamples=self.resamples)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"run_a": self.run_a, "run_b": self.run_b, "method": self.method,
+                "macro": {"f1": self.macro_f1.as_dict() if self.macro_f1 else None,
+                          "accuracy": self.macro_accuracy.as_dict() if self.macro_accuracy else None,
+                          "languages": len(self.languages)},
+                "languages": [lang.as_dict() for lang in self.languages],
+                "not_compared": self.not_compared, "flips": [f.as_dict() for f in self.flips]}
+
+
+def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str,
+                 resamples: int = RESAMPLES) -> Comparison:
+    """Compare run A (in RESULTS_A) with run B (in RESULTS_B, which may be the same tree); a
+    ConfigError when either run has no complete checkpoint or they share no language."""
+    if resamples < 100:
+        raise ConfigError(f"--resamples {resamples} is too few for a 95% interval", fix="use 1000 or more")
+    run_a, run_b = run_from_stem(run_a), run_from_stem(run_b)   # org__model and org/model name one run
+    found_a, bad_a = _run_predictions(results_a, run_a)
+    found_b, bad_b = _run_predictions(results_b, run_b)
+    not_compared = {lang: f"A's checkpoint is not counted: {why}" for lang, why in bad_a.items()}
+    not_compared.update({lang: f"B's checkpoint is not counted: {why}" for lang, why in bad_b.items()
+                         if lang not in not_compared})
+    for lang in sorted(set(found_a) ^ set(found_b)):
+        if lang not in not_compared:
+            not_compared[lang] = f"only {'A' if lang in found_a else 'B'} has a complete checkpoint"
+    np = _numpy()
+    seed_base = f"{run_a}\0{run_b}"
+    languages: list[LanguageComparison] = []
+    flips: list[Flip] = []
+    draws_f1, draws_acc = [], []
+    for lang in sorted(set(found_a) & set(found_b)):
+        paired = _pair_items(found_a[lang], found_b[lang])
+        if isinstance(paired, str):
+            not_compared[lang] = paired
+            continue
+        ids, expected, pred_a, pred_b, answers = paired
+        rng = np.random.default_rng(_seed(f"{seed_base}\0{lang}"))
+        result, f1_draws, acc_draws = _compare_language(np, rng, lang, expected, pred_a, pred_b, resamples)
+        languages.append(result)
+        draws_f1.append(f1_draws)
+        draws_acc.append(acc_draws)
+        flips.extend(Flip(lang, i, e, a, b, *answers.get(i, (None, None)))
+                     for i, e, a, b in zip(ids, expected, pred_a, pred_b) if (a == e) != (b == e))
+    if not languages:
+        reasons = "; ".join(f"{lang}: {why}" for lang, why in sorted(not_compared.items())) or "no checkpoints"
+        raise ConfigError(f"runs {run_a!r} and {run_b!r} share no language with complete checkpoints ({reasons})",
+                          fix="check both run names with `kit status`; a run is named as in the roster or by its "
+                              "file name (org__model)")
+    _holm(languages)
+    macro_f1 = _macro(np, [lang.f1 for lang in languages], draws_f1)
+    macro_acc = _macro(np, [lang.accuracy for lang in languages], draws_acc)
+    return Comparison(run_a, run_b, languages, macro_f1, macro_acc, dict(sorted(not_compared.items())), flips,
+                      resamples)
+
+
+def mcnemar_exact(only_a_right: int, only_b_right: int) -> float:
+    """The two-sided exact McNemar p-value: a binomial test of `only_a_right` out of the discordant
+    items at probability 1/2 (1.0 when no item is discordant)."""
+    n = only_a_right + only_b_right
+    if n == 0:
+        return 1.0
+    try:
+        from scipy.stats import binomtest
+    except ImportError as exc:
+        raise MissingExtraError("kit compare's exact McNemar test", "scipy", "report") from exc
+    return float(binomtest(only_a_right, n, 0.5, alternative="two-sided").pvalue)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the given order (each at most 1, never below an earlier
+    one in ascending order)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def _holm(languages: list[LanguageComparison]) -> None:
+    for i, p in enumerate(holm([lang.p_value for lang in languages])):
+        object.__setattr__(languages[i], "p_holm", p)
+
+
+def _compare_language(np, rng, lang: str, expected: list[str], pred_a: list[str], pred_b: list[str],
+                      resamples: int) -> tuple[LanguageComparison, Any, Any]:
+    """One language's differences, McNemar counts and p-value, and the bootstrap draws of the F1 and
+    accuracy differences (for the macro interval)."""
+    cells_a = np.array([_CELL_INDEX[_cell(e, p)] for e, p in zip(expected, pred_a)])
+    cells_b = np.array([_CELL_INDEX[_cell(e, p)] for e, p in zip(expected, pred_b)])
+    right_a = np.array([p == e for e, p in zip(expected, pred_a)])
+    right_b = np.array([p == e for e, p in zip(expected, pred_b)])
+    n = len(expected)
+    index = rng.integers(0, n, size=(resamples, n))
+    f1_draws = f1_of_cells(np, _counts(np, cells_a[index])) - f1_of_cells(np, _counts(np, cells_b[index]))
+    acc_draws = right_a[index].mean(axis=1) - right_b[index].mean(axis=1)
+    f1_a, f1_b = (float(f1_of_cells(np, _counts(np, c[None, :]))[0]) for c in (cells_a, cells_b))
+    acc_a, acc_b = float(right_a.mean()), float(right_b.mean())
+    only_a, only_b = int((right_a & ~right_b).sum()), int((right_b & ~right_a).sum())
+    return (LanguageComparison(lang, n, _difference(np, f1_a, f1_b, f1_draws),
+                               _difference(np, acc_a, acc_b, acc_draws), only_a, only_b, mcnemar_exact(only_a, only_b)),
+            f1_draws, acc_draws)
+
+
+def _counts(np, cells):
+    """Per row, the count of each of the five confusion cells."""
+    return np.stack([(cells == k).sum(axis=1) for k in range(5)], axis=1)
+
+
+def _difference(np, a: float, b: float, draws) -> Difference:
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    return Difference(a, b, a - b, float(low), float(high))
+
+
+def _macro(np, diffs: list[Difference], draws: list[Any]) -> Difference:
+    """The mean over languages of A, B and their difference, with the interval of the mean of each
+    draw's language differences."""
+    a = sum(d.a for d in diffs) / len(diffs)
+    b = sum(d.b for d in diffs) / len(diffs)
+    return _difference(np, a, b, np.mean(np.stack(draws), axis=0))
+
+
+def _cell(expected: str, predicted: str) -> str:
+    if predicted == keys.UNPARSED:
+        return keys.UNPARSED
+    if predicted == keys.YES:
+        return keys.TRUE_POSITIVE if expected == keys.YES else keys.FALSE_POSITIVE
+    return keys.FALSE_NEGATIVE if expected == keys.YES else keys.TRUE_NEGATIVE
+
+
+def _pair_items(a: Mapping[str, Any], b: Mapping[str, Any]):
+    """(ids, expected, A's verdicts, B's verdicts, {id: (A's answer, B's answer)}) over the items both
+    checkpoints hold, or why the language cannot be compared."""
+    items_a, items_b = _items(a), _items(b)
+    common = sorted(set(items_a) & set(items_b))
+    if not common:
+        return "the two checkpoints share no item id"
+    clash = next((i for i in common if items_a[i][keys.EXPECTED] != items_b[i][keys.EXPECTED]), None)
+    if clash is not None:
+        return f"item {clash!r} has another label in each checkpoint (different benchmark data)"
+    expected = [items_a[i][keys.EXPECTED] for i in common]
+    pred_a = [_verdict(items_a[i]) for i in common]
+    pred_b = [_verdict(items_b[i]) for i in common]
+    answers = {i: (items_a[i].get(keys.RAW_OUTPUT), items_b[i].get(keys.RAW_OUTPUT)) for i in common}
+    return common, expected, pred_a, pred_b, answers
+
+
+def _items(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {item[keys.ITEM_ID]: item for item in data.get(keys.PREDICTIONS) or []}
+
+
+def _verdict(item: Mapping[str, Any]) -> str:
+    predicted = item.get(keys.PREDICTED)
+    return keys.UNPARSED if predicted is None else predicted
+
+
+def _run_predictions(results: Path, run: str) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
+    """({language: checkpoint data} of RUN's complete checkpoints under RESULTS, {language: why not
+    counted} of its others). RUN is the roster's run name or the file name's stem."""
+    from kit.results.checkpoint import validate_checkpoint
+    from kit.results.store import iter_checkpoint_files
+
+    results = Path(results)
+    if not results.is_dir():
+        raise ConfigError(f"results folder {str(results)!r} does not exist",
+                          fix="point at the folder holding <language>/<run>.json checkpoints")
+    found: dict[str, Mapping[str, Any]] = {}
+    bad: dict[str, str] = {}
+    for path in iter_checkpoint_files(results):
+        if run_from_stem(path.stem) != run:
+            continue
+        state = validate_checkpoint(path)
+        language = path.parent.name if path.parent != results else str((state.data or {}).get(keys.METADATA, {})
+                                                                          .get(keys.LANGUAGE, path.stem))
+        if state.state == keys.PairState.COMPLETE and state.data is not None:
+            if _kind(state.data) != keys.KIND_LRB:
+                raise ConfigError(f"{path}: kit compare compares lrb checkpoints (yes/no items), not "
+                                  f"{_kind(state.data)} ones", fix="compare two runs of an lrb benchmark")
+            found[language] = state.data
+        else:
+            bad[language] = "; ".join(state.reasons) or state.state
+    if not found and not bad:
+        raise ConfigError(f"no checkpoint of run {run!r} under {results}",
+                          fix="name the run as the roster does (org/model) or by its file name (org__model); "
+                              "`kit status` lists them")
+    return found, bad
+
+
+def _kind(data: Mapping[str, Any]) -> object:
+    from kit.results.kinds import kind_name
+
+    return kind_name(data)
+
+
+def _seed(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big")
+
+
+def _numpy():
+    try:
+        import numpy as np
+    except ImportError as exc:
+        raise MissingExtraError("kit compare's bootstrap", "numpy", "report") from exc
+    return np

@@ -23,7 +23,9 @@ def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
     lrb: the land-use relevance benchmark's result files, which its loader reads
     (OUTPUT/<language>/<run>.json): its metadata keys only (a variant run's name as
     run_id), unparsed as null, metrics recomputed. Nothing is written when a checkpoint
-    is invalid or not an lrb one; they are listed and the exit code is 1.
+    is invalid or not an lrb one, or when two checkpoints would give one lrb file
+    different contents (lrb's top-level copy of a run and its copy in a batch folder);
+    they are listed and the exit code is 1. Byte-equal copies give the file once, said.
 
     \b
     Example:
@@ -33,7 +35,8 @@ def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
 
     done = export_lrb(results, output)
     render(Outcome("export", {"format": fmt, "written": [str(p) for p in done.written],
-                              "refused": {str(p): reasons for p, reasons in done.refused.items()}},
+                              "refused": {str(p): reasons for p, reasons in done.refused.items()},
+                              "same_as": {str(p): str(kept) for p, kept in done.same_as.items()}},
                    _lines(done, output), failed=bool(done.refused)), as_json)
 
 
@@ -43,5 +46,7 @@ def _lines(done, output: Path):
         yield f"FAIL  {path}: {'; '.join(reasons)}"
     if not done.refused:
         yield f"{len(done.written)} lrb result files written to {output}"
+        for path, kept in done.same_as.items():
+            yield f"  {path}: the same lrb file as {kept}, written once"
     else:
         yield f"nothing written: {len(done.refused)} checkpoint(s) cannot be exported"

@@ -93,22 +93,23 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
     render(Outcome("status", {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses],
                               "from_cache": cached},
-                   lambda: _print_tables(title, statuses, counts, every_pair, cached), errors=errors), as_json)
+                   lambda: _print_tables(title, statuses, counts, every_pair, cached, results), errors=errors), as_json)
 
 
-def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair: bool, cached: int | None) -> None:
+def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair: bool, cached: int | None,
+                  results: Path) -> None:
     """Print the run table and the pairs not complete (or, with --pairs, every pair), then the counts and
     how many verdicts came from kit's cache."""
     from rich.console import Console
 
     console = Console(width=160)
     if every_pair:
-        console.print(_pair_table(title, statuses))
+        console.print(_pair_table(title, statuses, results))
     else:
         console.print(_run_table(title, statuses))
         problems = [s for s in statuses if s.state != "complete"]
         if problems:
-            console.print(_pair_table("pairs not complete (every pair: --pairs)", problems))
+            console.print(_pair_table("pairs not complete (every pair: --pairs)", problems, results))
     click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
     if cached:
         click.echo(f"{cached} verdicts from kit's cache of files unchanged since they were validated "
@@ -121,17 +122,25 @@ STATE_STYLE = {"complete": "green", "stale": "magenta", "pending": "yellow", "in
                "unknown": "white"}
 
 
-def _pair_table(title: str, statuses: list):
-    """One row per pair: run, language, state, job, detail."""
+def _pair_table(title: str, statuses: list, results: Path):
+    """One row per pair: run, language, state, job, detail; and the file, when two rows would
+    otherwise read alike (lrb's top-level copy of a run and its copy in a batch folder), relative to
+    the results folder."""
+    import os
+    from collections import Counter
+
     from rich.markup import escape
     from rich.table import Table
 
+    twice = any(n > 1 for n in Counter((s.pair.run, s.pair.language) for s in statuses).values())
     table = Table(title=title, show_lines=False)
-    for col in ("run", "language", "state", "job", "detail"):
-        table.add_column(col)
+    for col in ("run", "language", *(("file",) if twice else ()), "state", "job", "detail"):
+        table.add_column(col, overflow="fold" if col == "file" else "ellipsis")
     for s in statuses:
-        table.add_row(escape(s.pair.run), escape(s.pair.language), f"[{STATE_STYLE.get(s.state, '')}]{s.state}[/]",
-                      escape(s.job or ""), escape("; ".join(s.reasons or s.notices)))
+        file = (escape(os.path.relpath(s.path, results)),) if twice else ()
+        table.add_row(escape(s.pair.run), escape(s.pair.language), *file,
+                      f"[{STATE_STYLE.get(s.state, '')}]{s.state}[/]", escape(s.job or ""),
+                      escape("; ".join(s.reasons or s.notices)))
     return table
 
 

@@ -96,3 +96,44 @@ def test_a_score_run_s_raw_output_has_lrb_s_six_decimals_for_every_score():
     data = {"metadata": meta, "predictions": [pred], "metrics": {}}
     out = lrb_result(data, "en")
     assert out["predictions"][0]["raw_output"] == "no=0.250000 yes=0.750000 native=1.098612"
+
+
+def _language_less(root: Path, folder: str, predicted: str) -> Path:
+    """org/a's result without a language (lrb's single-language layout), at RESULTS/<folder>/<run>.json
+    (folder "": RESULTS/<run>.json, lrb's top level; "strict-8-tokens": one of its batch folders)."""
+    preds = [lrb.prediction(f"i-{i}", "yes", predicted, predicted) for i in range(3)]
+    data = lrb.result("org/a", None, preds, throughput_items_per_second=24.0)
+    path = root / folder / lrb.file_name(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def test_two_results_for_one_lrb_file_are_refused_not_one_dropped(tmp_path):
+    root = _results(tmp_path)
+    top, batch = _language_less(root, "", "yes"), _language_less(root, "strict-8-tokens", "no")
+    out = tmp_path / "out"
+    done = export_lrb(root, out)
+    assert set(done.refused) == {top, batch}, done.refused
+    assert all("the same lrb file" in r[0] for r in done.refused.values()), done.refused
+    assert done.written == [] and not out.exists()
+
+
+def test_two_byte_equal_results_give_one_file_and_say_so(tmp_path):
+    root = _results(tmp_path)
+    top, batch = _language_less(root, "", "yes"), _language_less(root, "strict-8-tokens", "yes")
+    done = export_lrb(root, tmp_path / "out")
+    assert done.refused == {} and len(done.written) == 3, (done.refused, done.written)
+    assert set(done.same_as.items()) <= {(top, batch), (batch, top)} and len(done.same_as) == 1
+
+
+def test_status_pairs_names_the_file_of_two_copies_of_one_pair(tmp_path):
+    from inprocess import kit_in_process
+
+    root = _results(tmp_path)
+    _language_less(root, "", "yes")
+    _language_less(root, "strict-8-tokens", "no")
+    r = kit_in_process("status", str(root), "--pairs", cwd=tmp_path)
+    rows = [line for line in r.stdout.splitlines() if "org/a" in line and "und" in line]
+    assert len(rows) == 2, r.stdout
+    assert any("strict-8-tokens" in row for row in rows) and any("strict-8-tokens" not in row for row in rows), rows

@@ -73,6 +73,7 @@ class LrbExport:
 
     written: list[Path] = field(default_factory=list)
     refused: dict[Path, list[str]] = field(default_factory=dict)
+    same_as: dict[Path, Path] = field(default_factory=dict)   # a checkpoint whose lrb file another's equals
 
 
 def export_lrb(results: Path, out: Path) -> LrbExport:
@@ -102,12 +103,35 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
             export.refused[path] = [str(exc)]
     if export.refused:
         return export
-    files = {_destination(Path(), data): lrb_bytes(path, data) for path, data in converted.items()}
+    files = _one_source_each(export, {path: (_destination(Path(), data), lrb_bytes(path, data))
+                                      for path, data in converted.items()})
+    if export.refused:
+        return export
     with write_output(out, "export", force_needed=False, update=True, inputs=[results]) as folder:
         for rel, body in files.items():
             write_bytes_atomic(folder.stage / rel, body, durable=False)   # made durable when swapped in
     export.written = [out / rel for rel in files]
     return export
+
+
+def _one_source_each(export: LrbExport, made: dict[Path, tuple[Path, bytes]]) -> dict[Path, bytes]:
+    """{lrb file: bytes}, each file from one checkpoint. Checkpoints that would give one lrb file
+    different bytes (lrb's top-level copy of a run and its copy in a batch folder) are refused, none
+    dropped; byte-equal ones give the file once and are listed in `export.same_as`."""
+    by_file: dict[Path, list[Path]] = {}
+    for source, (rel, _) in made.items():
+        by_file.setdefault(rel, []).append(source)
+    for rel, sources in by_file.items():
+        if len(sources) < 2:
+            continue
+        if len({made[s][1] for s in sources}) > 1:
+            for source in sources:
+                others = ", ".join(str(o) for o in sources if o != source)
+                export.refused[source] = [f"would be written to the same lrb file {rel.as_posix()} as {others}, "
+                                          "which holds other results; export each folder on its own (-o apart)"]
+        else:
+            export.same_as.update({s: sources[0] for s in sources[1:]})
+    return {rel: made[sources[0]][1] for rel, sources in by_file.items()}
 
 
 def _destination(out: Path, data: Mapping[str, Any]) -> Path:

@@ -24,7 +24,9 @@ TP_THRESHOLD_PARAMS = 30_000_000_000
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
 GIB = 1 << 30
 MIB = 1 << 20
-_NAME_SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*[Bb](?![a-zA-Z\d])")
+# "32B", "1.2B", "27b"; not "A3B" (an MoE's active parameters), "E4B" (effective), "x7B" (see _EXPERTS)
+_NAME_SIZE = re.compile(r"(?<![\d.A-Za-z])(\d+(?:\.\d+)?)\s*[Bb](?![a-zA-Z\d])")
+_EXPERTS = re.compile(r"(?<![\d.A-Za-z])(\d+)x(\d+(?:\.\d+)?)[Bb](?![a-zA-Z\d])")   # "8x7B": 8 experts of 7B
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,14 @@ def weight_bytes(params: int | None, stored_bytes: int | None, stored_dtype: str
 
 
 def params_from_name(model_id: str) -> int | None:
-    """The parameter count a model id states ("Qwen3-32B" -> 32e9, "LFM2.5-1.2B" -> 1.2e9); None if none."""
-    found = _NAME_SIZE.findall(model_id.rsplit("/", 1)[-1])
-    return int(float(found[-1]) * 1e9) if found else None
+    """The total parameter count a model id states, an upper bound where it is read from parts
+    ("Qwen3-32B" -> 32e9; "Qwen3-30B-A3B" -> 30e9, the total, not the 3B active; "Mixtral-8x7B" ->
+    56e9, eight experts of 7B, attention counted eight times); the largest when it states several;
+    None when it states none."""
+    name = model_id.rsplit("/", 1)[-1]
+    sizes = [float(n) * float(m) for n, m in _EXPERTS.findall(name)]
+    sizes += [float(n) for n in _NAME_SIZE.findall(_EXPERTS.sub("", name))]
+    return int(max(sizes) * 1e9) if sizes else None
 
 
 def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteGpus) -> JobSize:

@@ -61,7 +61,9 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     Before submitting, each site's policy checks run on its frontend (OAR sites:
     `usagepolicycheck -t`) with their output shown, and an OAR job that is not of type
     night must not cross 09:00 or 19:00 Europe/Paris on a weekday. KIT_NOW (ISO time)
-    sets the clock those rules see. A --dry-run makes no ssh connection.
+    sets the clock those rules see. A --dry-run makes no ssh connection; it exits 1 when
+    a job's day window would refuse the submission now. --json carries every warning
+    and, per job, the basis of its GPU count (size, source, memory, margin).
 
     \b
     Examples:
@@ -82,12 +84,17 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     for warning in prepared.warnings:
         common.say(f"kit: warning: {warning}")
     if dry_run or not plan.pending:
-        data = {**plan.as_dict(), "dry_run": dry_run, "submitted": []}
+        data = {**plan.as_dict(), "dry_run": dry_run, "submitted": [], "warnings": list(prepared.warnings)}
         if prepared.weights is not None:
             # one script per job (a site may get several: one per backend and GPU count)
             data.update(weights=prepared.weights.as_dict(),
                         scripts={str(s.script_path): s.script_text for s in plan.sites})
-        render(Outcome("run", data, _unsubmitted_lines(prepared, array)), as_json)
+        from kit.launch.policy import day_window_refusals
+
+        # a dry run that finds its submission would be refused says so in its status and exit code (1)
+        data["would_be_refused"] = day_window_refusals(plan.sites, clock) if dry_run else []
+        render(Outcome("run", data, _unsubmitted_lines(prepared, array), failed=bool(data["would_be_refused"])),
+               as_json)
         return
     if not as_json:
         click.echo(_plan_lines(plan))   # progress: the plan, shown before the submission
@@ -96,7 +103,7 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     submissions = submit_run(plan, now=clock, show=common.say)
     failed = any(code != 0 for s in submissions for code in s.exit_codes.values())
     data = {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids, "exit_codes": s.exit_codes}
-                                            for s in submissions]}
+                                            for s in submissions], "warnings": list(prepared.warnings)}
     render(Outcome("run", data, _submitted_lines(prepared, submissions, array), failed=failed), as_json)
 
 

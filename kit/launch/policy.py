@@ -141,6 +141,19 @@ def check_before_submit(plans: Iterable, now: datetime | None = None,
             run_policy_checks(sp.site, sp.scheduler.frontend, show)
 
 
+def day_window_refusals(plans: Iterable, now: datetime | None = None) -> list[str]:
+    """What a submission now would be refused for by each job's day window (a dry run's finding),
+    one line each; [] when every job may be submitted."""
+    now = now or parse_now(None)
+    found = []
+    for sp in plans:
+        try:
+            check_day_window(sp.site, sp.request.walltime_s, now)
+        except SubmitError as exc:
+            found.append(f"site {sp.site.name}: {exc.one_line()}")
+    return found
+
+
 def describe(site: Site, walltime_s: int, now: datetime) -> list[str]:
     """What the gates would do, for --dry-run (no command runs)."""
     lines = [f"policy checks on {Frontend(site.frontend).where}: " + ("; ".join(policy_commands(site)) or "none")]

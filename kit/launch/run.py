@@ -9,6 +9,7 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from kit.config.project import Project
 from kit.config.roster import Run
@@ -54,6 +55,7 @@ class RunPlan:
     sites: list[SitePlan] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     held: list[Pair] = field(default_factory=list)    # pending, waiting for a calibration job (--walltime auto)
+    sizes: dict[tuple[str, str], Any] = field(default_factory=dict)   # (run, site) -> its JobSize
 
     def as_dict(self) -> dict:
         """JSON-ready summary (no script text)."""
@@ -67,10 +69,19 @@ class RunPlan:
             "jobs": [{"site": s.site.name, "backend": s.backend, "gpus": s.gpus, "pairs": len(s.pairs),
                       "slots": s.slots, "shard_count": s.shard_count, "array_size": s.request.array_size,
                       "walltime_s": s.request.walltime_s, "image": s.image.ref,
-                      "image_digest": s.image.env.get("KIT_IMAGE_DIGEST"), "sizing": s.group.note or None, "policy": s.policy,
+                      "image_digest": s.image.env.get("KIT_IMAGE_DIGEST"), "sizing": self._sizing(s), "policy": s.policy,
                       "script": str(s.script_path), "plan": str(s.plan_path),
                       "command": s.submit_argv} for s in self.sites],
+            "warnings": list(self.warnings),
         }
+
+    def _sizing(self, job: SitePlan) -> dict:
+        """How a job was sized: each run's GPU count and its basis (size, source, memory, margin), and
+        the walltime's under --walltime auto."""
+        runs = sorted({p.run for p in job.pairs})
+        return {"gpus": [{"run": run, "gpus": size.gpus, "basis": size.note, "checked": size.checked}
+                         for run in runs if (size := self.sizes.get((run, job.site.name))) is not None],
+                "walltime": job.group.note or None}
 
 
 @dataclass
@@ -135,6 +146,7 @@ def _plan_jobs(project: Project, sites: list[ResolvedSite], runs: list[Run], req
     # sized before the schedulers are asked anything: a job that cannot fit is refused without ssh
     sizes = {(run, site.name): job_size(by_name[run], site) for run in sorted({p.run for p in plan.pending})
              for site in sites}
+    plan.sizes = sizes
     plan.warnings += [f"{run} at {site}: {size.note}" for (run, site), size in sizes.items() if not size.checked]
     if not req.resubmit:
         owned = _owned(sites, req.dry_run, plan.warnings)

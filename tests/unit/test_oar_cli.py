@@ -162,7 +162,7 @@ def test_lyon_dry_run_prints_the_oarsub_line_a_grid5000_user_would_write(proj, l
     root, env, _, ssh_log, _ = proj
     r = kit("run", "--site", "lyon", "--model", "org/model-a", "--array", "3", "--dry-run", "--sites-file",
             str(EXAMPLES), "--roster", "roster.toml", cwd=root, env={**env, "KIT_NOW": TUESDAY_1830})
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr   # the dry run found that the day window would refuse it now
     line = next(x for x in r.stdout.splitlines() if x.startswith("oarsub "))
     assert line.startswith("oarsub -n kit-lyon-model-a-")   # the job name says what it runs
     assert (" -t exotic -q default -p \"cluster='sirius' AND gpu_compute_capability_major>=7 AND gpu_mem>=23040\" "
@@ -170,6 +170,13 @@ def test_lyon_dry_run_prints_the_oarsub_line_a_grid5000_user_would_write(proj, l
             "-O /home/jdoe/kit/logs/OAR.%jobid%.stdout -E /home/jdoe/kit/logs/OAR.%jobid%.stderr 'bash /home/jdoe/kit/jobs/kit-lyon-") in line
     assert "WOULD BE REFUSED" in r.stdout and "19:00" in r.stdout   # exotic, not night: the day window applies
     assert not ssh_log.exists()
+    data = json.loads(kit("run", "--site", "lyon", "--model", "org/model-a", "--array", "3", "--dry-run", "--json",
+                          "--sites-file", str(EXAMPLES), "--roster", "roster.toml", cwd=root,
+                          env={**env, "KIT_NOW": TUESDAY_1830}).stdout)
+    assert data["status"] == "failed" and "19:00" in data["data"]["would_be_refused"][0]
+    job = data["data"]["jobs"][0]
+    assert job["sizing"]["gpus"][0]["run"] == "org/model-a" and job["sizing"]["gpus"][0]["basis"]
+    assert isinstance(data["data"]["warnings"], list)
 
 
 def test_a_relative_path_on_a_remote_site_is_bad_input(proj):

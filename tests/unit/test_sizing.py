@@ -69,7 +69,11 @@ def test_a_cpu_site_asks_for_no_gpu():
 
 @pytest.mark.parametrize("name,params", [("Qwen/Qwen3-32B", 32e9), ("LiquidAI/LFM2.5-1.2B-Instruct", 1.2e9),
                                          ("google/gemma-3-27b-it", 27e9), ("org/model-a", None),
-                                         ("fastino/gliner2-base-v1", None)])
+                                         ("fastino/gliner2-base-v1", None),
+                                         # an MoE's id states its total, then its active parameters
+                                         ("Qwen/Qwen3-30B-A3B", 30e9), ("Qwen/Qwen3-235B-A22B-Instruct-2507", 235e9),
+                                         ("mistralai/Mixtral-8x7B-Instruct-v0.1", 56e9), ("openai/gpt-oss-120b", 120e9),
+                                         ("meta-llama/Llama-3.1-8B", 8e9), ("google/gemma-3n-E4B-it", None)])
 def test_the_size_a_model_id_states(name, params):
     assert params_from_name(name) == (int(params) if params else None)
 

@@ -43,7 +43,8 @@ def cancel(site_name: str, sites_file: Path, roster: Path, benchmark: Path | Non
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
     runs = project.roster.select(models)
     plan = cancel_site(project, site, runs, common.split_languages(languages), dry_run=dry_run)
-    render(Outcome("cancel", {**plan.as_dict(), "dry_run": dry_run}, _lines(plan, site.name, dry_run)), as_json)
+    render(Outcome("cancel", {**plan.as_dict(), "dry_run": dry_run}, _lines(plan, site.name, dry_run),
+                   errors=[f"site {site.name}: {why}" for why in plan.unknown]), as_json)
 
 
 def _lines(plan, site_name: str, dry_run: bool):
@@ -51,7 +52,10 @@ def _lines(plan, site_name: str, dry_run: bool):
     for job, state in sorted(plan.not_live.items()):
         yield f"job {job}: {state}, left alone"
     if not plan.jobs:
-        yield f"site {site_name}: no queued or running job owns a pending pair; nothing to cancel"
+        if not plan.unknown:
+            yield f"site {site_name}: no queued or running job owns a pending pair; nothing to cancel"
+        else:   # the errors say why: the site's jobs are not known, so "nothing to cancel" would be a guess
+            yield f"site {site_name}: its jobs could not all be known; nothing cancelled"
         return
     for job, pairs in plan.jobs.items():
         yield f"job {job}: {len(pairs)} pending pair(s): " + ", ".join(str(p) for p in pairs)

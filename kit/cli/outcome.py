@@ -14,14 +14,14 @@ from typing import Any
 
 import click
 
-from kit.cli.common import FAILED, OK, print_json
+from kit.cli.common import ERROR, FAILED, OK, print_json
 
 
 @dataclass
 class Outcome:
     """A command's result: `data` is the envelope's `data`; `failed` says the command did its job and
     found something wrong (a FAIL verdict, an invalid file, a failed job: exit 1); `errors` are
-    problems that kept part of the job from being done (printed on stderr, and failed too); `text`
+    problems that kept part of the job from being done (printed on stderr; status error, exit 1); `text`
     is what a person reads: lines, or a function that prints them (rich tables); `stopped_by` names
     the signal (SIGTERM, SIGINT) that stopped the command before its end: failed, exit 128 + N, as
     a shell reports a process the signal killed."""
@@ -35,8 +35,9 @@ class Outcome:
 
     @property
     def status(self) -> str:
-        """The envelope's status word: ok, or failed (errors, a finding)."""
-        return FAILED if self.failed or self.errors or self.stopped_by else OK
+        """The envelope's status word: error (a part could not be done: `errors`), failed (a finding,
+        or stopped by a signal), else ok."""
+        return ERROR if self.errors else FAILED if self.failed or self.stopped_by else OK
 
     @property
     def exit_code(self) -> int:

@@ -69,12 +69,12 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     cached = None             # verdicts taken from kit's cache (a local tree only)
     if site_names or all_sites:
         from kit.launch.site import load_named_sites
-        from kit.launch.sitestatus import NOT_READ, statuses_at_sites
+        from kit.launch.sitestatus import statuses_at_sites
 
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         sites = load_named_sites(sites_file, None if all_sites else list(site_names))
-        statuses = statuses_at_sites(project, sites, project.roster.select(models), common.split_languages(languages))
-        errors = sorted({r for s in statuses if s.state == "unknown" for r in s.reasons if NOT_READ in r})
+        statuses, errors = statuses_at_sites(project, sites, project.roster.select(models),
+                                             common.split_languages(languages))
     elif common.roster_to_use(roster):
         from kit.plan import select_pairs
         from kit.results.identity import PlanExpectations

@@ -23,19 +23,22 @@ class CancelPlan:
     jobs: dict[str, list[Pair]] = field(default_factory=dict)     # job id -> its pending pairs
     command: list[str] = field(default_factory=list)
     not_live: dict[str, str] = field(default_factory=dict)       # job id -> why it is left alone
+    unknown: list[str] = field(default_factory=list)             # why some pairs' jobs could not be known
     done: bool = False
 
     def as_dict(self) -> dict:
         """JSON-ready form."""
         return {"site": self.site, "command": self.command, "cancelled": self.done,
                 "jobs": {j: [[p.run, p.language] for p in pairs] for j, pairs in self.jobs.items()},
-                "left_alone": self.not_live}
+                "left_alone": self.not_live, "unknown": self.unknown}
 
 
 def jobs_to_cancel(site: str, statuses: list[PairStatus]) -> CancelPlan:
     """Pure: the queued or running jobs that own pairs without a complete checkpoint."""
     plan = CancelPlan(site)
     for st in statuses:
+        if st.state == PairState.UNKNOWN:   # the site or its scheduler could not be asked: say so, not "nothing"
+            plan.unknown.extend(r for r in st.reasons if r not in plan.unknown)
         if st.job is None or st.state == PairState.COMPLETE:
             continue
         if st.state in LIVE:

@@ -143,10 +143,14 @@ def merge_sites(per_site: dict[str, list[PairStatus]]) -> list[PairStatus]:
     return [best[p] for p in sorted(best)]
 
 
-def statuses_at_sites(project, sites: list[ResolvedSite], runs, languages) -> list[PairStatus]:
+def statuses_at_sites(project, sites: list[ResolvedSite], runs, languages) -> tuple[list[PairStatus], list[str]]:
     """Every planned pair over these sites: one row per pair, its most advanced state (complete
-    anywhere wins), the site in its detail."""
-    return merge_sites({site.name: site_pair_status(project, site, runs, languages) for site in sites})
+    anywhere wins), the site in its detail; and, one line each, every site whose checkpoints could not
+    be read (taken before the merge, where a reachable site's state would hide an unreachable one)."""
+    per_site = {site.name: site_pair_status(project, site, runs, languages) for site in sites}
+    unread = [f"[{name}] {reason}" for name, statuses in per_site.items()
+              for reason in sorted({r for st in statuses for r in st.reasons if r.startswith(NOT_READ)})]
+    return merge_sites(per_site), unread
 
 
 def checkpoint_states(project, sites: list[ResolvedSite], pairs) -> list[PairStatus]:

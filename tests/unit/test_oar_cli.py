@@ -89,6 +89,13 @@ frontend = "nancy.g5k"
 root = "/home/jdoe/kit"
 results = "/home/jdoe/kit/results"
 
+[site.remote-two]
+scheduler = "oar"
+runtime = "host"
+frontend = "grenoble.g5k"
+root = "/home/jdoe/kit"
+results = "/home/jdoe/kit/results"
+
 [site.remote-rel]
 scheduler = "oar"
 runtime = "host"
@@ -361,10 +368,26 @@ def test_status_of_an_unreachable_frontend_says_unknown_and_why_instead_of_crash
     pairs = body["data"]["pairs"]
     assert {p["state"] for p in pairs} == {"unknown"}
     assert "[remote-ok] checkpoints not read: cannot reach frontend 'nancy.g5k'" in pairs[0]["reasons"][0]
-    assert body["status"] == "failed" and body["errors"] == [pairs[0]["reasons"][0]]
+    assert body["status"] == "error" and body["errors"] == [pairs[0]["reasons"][0]]
     assert "nancy.g5k" in ssh_log.read_text()
     r = kit("status", "--site", "remote-ok", "--model", "org/model-a", cwd=root, env=env)
     assert r.returncode == 1 and "kit: [remote-ok] checkpoints not read: cannot reach" in r.stderr
+    # two unreachable sites: each is named, not only the first
+    body = json.loads(kit("status", "--site", "remote-ok", "--site", "remote-two", "--model", "org/model-a", "--json",
+                          cwd=root, env=env).stdout)
+    assert body["status"] == "error" and len(body["errors"]) == 2, body["errors"]
+    assert "nancy.g5k" in body["errors"][0] and "grenoble.g5k" in body["errors"][1]
+
+
+def test_cancel_at_an_unreachable_frontend_says_so_rather_than_nothing_to_cancel(proj):
+    root, env, *_ = proj
+    r = kit("cancel", "--site", "remote-ok", "--model", "org/model-a", "--dry-run", "--json", cwd=root, env=env)
+    body = json.loads(r.stdout)
+    assert r.returncode == 1 and body["status"] == "error", (r.stdout, r.stderr)
+    assert "nancy.g5k" in body["errors"][0] and body["data"]["jobs"] == {}
+    text = kit("cancel", "--site", "remote-ok", "--model", "org/model-a", "--dry-run", cwd=root, env=env)
+    assert "nothing to cancel" not in text.stdout and "could not all be known" in text.stdout
+    assert "kit: site remote-ok: checkpoints not read: cannot reach frontend 'nancy.g5k'" in text.stderr
 
 
 def test_run_to_an_unreachable_frontend_fails_before_submitting_anything(proj):

@@ -29,7 +29,8 @@ def _command(outcome: Outcome):
 @pytest.mark.parametrize("failed,errors,status,code", [
     (False, [], "ok", 0),
     (True, [], "failed", 1),
-    (False, ["site a: checkpoints not read"], "failed", 1),
+    (False, ["site a: checkpoints not read"], "error", 1),
+    (True, ["site a: checkpoints not read"], "error", 1),
 ])
 def test_the_status_word_and_exit_code_come_from_the_outcome(failed, errors, status, code):
     outcome = Outcome("status", {"n": 3}, ["one", "two"], failed=failed, errors=errors)

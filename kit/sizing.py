@@ -114,14 +114,26 @@ def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteG
     if fewest > site.gpus_per_node:
         raise ConfigError(
             f"run {run!r} needs {what} of GPU memory: {fewest} GPUs of {capacity / GIB:.0f} GiB, and a job of site "
-            f"{site.name!r} spans one node of {site.gpus_per_node} GPUs",
+            f"{site.name!r} spans one node of gpus_per_node = {site.gpus_per_node} GPU(s)",
             fix="run it at a site with more or bigger GPUs per node, or use a quantized variant")
     gpus = _dividing(run, model, fewest, site)
     return JobSize(gpus, _floor(need / gpus, site), f"{gpus} GPU(s) (tensor parallel) for {what}", True)
 
 
+def tensor_parallel_fits(attention_heads: int, kv_heads: int, gpus: int) -> bool:
+    """vLLM's rule for a tensor-parallel size: it divides the attention heads, and it divides the KV
+    heads or is a multiple of them (then each KV head is replicated on gpus / kv_heads GPUs)."""
+    if attention_heads % gpus:
+        return False
+    return kv_heads % gpus == 0 if gpus <= kv_heads else gpus % kv_heads == 0
+
+
+_TP_RULE = ("vLLM's tensor parallelism needs a count that divides the attention heads, and divides the KV heads "
+            "or is a multiple of them")
+
+
 def _dividing(run: str, model: ModelSize, fewest: int, site: SiteGpus) -> int:
-    """The smallest count from `fewest` up to the node's GPUs dividing both head counts."""
+    """The smallest count from `fewest` up to the node's GPUs that vLLM can shard the model over."""
     if fewest == 1:
         return 1
     if not model.attention_heads:
@@ -130,18 +142,19 @@ def _dividing(run: str, model: ModelSize, fewest: int, site: SiteGpus) -> int:
                               "options.attention_heads (and options.kv_heads)")
     kv = model.kv_heads or model.attention_heads
     for g in range(fewest, site.gpus_per_node + 1):
-        if model.attention_heads % g == 0 and kv % g == 0:
+        if tensor_parallel_fits(model.attention_heads, kv, g):
             return g
+    valid = [g for g in range(1, site.gpus_per_node + 1) if tensor_parallel_fits(model.attention_heads, kv, g)]
     raise ConfigError(
-        f"run {run!r} needs at least {fewest} GPUs at site {site.name!r}, and no count up to its "
-        f"{site.gpus_per_node} GPUs per node divides both {model.attention_heads} attention heads and {kv} KV heads "
-        "(vLLM's tensor parallelism needs that)",
+        f"run {run!r} needs at least {fewest} GPUs at site {site.name!r}, and no count from {fewest} up to its "
+        f"gpus_per_node = {site.gpus_per_node} fits {model.attention_heads} attention heads and {kv} KV heads "
+        f"({_TP_RULE}; the valid counts there: {', '.join(map(str, valid))})",
         fix="run it at a site with bigger GPUs or more GPUs per node, or use a quantized variant")
 
 
 def _by_threshold(run: str, model: ModelSize, site: SiteGpus) -> int:
     """Without any memory figure: one GPU below TP_THRESHOLD_PARAMS; from there, the most GPUs of the
-    node that divide both head counts."""
+    node vLLM can shard the model over."""
     if model.params is None or model.params < TP_THRESHOLD_PARAMS:
         return 1
     if not model.attention_heads:
@@ -149,7 +162,7 @@ def _by_threshold(run: str, model: ModelSize, site: SiteGpus) -> int:
                           "is unknown", fix="stage the snapshot (its config.json has num_attention_heads) or set "
                                             "options.attention_heads (and options.kv_heads)")
     kv = model.kv_heads or model.attention_heads
-    return max(g for g in range(1, site.gpus_per_node + 1) if model.attention_heads % g == 0 and kv % g == 0)
+    return max(g for g in range(1, site.gpus_per_node + 1) if tensor_parallel_fits(model.attention_heads, kv, g))
 
 
 def _floor(per_gpu_bytes: float, site: SiteGpus) -> int | None:

@@ -97,7 +97,7 @@ def validate(model: type[M], data: dict[str, Any], path: Path, text: str | None 
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise config_error_from(exc, Path(path), text) from None
+        raise config_error_from(exc, Path(path), text, model) from None
 
 
 def load_model(model: type[M], path: Path, what: str) -> M:
@@ -107,8 +107,10 @@ def load_model(model: type[M], path: Path, what: str) -> M:
     return validate(model, data, path, path.read_text(encoding="utf-8"))
 
 
-def config_error_from(exc: ValidationError, path: Path, text: str | None) -> ConfigError:
-    """Turn the first pydantic error into one ConfigError line (file:line: key: problem; fix)."""
+def config_error_from(exc: ValidationError, path: Path, text: str | None,
+                      model: type[BaseModel] | None = None) -> ConfigError:
+    """Turn the first pydantic error into one ConfigError line (file:line: key: problem; fix). With
+    the `model` validated, an unknown key's fix names the nearest key the table has."""
     err = exc.errors()[0]
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
     key = format_loc(loc)
@@ -118,6 +120,8 @@ def config_error_from(exc: ValidationError, path: Path, text: str | None) -> Con
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     fix = (err.get("ctx") or {}).get(_FIX) or _HINTS.get(err["type"]) or _bound_fix(err)
+    if err["type"] == "extra_forbidden" and model is not None and loc and isinstance(loc[-1], str):
+        fix = _nearest_key_fix(loc[-1], _model_at(model, loc[:-1])) or fix
     if fix is None and err["type"].endswith("_type") or err["type"].endswith("_parsing"):
         fix = "give a value of the expected type"
     got = err.get("input")
@@ -125,6 +129,48 @@ def config_error_from(exc: ValidationError, path: Path, text: str | None) -> Con
     if len(shown) > 90:
         shown = shown[:87] + "...)"
     return ConfigError(f"{where}: {key}: {msg}{shown}" if key else f"{where}: {msg}{shown}", fix=fix)
+
+
+def _model_at(model: type[BaseModel], loc: list[Any]) -> type[BaseModel] | None:
+    """The model of the table at `loc` under `model` (through lists, dicts and optionals), or None."""
+    from pydantic import BaseModel
+
+    current: Any = model
+    for part in loc:
+        if not isinstance(current, type) or not issubclass(current, BaseModel):
+            return None
+        if isinstance(part, str) and part in current.model_fields:
+            current = _inner_model(current.model_fields[part].annotation)
+        # an int (a list index) or another str (a dict key, e.g. a site's name) keeps the item model
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _inner_model(annotation: Any) -> Any:
+    """The first pydantic model in a field's type (list[Site] -> Site, dict[str, Site] -> Site)."""
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _nearest_key_fix(unknown: str, model: type[BaseModel] | None) -> str | None:
+    """'remove it, or did you mean KEY?' with the table's key nearest `unknown` (one that begins
+    with it, else the closest spelling), or None."""
+    import difflib
+
+    if model is None:
+        return None
+    keys = sorted({field.alias or name for name, field in model.model_fields.items()})
+    near = ([k for k in keys if k.startswith(unknown) or unknown.startswith(k)]
+            or difflib.get_close_matches(unknown, keys, n=1, cutoff=0.6))
+    return f"remove it, or did you mean {near[0]}?" if near else None
 
 
 def format_loc(loc: list[Any]) -> str:

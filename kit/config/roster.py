@@ -269,7 +269,7 @@ def load_roster(path: Path, *, allow_unpinned: bool = False) -> tuple[Roster, Pa
     try:
         roster = Roster.model_validate(data, context={"allow_unpinned": allow_unpinned})
     except ValidationError as exc:
-        raise config_error_from(exc, path, text) from None
+        raise config_error_from(exc, path, text, Roster) from None
     if not roster.run:
         raise ConfigError(f"{path}: the roster has no [[run]]", fix="add a [[run]] with model, revision and backend")
     return roster, path.resolve().parent

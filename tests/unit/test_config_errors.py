@@ -204,3 +204,19 @@ def test_a_value_out_of_bounds_is_told_its_bound(tmp_path, body, fix):
     with pytest.raises(ConfigError) as exc:
         load_roster(p)
     assert "run[0].batch_size" in exc.value.message and exc.value.fix == fix
+
+
+@pytest.mark.parametrize("written,meant", [("gpus", "gpus_per_node"), ("gpu_memory", "gpu_memory_gib"),
+                                           ("job_type", "job_types"), ("walltimes", "walltime")])
+def test_an_unknown_site_key_names_the_nearest_one(tmp_path, written, meant):
+    (tmp_path / "sites.toml").write_text(f'[site.x]\nscheduler = "slurm"\n{written} = 4\n')
+    with pytest.raises(ConfigError) as exc:
+        load_sites(tmp_path / "sites.toml")
+    assert f"site.x.{written}" in str(exc.value) and f"did you mean {meant}?" in exc.value.one_line()
+
+
+def test_an_unknown_roster_key_names_the_nearest_one(tmp_path):
+    (tmp_path / "roster.toml").write_text(roster(GOOD_RUN + "batchsize = 8\n"))
+    with pytest.raises(ConfigError) as exc:
+        load_roster(tmp_path / "roster.toml")
+    assert "did you mean batch_size?" in exc.value.one_line()

@@ -66,7 +66,7 @@ def plan(tmp_path: Path, runs: str, sites: list[str]):
 def test_each_site_gets_its_own_gpu_count_in_either_order(tmp_path):
     runs = run("org/big-70B", "vllm", options="{ attention_heads = 64, kv_heads = 8 }")
     for order in (["nancy", "lyon"], ["lyon", "nancy"]):
-        with pytest.raises(ConfigError, match="site 'nancy' spans one node of 2 GPUs"):
+        with pytest.raises(ConfigError, match="site 'nancy' spans one node of gpus_per_node = 2 GPU"):
             plan(tmp_path / "-".join(order), runs, order)   # 163 GiB needs 3 of nancy's 80 GiB GPUs: it has 2
     sized = plan(tmp_path / "lyon", runs, ["lyon"])
     assert [s.gpus for s in sized.sites] == [8]   # 163 GiB over 40 GiB GPUs: 5 -> 8, the first count dividing 64 and 8

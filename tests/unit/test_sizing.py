@@ -36,16 +36,35 @@ def test_vllm_takes_the_fewest_gpus_that_hold_the_model_and_divide_both_head_cou
     assert size_job("r", "vllm", True, model(64), site(8, 40)).gpus == 2
     # 48 heads and 8 KV heads on 6-GPU nodes of 24 GiB: 80 GiB needs 4, and 4 divides both
     assert size_job("r", "vllm", True, model(64, 48, 8), site(6, 24)).gpus == 4
-    # 6 would divide 48 but not 8 KV heads: never chosen
-    with pytest.raises(ConfigError, match="divides both 48 attention heads and 8 KV heads"):
+    # 5 divides neither, 6 divides 48 but is neither a divisor nor a multiple of 8 KV heads: never chosen
+    with pytest.raises(ConfigError, match="fits 48 attention heads and 8 KV heads") as exc:
         size_job("r", "vllm", True, model(80, 48, 8), site(6, 20))
+    assert "gpus_per_node = 6" in str(exc.value) and "the valid counts there: 1, 2, 4" in str(exc.value)
+
+
+@pytest.mark.parametrize("heads,kv,gpus,fits", [
+    (64, 4, 8, True),     # Qwen3-235B-A22B on 8 GPUs: 8 divides 64, and each of 4 KV heads is on 2 GPUs
+    (64, 8, 8, True), (64, 8, 16, True), (64, 4, 6, False), (48, 8, 6, False), (40, 8, 4, True),
+    (40, 8, 16, False),   # 16 does not divide 40 attention heads
+    (32, 32, 3, False), (28, 4, 7, False),   # 7 divides 28 but neither divides nor is a multiple of 4
+])
+def test_tensor_parallel_follows_vllm_s_rule(heads, kv, gpus, fits):
+    from kit.sizing import tensor_parallel_fits
+
+    assert tensor_parallel_fits(heads, kv, gpus) is fits
+
+
+def test_a_moe_with_few_kv_heads_shards_over_a_multiple_of_them():
+    # 235B in bf16 x 1.25 = 547 GiB over 80 GiB GPUs: 7 needed, 8 fits (64 heads, 4 KV heads replicated)
+    big = ModelSize(int(470 * GIB), 235 * 10**9, 64, 4, "test")
+    assert size_job("Qwen/Qwen3-235B-A22B", "vllm", True, big, site(8, 80)).gpus == 8
 
 
 def test_each_site_is_sized_from_its_own_gpus():
     big = model(40)
     assert size_job("r", "vllm", True, big, site(8, 24)).gpus == 4       # 50 GiB over 24 GiB GPUs -> 3 -> 4 divides
     assert size_job("r", "vllm", True, big, site(1, 80)).gpus == 1       # one 80 GiB GPU holds it
-    with pytest.raises(ConfigError, match="spans one node of 1 GPUs"):
+    with pytest.raises(ConfigError, match="spans one node of gpus_per_node = 1 GPU"):
         size_job("r", "vllm", True, big, site(1, 24))
 
 

@@ -27,8 +27,9 @@ from kit.cli.outcome import Outcome, render
                    "each job's walltime sized to its longest shard (a run never measured gets a one-pair "
                    "calibration job first).")
 @click.option("--job-type", "job_types", multiple=True, metavar="TYPE",
-              help="OAR job type (-t), repeatable ('night exotic' counts as two); replaces the sites' job_types "
-                   "for this run. night is refused at a site with night_jobs = false.")
+              help="OAR job type (-t), repeatable ('night exotic' counts as two); replaces the sites' night, "
+                   "besteffort and day types for this run, and keeps their others (exotic). night is refused at "
+                   "a site with night_jobs = false.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, the job script and the exact command; submit nothing.")
 @click.option("--resubmit", is_flag=True,
               help="Submit pairs that a live job of yours already owns (queued or running) as well.")

@@ -20,6 +20,9 @@ G5K_POLICY_CHECKS = ("usagepolicycheck -t",)
 # OAR job types whose script does not run on the reserved node (Grid'5000: deploy jobs are for
 # kadeploy, which installs a system on the nodes from the frontend)
 FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)"}
+# OAR job types that say when a job may run: --job-type replaces these; a site's other types (exotic:
+# the hardware it may reserve, which Lyon's sirius requires) stay whatever --job-type says
+WHEN_JOB_TYPES = ("night", "besteffort", "day")
 _JOB_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_.=-]*$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")

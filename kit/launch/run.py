@@ -298,4 +298,7 @@ def site_for_run(resolved: ResolvedSite, walltime: str | None, job_types: tuple[
         raise ConfigError(f"site {site.name} takes no job type night (night_jobs = false in its sites.toml entry)",
                           fix=f"drop --job-type night for {site.name}: its day jobs must end before 09:00 or 19:00 "
                               "Europe/Paris (--walltime), or start after 19:00")
-    return resolved.with_config(job_types=types)
+    from kit.config.sites import WHEN_JOB_TYPES
+
+    kept = tuple(t for t in site.job_types if t not in WHEN_JOB_TYPES)   # exotic and the like stay
+    return resolved.with_config(job_types=(*kept, *(t for t in types if t not in kept)))

@@ -221,7 +221,8 @@ def test_the_same_job_fits_with_a_shorter_walltime_or_as_a_night_job(proj):
         assert r.returncode == 0, r.stderr
     subs = fake.calls("oarsub")
     assert "-t" not in subs[0]["argv"] or subs[0]["argv"][subs[0]["argv"].index("-t") + 1] == "exotic"
-    assert subs[1]["argv"][subs[1]["argv"].index("-t") + 1] == "night"
+    # --job-type night says when; the site's exotic (which hardware) stays
+    assert [subs[1]["argv"][i + 1] for i, a in enumerate(subs[1]["argv"]) if a == "-t"] == ["exotic", "night"]
 
 
 def test_a_site_without_night_jobs_is_never_offered_or_given_one(proj):
@@ -241,6 +242,16 @@ def test_job_types_given_together_become_one_t_each(proj):
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "-t"] == ["night", "besteffort"]
     r = kit("run", "--site", "ci", "--model", "org/model-a", "--job-type", "night;rm", cwd=root, env=env)
     assert r.returncode == 2 and "not an OAR job type" in r.stderr
+
+
+def test_job_type_keeps_the_types_a_site_requires(proj):
+    root, env, fake, *_ = proj
+    # sirius needs -t exotic; --job-type besteffort says when the job may run, not which hardware
+    r = kit("run", "--site", "ci-sirius", "--model", "org/model-a", "--job-type", "besteffort", cwd=root,
+            env={**env, "KIT_NOW": "2026-12-05T12:00"})
+    assert r.returncode == 0, r.stderr
+    argv = fake.calls("oarsub")[0]["argv"]
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "-t"] == ["exotic", "besteffort"]
 
 
 def test_a_deploy_job_is_refused_before_anything_is_submitted(proj):

@@ -147,7 +147,8 @@ class Site(BaseModel):
                                          "refused)")
     hf_token_file: str | None = Field(None, description="file with the HF token, mode 600, on this machine: "
                                       "`kit weights stage --site NAME` uses it for gated models; jobs never get it")
-    python: str | None = Field(None, description="host runtime: the python that has kit's worker installed")
+    python: str | None = Field(None, description="host runtime: the python that has kit's worker installed "
+                               "(default on a local site: the launcher's; a remote site must set it)")
     docker_image: str | None = Field(None, description="docker runtime: image reference")
 
     @model_validator(mode="before")
@@ -217,6 +218,16 @@ class Site(BaseModel):
         if "night" in self.job_types and not self.night_jobs:
             raise invalid("job type night, but night_jobs = false",
                           fix="drop night from job_types, or set night_jobs = true if the site accepts night jobs")
+        return self
+
+    @model_validator(mode="after")
+    def _remote_python(self) -> "Site":
+        # the Python running the launcher is a path on this machine, not on the cluster's nodes
+        if self.runtime == "host" and self.is_remote and not self.python:
+            raise invalid("runtime host on a remote site needs python: the interpreter on the cluster's nodes that "
+                          "has kit's worker installed",
+                          fix='set python = "/home/<login>/kit-venv/bin/python" (a path on the cluster), or use '
+                              "runtime apptainer")
         return self
 
     @field_validator("forward_env")

@@ -49,7 +49,8 @@ def folder(frontend):
 
 
 def site(**kw) -> Site:
-    return Site.model_validate({"name": "ci-it", "scheduler": "oar", "runtime": "host", "frontend": "kit-frontend",
+    return Site.model_validate({"name": "ci-it", "scheduler": "oar", "runtime": "host", "python": "python3",
+                                "frontend": "kit-frontend",
                                 "root": "/tmp", "results": "/tmp", **kw})
 
 

@@ -105,9 +105,9 @@ def frontend(hub):
     cluster.chmod(0o755)
     shutil.chown(cluster, "kit", "kit")
     (hub.work / "sites.toml").write_text(
-        f'[site.ssh]\nscheduler = "oar"\nruntime = "host"\nfrontend = "kit-frontend"\nroot = "{cluster}/kit"\n'
+        f'[site.ssh]\nscheduler = "oar"\nruntime = "host"\npython = "python3"\nfrontend = "kit-frontend"\nroot = "{cluster}/kit"\n'
         f'results = "{cluster}/results"\nweights = "{cluster}/hf-hub"\n\n'
-        f'[site.ssh-empty]\nscheduler = "oar"\nruntime = "host"\nfrontend = "kit-frontend"\nroot = "{cluster}/kit"\n'
+        f'[site.ssh-empty]\nscheduler = "oar"\nruntime = "host"\npython = "python3"\nfrontend = "kit-frontend"\nroot = "{cluster}/kit"\n'
         f'results = "{cluster}/results"\nweights = "{cluster}/empty-hub"\n')
     yield cluster
     shutil.rmtree(cluster, ignore_errors=True)

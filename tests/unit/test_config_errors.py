@@ -220,3 +220,11 @@ def test_an_unknown_roster_key_names_the_nearest_one(tmp_path):
     with pytest.raises(ConfigError) as exc:
         load_roster(tmp_path / "roster.toml")
     assert "did you mean batch_size?" in exc.value.one_line()
+
+
+def test_a_remote_host_site_without_python_is_refused_not_given_this_machine_s(tmp_path):
+    (tmp_path / "sites.toml").write_text('[site.nancy]\nscheduler = "oar"\nfrontend = "nancy.g5k"\nruntime = "host"\n'
+                                         'root = "/home/j/kit"\nresults = "/home/j/r"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_sites(tmp_path / "sites.toml")
+    assert "site.nancy" in str(exc.value) and "needs python" in str(exc.value) and "runtime apptainer" in exc.value.fix

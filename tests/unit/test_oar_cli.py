@@ -86,6 +86,7 @@ policy_checks = ["{refuse}"]
 scheduler = "oar"
 runtime = "host"
 frontend = "nancy.g5k"
+python = "/home/jdoe/kit-venv/bin/python"
 root = "/home/jdoe/kit"
 results = "/home/jdoe/kit/results"
 
@@ -93,6 +94,7 @@ results = "/home/jdoe/kit/results"
 scheduler = "oar"
 runtime = "host"
 frontend = "grenoble.g5k"
+python = "/home/jdoe/kit-venv/bin/python"
 root = "/home/jdoe/kit"
 results = "/home/jdoe/kit/results"
 
@@ -100,6 +102,7 @@ results = "/home/jdoe/kit/results"
 scheduler = "oar"
 runtime = "host"
 frontend = "nancy.g5k"
+python = "/home/jdoe/kit-venv/bin/python"
 root = "kit"
 results = "/home/jdoe/kit/results"
 ''')

@@ -84,7 +84,7 @@ def test_remote_sites_need_absolute_cluster_paths():
     assert "images = 'images' is relative" in str(err.value) and err.value.exit_code == 2
     with pytest.raises(ConfigError):
         check_remote_paths(Site(name="n", scheduler="oar", frontend="nancy.g5k", runtime="host", root="~/kit",
-                                results="/r"))
+                                results="/r", python="python3"))
 
 
 # ids not named "images": that keyword is the images tier's marker, which conftest deselects

@@ -1,7 +1,8 @@
 """The `host` runtime: the worker runs in a Python environment on the node, no container.
 
 Settings (sites.toml): `python` — the interpreter that has kit's worker extra installed
-(default: the Python running the launcher). Example::
+(default on a local site: the Python running the launcher; a remote site must set it, a path on
+its nodes). Example::
 
     [site.workstation]
     scheduler = "local"

@@ -125,7 +125,8 @@ class Site(BaseModel):
                                          "OAR site, the largest GPU its filter can give; kit refuses what cannot fit")
     cpus_per_task: int | None = Field(None, ge=1, description="CPU cores per job: Slurm --cpus-per-task; OAR "
                                       "core=N for a job without GPUs; unset: the scheduler's default")
-    mem_gb: int | None = Field(None, ge=1, description="memory per job (GB); Slurm sites may instead give mem_per_gpu_gb")
+    mem_gb: int | None = Field(None, ge=0, description="memory per job (GB); 0: all of the node's memory (Slurm "
+                               "--mem=0); Slurm sites may instead give mem_per_gpu_gb")
     mem_per_gpu_gb: int | None = Field(None, ge=1, description="Slurm: memory per allocated GPU (--mem-per-gpu)")
     exclusive: StrictBool = Field(False, description="Slurm: --exclusive (the whole node)")
     constraint: str | None = Field(None, description="Slurm: --constraint, e.g. 'a100&ib'")
@@ -181,8 +182,13 @@ class Site(BaseModel):
 
     @model_validator(mode="after")
     def _memory(self) -> "Site":
-        if self.mem_gb and self.mem_per_gpu_gb:
+        if self.mem_gb is not None and self.mem_per_gpu_gb:
             raise invalid("mem_gb and mem_per_gpu_gb are both set", fix="keep one: Slurm refuses --mem with --mem-per-gpu")
+        per_cpu = [a for a in self.submit_args if a.split("=", 1)[0] == "--mem-per-cpu"]
+        if per_cpu and (self.mem_gb is not None or self.mem_per_gpu_gb):
+            raise invalid(f"submit_args entry {per_cpu[0]!r} beside kit's "
+                          f"{'--mem' if self.mem_gb is not None else '--mem-per-gpu'} (mem_gb or mem_per_gpu_gb)",
+                          fix="keep one memory option: Slurm refuses --mem, --mem-per-cpu and --mem-per-gpu together")
         slurm_only = [k for k in ("mem_per_gpu_gb", "constraint", "reservation") if getattr(self, k)]
         slurm_only += [k for k in ("exclusive", "requeue") if getattr(self, k) not in (None, False)]
         if self.scheduler != "slurm" and slurm_only:
@@ -199,7 +205,8 @@ class Site(BaseModel):
             raise invalid(f"submit_args on a {scheduler} site", fix="remove it: only oar and slurm sites submit")
         for at, arg in enumerate(v):
             # an option, or the value of the option before it (["--notify", "mail:me@example.org"])
-            if (at == 0 and not arg.startswith("-")) or not arg or any(c in arg for c in "\n\r\0"):
+            if ((at == 0 and not arg.startswith("-")) or not arg or any(c in arg for c in "\n\r\0")
+                    or re.search(r"\s-", arg)):   # "--exclude=a --qos=b" would reach sbatch as one word
                 raise invalid(f"submit_args entry {arg!r} is not one option",
                               fix="write each option as one string starting with '-', e.g. \"--exclude=node07\"")
             if arg.startswith("-") and arg.split("=", 1)[0] in kit_sets:

@@ -37,8 +37,27 @@ def test_oar_gets_them_after_kit_s_options_and_before_the_command(tmp_path: Path
     ("oar", '["-l", "host=2"]', "sets what kit sets"), ("oar", '["-I"]', "sets what kit sets"),
     ("slurm", '["exclude=node07"]', "is not one option"), ("slurm", '["--x\\ny"]', "is not one option"),
     ("local", '["--exclude=a"]', "submit_args on a local site"),
+    ("slurm", '["--exclude=node07 --mail-type=END"]', "is not one option"),   # two options in one word
 ])
 def test_what_would_clash_or_is_not_an_option_is_refused(tmp_path: Path, scheduler, args, said) -> None:
     with pytest.raises(ConfigError) as err:
         _site(tmp_path, scheduler, args)
     assert said in err.value.message and "submit_args" in err.value.message
+
+
+def test_a_memory_option_beside_kit_s_own_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "sites.toml").write_text('[site.x]\nscheduler = "slurm"\nmem_per_gpu_gb = 32\n'
+                                         'submit_args = ["--mem-per-cpu=4G"]\n')
+    with pytest.raises(ConfigError) as err:
+        load_sites(tmp_path / "sites.toml")
+    assert "--mem-per-cpu=4G" in err.value.message and "--mem-per-gpu" in err.value.message
+    # without a memory key of kit's, the user's own memory option is theirs to give
+    site = _site(tmp_path, "slurm", '["--mem-per-cpu=4G"]')
+    assert "--mem-per-cpu=4G" in SlurmScheduler(site).submit_argv(JobRequest("j", 1, 3600), Path("j.sh"), "logs")
+
+
+def test_mem_gb_0_asks_slurm_for_all_of_the_node_s_memory(tmp_path: Path) -> None:
+    (tmp_path / "sites.toml").write_text('[site.x]\nscheduler = "slurm"\nmem_gb = 0\n')
+    site = load_sites(tmp_path / "sites.toml").site["x"]
+    lines = SlurmScheduler(site).prelude(JobRequest("j", 1, 3600, mem_gb=site.mem_gb), "logs")
+    assert "#SBATCH --mem=0" in lines

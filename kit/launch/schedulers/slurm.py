@@ -106,7 +106,9 @@ class SlurmScheduler(Scheduler):
             opts.append(gpus)
         if request.cpus:
             opts.append(f"--cpus-per-task={int(request.cpus)}")
-        if request.mem_gb:
+        if request.mem_gb == 0:   # all of the node's memory, as MLPerf's Slurm scripts ask it
+            opts.append("--mem=0")
+        elif request.mem_gb:
             opts.append(f"--mem={int(request.mem_gb)}G")
         if request.mem_per_gpu_gb and request.gpus > 0:   # grows with the GPUs the model gets
             opts.append(f"--mem-per-gpu={int(request.mem_per_gpu_gb)}G")

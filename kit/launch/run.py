@@ -248,9 +248,10 @@ def _owned(sites: list[ResolvedSite], dry_run: bool, warnings: list[str]) -> dic
 
 
 def walltime_warnings(sites: list[Site], walltime: str | None) -> list[str]:
-    """A line per site whose walltime (--walltime, else the site's own) is too short for any job,
-    saying how its scheduler reads it (kit.config.walltime.short_walltime), or too long for any
-    night window of an OAR site that submits night jobs."""
+    """A line per site whose walltime (--walltime, else the site's own) is short enough to be a
+    mistake, saying how its scheduler reads it (kit.config.walltime.short_walltime): a warning, as a
+    short job may be meant (a tiny model, a timeout test). A walltime that cannot run at all, an OAR
+    night job longer than the longest night window, is a ConfigError: it would never start."""
     from kit.config.walltime import duration_words, short_walltime, walltime_seconds
     from kit.launch.policy import LONGEST_NIGHT_S, NIGHT_TYPE
 
@@ -263,10 +264,11 @@ def walltime_warnings(sites: list[Site], walltime: str | None) -> list[str]:
             out.append(f"{where}: {note}")
         elif site.scheduler == "oar" and NIGHT_TYPE in site.job_types \
                 and walltime_seconds(text, site.scheduler) > LONGEST_NIGHT_S:
-            out.append(f"{where}: walltime {text!r} is {duration_words(walltime_seconds(text, site.scheduler))}, "
-                       f"longer than the longest night window (the weekend, Friday 19:00 to Monday 09:00, "
-                       f"{duration_words(LONGEST_NIGHT_S)}): a night job this long never starts; shorten it "
-                       "(--walltime auto packs shards to fit)")
+            raise ConfigError(f"{where}: walltime {text!r} is {duration_words(walltime_seconds(text, site.scheduler))}, "
+                              f"longer than the longest night window (the weekend, Friday 19:00 to Monday 09:00, "
+                              f"{duration_words(LONGEST_NIGHT_S)}): a night job this long never starts",
+                              fix="shorten it (--walltime auto packs shards to fit), or submit it as another job type "
+                                  "(--job-type besteffort)")
     return out
 
 

@@ -56,15 +56,18 @@ def test_ten_minutes_or_more_or_an_unreadable_walltime_gives_no_note(scheduler, 
     assert short_walltime(text, scheduler) is None
 
 
-def test_a_night_job_longer_than_the_weekend_is_a_warning_and_one_that_fits_is_not() -> None:
+def test_a_night_job_longer_than_the_weekend_is_refused_and_one_that_fits_is_not() -> None:
     from kit.config.sites import Site
+    from kit.errors import ConfigError
     from kit.launch.run import walltime_warnings
 
     night = Site(name="nancy", scheduler="oar")                      # OAR sites submit night jobs by default
     day = Site(name="lyon", scheduler="oar", job_types=("exotic",))
-    assert walltime_warnings([night, day], "72:00") == [
+    with pytest.raises(ConfigError) as exc:
+        walltime_warnings([night, day], "72:00")
+    assert exc.value.message == (
         "site nancy (--walltime): walltime '72:00' is 3 days, longer than the longest night window (the "
-        "weekend, Friday 19:00 to Monday 09:00, 2 days 14 hours): a night job this long never starts; shorten "
-        "it (--walltime auto packs shards to fit)"]
-    assert walltime_warnings([night], "62:00") == []
+        "weekend, Friday 19:00 to Monday 09:00, 2 days 14 hours): a night job this long never starts")
+    assert "--walltime auto" in exc.value.fix
+    assert walltime_warnings([day], "72:00") == [] and walltime_warnings([night], "62:00") == []
     assert walltime_warnings([Site(name="s", scheduler="slurm")], "3-00:00:00") == []

@@ -85,8 +85,10 @@ def params_from_name(model_id: str) -> int | None:
     return int(max(sizes) * 1e9) if sizes else None
 
 
-def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteGpus) -> JobSize:
-    """The job size of `run` at `site` (see the module doc); a ConfigError when it cannot fit."""
+def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteGpus,
+             memory_fraction: float = 1.0) -> JobSize:
+    """The job size of `run` at `site` (see the module doc); a ConfigError when it cannot fit. Of each
+    GPU the engine takes `memory_fraction` (vLLM's gpu_memory_utilization, 0.9 unless the run says)."""
     if site.gpus_per_node == 0:
         return JobSize(0, None, "the site has no GPUs", True)
     capacity = (site.gpu_memory_gib * GIB if site.gpu_memory_gib
@@ -102,22 +104,26 @@ def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteG
         gpus = _by_threshold(run, model, site) if shards else 1
         return JobSize(gpus, None, f"{gpus} GPU(s) for {what}; site {site.name} states no gpu_memory_gib: "
                                    "memory not checked", False)
+    if memory_fraction < 1:
+        what += f", on {memory_fraction:.0%} of each GPU (gpu_memory_utilization)"
+    usable = capacity * memory_fraction
     if not shards:
-        if need > capacity:
+        if need > usable:
             raise ConfigError(
-                f"run {run!r} needs {what} of GPU memory, more than one {capacity / GIB:.0f} GiB GPU of site "
+                f"run {run!r} needs {what} of GPU memory, more than one {usable / GIB:.0f} GiB GPU of site "
                 f"{site.name!r}, and backend {backend!r} runs on one GPU",
                 fix="run it at a site with bigger GPUs (gpu_memory_gib, or a bigger gpu_mem in its gpu_filter), "
                     "use a quantized variant, or use backend vllm, which shards over the GPUs of one node")
-        return JobSize(1, _floor(need, site), f"1 GPU for {what}", True)
-    fewest = max(1, math.ceil(need / capacity))
+        return JobSize(1, _floor(need / memory_fraction, site), f"1 GPU for {what}", True)
+    fewest = max(1, math.ceil(need / usable))
     if fewest > site.gpus_per_node:
         raise ConfigError(
-            f"run {run!r} needs {what} of GPU memory: {fewest} GPUs of {capacity / GIB:.0f} GiB, and a job of site "
+            f"run {run!r} needs {what} of GPU memory: {fewest} GPUs of {usable / GIB:.0f} GiB, and a job of site "
             f"{site.name!r} spans one node of gpus_per_node = {site.gpus_per_node} GPU(s)",
             fix="run it at a site with more or bigger GPUs per node, or use a quantized variant")
     gpus = _dividing(run, model, fewest, site)
-    return JobSize(gpus, _floor(need / gpus, site), f"{gpus} GPU(s) (tensor parallel) for {what}", True)
+    return JobSize(gpus, _floor(need / gpus / memory_fraction, site), f"{gpus} GPU(s) (tensor parallel) for {what}",
+                   True)
 
 
 def tensor_parallel_fits(attention_heads: int, kv_heads: int, gpus: int) -> bool:

@@ -167,6 +167,11 @@ class Run(BaseModel):
             raise invalid(f"options.{unknown[0]} is not an option the {backend} backend reads"
                           + (f" (did you mean {close[0]}?)" if close else ""),
                           fix=f"remove it (kit sizes GPUs and parallelism itself), or use one of: {', '.join(known)}")
+        fraction = v.get("gpu_memory_utilization")
+        if "gpu_memory_utilization" in v and (isinstance(fraction, bool) or not isinstance(fraction, (int, float))
+                                               or not 0 < fraction <= 1):
+            raise invalid(f"options.gpu_memory_utilization = {fraction!r} is not a share of the GPU",
+                          fix="write a number above 0 and at most 1 (vLLM's default: 0.9)")
         for key, config_key in (("attention_heads", "num_attention_heads"), ("kv_heads", "num_key_value_heads")):
             heads = v.get(key)
             if key in v and (not isinstance(heads, int) or isinstance(heads, bool) or heads < 1):

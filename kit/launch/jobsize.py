@@ -14,6 +14,8 @@ from kit.config.roster import Run
 from kit.config.sites import Site
 from kit.launch.site import ResolvedSite
 from kit.sizing import JobSize, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
+
+VLLM_MEMORY_FRACTION = 0.9   # vLLM's default gpu_memory_utilization
 from kit.weights.facts import ModelFacts, read_model_facts
 
 _GPU_MEM = re.compile(r"\bgpu_mem\s*(>=|>)\s*(\d+)(?![\d.])")
@@ -102,4 +104,14 @@ def model_size(run: Run, snapshot: Path | None) -> ModelSize:
 def job_size(run: Run, site: ResolvedSite) -> JobSize:
     """The job size of `run` at `site`; a ConfigError when the model cannot fit there."""
     return size_job(run.name, run.backend, shards(run.backend), model_size(run, staged_snapshot(run, site)),
-                    site_gpus(site.config))
+                    site_gpus(site.config), memory_fraction(run))
+
+
+def memory_fraction(run: Run) -> float:
+    """The share of each GPU the run's engine takes: vLLM's gpu_memory_utilization (its default 0.9),
+    all of it for the engines that load the model alone."""
+    if not shards(run.backend):
+        return 1.0
+    value = run.options.get("gpu_memory_utilization", VLLM_MEMORY_FRACTION)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1 \
+        else VLLM_MEMORY_FRACTION

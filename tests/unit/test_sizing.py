@@ -126,3 +126,24 @@ def test_a_truncated_safetensors_header_is_not_a_crash(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\xff" * 8 + b"{")
     facts = read_model_facts(tmp_path)
     assert facts.params is None and "unreadable" in facts.source
+
+
+def test_vllm_sizes_on_the_share_of_each_gpu_it_takes():
+    qwen32 = ModelSize(int(61 * GIB), 32 * 10**9, 64, 8, "test")    # 61 GiB x 1.25 = 76 GiB
+    assert size_job("Qwen/Qwen3-32B", "vllm", True, qwen32, site(8, 80)).gpus == 1             # all of 80 GiB
+    assert size_job("Qwen/Qwen3-32B", "vllm", True, qwen32, site(8, 80), memory_fraction=0.9).gpus == 2
+    half = size_job("Qwen/Qwen3-32B", "vllm", True, qwen32, site(8, 80), memory_fraction=0.5)
+    assert half.gpus == 2 and "50% of each GPU (gpu_memory_utilization)" in half.note
+
+
+def test_the_run_s_gpu_memory_utilization_reaches_the_sizing():
+    from kit.config.roster import Run
+    from kit.launch.jobsize import memory_fraction
+
+    rev = "0" * 40
+    assert memory_fraction(Run(model="org/m", revision=rev, backend="vllm")) == 0.9
+    assert memory_fraction(Run(model="org/m", revision=rev, backend="vllm",
+                               options={"gpu_memory_utilization": 0.5})) == 0.5
+    assert memory_fraction(Run(model="org/m", revision=rev, backend="transformers-5.17")) == 1.0
+    with pytest.raises(ValueError, match="not a share of the GPU"):
+        Run(model="org/m", revision=rev, backend="vllm", options={"gpu_memory_utilization": 50})

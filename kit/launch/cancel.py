@@ -23,7 +23,7 @@ class CancelPlan:
     jobs: dict[str, list[Pair]] = field(default_factory=dict)     # job id -> its pending pairs
     command: list[str] = field(default_factory=list)
     not_live: dict[str, str] = field(default_factory=dict)       # job id -> why it is left alone
-    unknown: list[str] = field(default_factory=list)             # why some pairs' jobs could not be known
+    unknown: list[str] = field(default_factory=list)             # why the site's jobs could not be known
     done: bool = False
 
     def as_dict(self) -> dict:
@@ -37,8 +37,6 @@ def jobs_to_cancel(site: str, statuses: list[PairStatus]) -> CancelPlan:
     """Pure: the queued or running jobs that own pairs without a complete checkpoint."""
     plan = CancelPlan(site)
     for st in statuses:
-        if st.state == PairState.UNKNOWN:   # the site or its scheduler could not be asked: say so, not "nothing"
-            plan.unknown.extend(r for r in st.reasons if r not in plan.unknown)
         if st.job is None or st.state == PairState.COMPLETE:
             continue
         if st.state in LIVE:
@@ -51,9 +49,11 @@ def jobs_to_cancel(site: str, statuses: list[PairStatus]) -> CancelPlan:
 
 def cancel_site(project, site: ResolvedSite, runs, languages, *, dry_run: bool = False) -> CancelPlan:
     """Find this site's live jobs that own pending pairs of `runs` and cancel them (unless dry_run)."""
-    from kit.launch.sitestatus import site_pair_status
+    from kit.launch.sitestatus import site_pair_status, unread_reasons
 
-    plan = jobs_to_cancel(site.name, site_pair_status(project, site, runs, languages))
+    statuses = site_pair_status(project, site, runs, languages)
+    plan = jobs_to_cancel(site.name, statuses)
+    plan.unknown = unread_reasons(statuses)   # the frontend could not be asked: say so, not "nothing to cancel"
     if not plan.jobs:
         return plan
     scheduler = site.scheduler

@@ -112,6 +112,4 @@ def memory_fraction(run: Run) -> float:
     all of it for the engines that load the model alone."""
     if not shards(run.backend):
         return 1.0
-    value = run.options.get("gpu_memory_utilization", VLLM_MEMORY_FRACTION)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1 \
-        else VLLM_MEMORY_FRACTION
+    return float(run.options.get("gpu_memory_utilization", VLLM_MEMORY_FRACTION))   # the roster checked it

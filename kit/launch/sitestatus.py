@@ -148,9 +148,13 @@ def statuses_at_sites(project, sites: list[ResolvedSite], runs, languages) -> tu
     anywhere wins), the site in its detail; and, one line each, every site whose checkpoints could not
     be read (taken before the merge, where a reachable site's state would hide an unreachable one)."""
     per_site = {site.name: site_pair_status(project, site, runs, languages) for site in sites}
-    unread = [f"[{name}] {reason}" for name, statuses in per_site.items()
-              for reason in sorted({r for st in statuses for r in st.reasons if r.startswith(NOT_READ)})]
+    unread = [f"[{name}] {reason}" for name, statuses in per_site.items() for reason in unread_reasons(statuses)]
     return merge_sites(per_site), unread
+
+
+def unread_reasons(statuses: list[PairStatus]) -> list[str]:
+    """Why one site's checkpoints could not be read (its frontend unreachable), each once; [] when read."""
+    return sorted({r for st in statuses for r in st.reasons if r.startswith(NOT_READ)})
 
 
 def checkpoint_states(project, sites: list[ResolvedSite], pairs) -> list[PairStatus]:

@@ -64,7 +64,7 @@ def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]
         pairs = None
     if pairs is not None and all(e in keys.LABELS and p in PREDICTED_LABELS for e, p in pairs):
         for (expected, predicted), n in pairs.items():
-            counts[_cell(expected, predicted)] += n
+            counts[confusion_cell(expected, predicted)] += n
         return counts
     for index, item in enumerate(predictions):
         expected, predicted = item.get(keys.EXPECTED), item.get(keys.PREDICTED, "(missing)")
@@ -74,7 +74,7 @@ def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]
                 f"{keys.EXPECTED}={expected!r}, {keys.PREDICTED}={predicted!r}",
                 fix="expected must be yes/no and predicted yes/no/unparsed (or null, as lrb writes it)",
             )
-        counts[_cell(expected, predicted)] += 1
+        counts[confusion_cell(expected, predicted)] += 1
     return counts
 
 
@@ -137,7 +137,8 @@ def verdict(predicted: str | None) -> str:
     return keys.UNPARSED if predicted is None else predicted
 
 
-def _cell(expected: str, predicted: str | None) -> str:
+def confusion_cell(expected: str, predicted: str | None) -> str:
+    """The confusion cell of one item (yes is the positive class; null and unparsed: unparsed)."""
     if verdict(predicted) == keys.UNPARSED:
         return keys.UNPARSED
     if predicted == keys.YES:

@@ -27,7 +27,7 @@ import re
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -69,12 +69,13 @@ class Finding:
         return f"{self.path} ({self.where}: {self.kind})"
 
 
-def scan_folder(folder: Path, files: Iterable[str] | None = None) -> list[Finding]:
-    """Every credential-looking name or content under `folder` (or in `files`, paths relative to it).
-    A file too large to scan once unpacked is a ConfigError: nothing is published unscanned."""
+def scan_folder(folder: Path) -> list[Finding]:
+    """Every credential-looking name or content under `folder` (each folder is an entry of its own,
+    so its name is scanned once). A file too large to scan once unpacked is a ConfigError: nothing
+    is published unscanned."""
     folder = Path(folder)
     findings: list[Finding] = []
-    for rel in list(files) if files is not None else folder_names(folder):
+    for rel in folder_names(folder):
         findings.extend(scan_name(rel))
         path = folder / rel
         if path.is_file() and not path.is_symlink():
@@ -83,13 +84,11 @@ def scan_folder(folder: Path, files: Iterable[str] | None = None) -> list[Findin
 
 
 def scan_name(rel: str) -> list[Finding]:
-    """Findings in a relative path's names: a credentials file name, or a token written into a name."""
-    shown = safe_path(rel)
-    found = [Finding(shown, "its name", "a credentials file")] if SECRET_FILE_NAMES.match(Path(rel).name) else []
-    for part in Path(rel).parts:
-        found.extend(Finding(shown, "its name" if part == Path(rel).name else "a folder's name", kind)
-                     for kind, _ in _scan_text(part, part))
-    return found
+    """Findings in the last name of a relative path (its folders are entries of their own): a
+    credentials file name, or a token written into the name."""
+    name = Path(rel).name
+    found = [Finding(safe_path(rel), "its name", "a credentials file")] if SECRET_FILE_NAMES.match(name) else []
+    return found + [Finding(safe_path(rel), "its name", kind) for kind, _ in _scan_text(name, name)]
 
 
 def safe_path(rel: str) -> str:
@@ -97,6 +96,7 @@ def safe_path(rel: str) -> str:
     return "/".join(_safe_name(part) for part in Path(rel).parts)
 
 
+@lru_cache(maxsize=4096)
 def _safe_name(name: str) -> str:
     return name if next(_scan_text(name, name), None) is None else "<a name holding a credential>"
 

@@ -12,7 +12,7 @@ from kit.results.keys import PairState
 from kit.results.checkpoint import CheckpointState, without_predictions
 from kit.results.identity import answer_reasons
 from kit.results.kinds.lrb import LrbKind
-from kit.results.metrics import _cell, all_well_formed, confusion_counts
+from kit.results.metrics import confusion_cell, all_well_formed, confusion_counts
 from kit.results.records import item_faults
 
 GOOD = {keys.ITEM_ID: "a", keys.EXPECTED: "yes", keys.PREDICTED: "no"}
@@ -48,7 +48,7 @@ def test_fast_counts_equal_item_by_item_counts():
              for n, (e, p) in enumerate(itertools.product(keys.LABELS, (*keys.LABELS, keys.UNPARSED, None)))]
     slow = dict.fromkeys(confusion_counts([]), 0)
     for item in items:
-        slow[_cell(item[keys.EXPECTED], item[keys.PREDICTED])] += 1
+        slow[confusion_cell(item[keys.EXPECTED], item[keys.PREDICTED])] += 1
     assert confusion_counts(items) == slow
     assert confusion_counts(iter(items)) == slow
 

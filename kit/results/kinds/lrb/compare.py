@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from kit.config.names import run_from_stem
 from kit.errors import ConfigError, MissingExtraError
 from kit.results import keys
 from kit.results.intervals import CONFIDENCE, f1_of_cells
+from kit.results.metrics import confusion_cell, verdict
 
 RESAMPLES = 2000
 _CELL_INDEX = {keys.TRUE_POSITIVE: 0, keys.FALSE_POSITIVE: 1, keys.TRUE_NEGATIVE: 2, keys.FALSE_NEGATIVE: 3,
@@ -157,7 +158,7 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str,
         raise ConfigError(f"runs {run_a!r} and {run_b!r} share no language with complete checkpoints ({reasons})",
                           fix="check both run names with `kit status`; a run is named as in the roster or by its "
                               "file name (org__model)")
-    _holm(languages)
+    languages = [replace(lang, p_holm=p) for lang, p in zip(languages, holm([lang.p_value for lang in languages]))]
     macro_f1 = _macro(np, [lang.f1 for lang in languages], draws_f1)
     macro_acc = _macro(np, [lang.accuracy for lang in languages], draws_acc)
     return Comparison(run_a, run_b, languages, macro_f1, macro_acc, dict(sorted(not_compared.items())), flips,
@@ -189,17 +190,12 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def _holm(languages: list[LanguageComparison]) -> None:
-    for i, p in enumerate(holm([lang.p_value for lang in languages])):
-        object.__setattr__(languages[i], "p_holm", p)
-
-
 def _compare_language(np, rng, lang: str, expected: list[str], pred_a: list[str], pred_b: list[str],
                       resamples: int) -> tuple[LanguageComparison, Any, Any]:
     """One language's differences, McNemar counts and p-value, and the bootstrap draws of the F1 and
     accuracy differences (for the macro interval)."""
-    cells_a = np.array([_CELL_INDEX[_cell(e, p)] for e, p in zip(expected, pred_a)])
-    cells_b = np.array([_CELL_INDEX[_cell(e, p)] for e, p in zip(expected, pred_b)])
+    cells_a = np.array([_CELL_INDEX[confusion_cell(e, p)] for e, p in zip(expected, pred_a)])
+    cells_b = np.array([_CELL_INDEX[confusion_cell(e, p)] for e, p in zip(expected, pred_b)])
     right_a = np.array([p == e for e, p in zip(expected, pred_a)])
     right_b = np.array([p == e for e, p in zip(expected, pred_b)])
     n = len(expected)
@@ -233,14 +229,6 @@ def _macro(np, diffs: list[Difference], draws: list[Any]) -> Difference:
     return _difference(np, a, b, np.mean(np.stack(draws), axis=0))
 
 
-def _cell(expected: str, predicted: str) -> str:
-    if predicted == keys.UNPARSED:
-        return keys.UNPARSED
-    if predicted == keys.YES:
-        return keys.TRUE_POSITIVE if expected == keys.YES else keys.FALSE_POSITIVE
-    return keys.FALSE_NEGATIVE if expected == keys.YES else keys.TRUE_NEGATIVE
-
-
 def _pair_items(a: Mapping[str, Any], b: Mapping[str, Any]):
     """(ids, expected, A's verdicts, B's verdicts, {id: (A's answer, B's answer)}) over the items both
     checkpoints hold, or why the language cannot be compared."""
@@ -252,19 +240,14 @@ def _pair_items(a: Mapping[str, Any], b: Mapping[str, Any]):
     if clash is not None:
         return f"item {clash!r} has another label in each checkpoint (different benchmark data)"
     expected = [items_a[i][keys.EXPECTED] for i in common]
-    pred_a = [_verdict(items_a[i]) for i in common]
-    pred_b = [_verdict(items_b[i]) for i in common]
+    pred_a = [verdict(items_a[i].get(keys.PREDICTED)) for i in common]
+    pred_b = [verdict(items_b[i].get(keys.PREDICTED)) for i in common]
     answers = {i: (items_a[i].get(keys.RAW_OUTPUT), items_b[i].get(keys.RAW_OUTPUT)) for i in common}
     return common, expected, pred_a, pred_b, answers
 
 
 def _items(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {item[keys.ITEM_ID]: item for item in data.get(keys.PREDICTIONS) or []}
-
-
-def _verdict(item: Mapping[str, Any]) -> str:
-    predicted = item.get(keys.PREDICTED)
-    return keys.UNPARSED if predicted is None else predicted
 
 
 def _run_predictions(results: Path, run: str) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:

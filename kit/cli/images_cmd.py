@@ -1,4 +1,5 @@
-"""`kit images`: build, convert, verify and lint the backend images (containers/images.toml)."""
+"""`kit images`: build, convert, verify and lint the backend images (containers/images.toml), and
+put their SIF/sqsh artifacts at the sites (push, status, prune)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def _built(names, images_file: Path, lock_file: Path):
 
 @click.group()
 def images() -> None:
-    """Build, convert, verify and lint the backend images (containers/images.toml).
+    """Build, convert, verify and lint the backend images (containers/images.toml); copy their
+    SIF/sqsh to the sites and keep the sites' images folders tidy.
 
     \b
     make locks / make image-NAME / make sif-NAME / make sqsh-NAME call these commands.
@@ -52,6 +54,9 @@ def images() -> None:
       kit images build gguf                      make image-gguf
       kit images convert gguf --to all           its SIF and Enroot sqsh, sha256 recorded
       kit images verify gguf                     the SIF and sqsh hold the image's files
+      kit images push --site lyon gguf           copy the SIF lyon's apptainer reads, checked there
+      kit images status --site lyon              what lyon's images folder holds, against the lock
+      kit images prune --site lyon               list what no lock entry or result needs (--yes removes)
     """
 
 
@@ -263,3 +268,201 @@ def _print_defs(written: list[str], stale: list[str]) -> None:
         click.echo(f"wrote {path}")
     if stale:
         click.echo(f"stale: {', '.join(stale)} (run: kit images defs)", err=True)
+
+
+site_names_options = [
+    click.option("--site", "site_names", multiple=True, metavar="NAME", help="The site (repeatable)."),
+    click.option("--sites", "sites_csv", default=None, metavar="a,b", help="Several sites, comma-separated."),
+]
+
+
+def _site_names(site_names: tuple[str, ...], sites_csv: str | None) -> list[str]:
+    from kit.errors import ConfigError
+
+    names = list(dict.fromkeys([*site_names, *(common.split_names(sites_csv) or [])]))
+    if not names:
+        raise ConfigError("no site given", fix="pass --site NAME (or --sites a,b)")
+    return names
+
+
+def _roster_backends(roster: Path) -> list[str]:
+    """The backends the roster's runs use, in roster order (a ConfigError when there is no roster)."""
+    from kit.config.roster import load_roster
+    from kit.errors import ConfigError
+
+    chosen = common.roster_to_use(roster)
+    if chosen is None:
+        raise ConfigError(f"no image named and no roster at {roster} to take the runs' backends from",
+                          fix="name the images (kit images push --site S gguf) or pass --roster FILE")
+    return list(dict.fromkeys(run.backend for run in load_roster(chosen)[0].run))
+
+
+@images.command("push")
+@click.argument("names", nargs=-1, metavar="[NAME...]")
+@site_names_options[0]
+@site_names_options[1]
+@common.sites_option
+@common.roster_option
+@out_option
+@with_files
+@click.option("--dry-run", is_flag=True, help="Say what would be copied where; connect to nothing.")
+@common.json_option
+def push_cmd(names, site_names, sites_csv, sites_file, roster, out_dir, images_file, lock_file, dry_run,
+             as_json) -> None:
+    """Copy the SIF or sqsh each site's runtime reads into the site's `images` folder.
+
+    NAME... are images of containers/images.lock.json (default: every backend the roster's
+    runs use). Through the site's frontend (its one ssh connection; nothing of kit runs there):
+    a file already there with the lock's sha256 is left alone; otherwise the artifact of --out
+    is streamed onto images/.kit-parts/<file> (a copy that stopped continues from its partial
+    file), hashed there with sha256sum against the lock, and renamed into place last, so a file
+    in the images folder is a whole, checked file. Before any byte moves, what is left to send is
+    checked against the folder's free space and the user's quota there (`quota`, where the
+    frontend has it: Grid'5000 homes are per-user quotas); a shortfall is refused with the
+    numbers. apptainer sites get the SIF, pyxis and enroot sites the sqsh.
+
+    \b
+    Examples:
+      kit images push --site lyon gguf
+      kit images push --sites nancy,lyon               every backend of roster.toml's runs
+      kit images push --site cluster --out /scratch/kit-images --json
+    """
+    from kit.images.built import load_lock
+    from kit.launch.images_site import artifact_form, images_root, lock_artifact, push_command, push_images
+    from kit.launch.site import load_named_sites
+
+    from kit.images import spec
+
+    sites = load_named_sites(sites_file, _site_names(site_names, sites_csv))
+    backends = list(dict.fromkeys(names)) or _roster_backends(roster)
+    if Path(images_file).is_file():  # an unknown name is bad input before any lock lookup
+        for name in backends:
+            spec.target(name, None, images_file)
+    lock = load_lock(lock_file)
+    plans = []
+    for site in sites:  # every site's artifacts and folder are checked before anything is copied
+        form = artifact_form(site.config)
+        plans.append((site, images_root(site), [(b, lock_artifact(lock, b, form, lock_file)) for b in backends]))
+    if dry_run:
+        rows = [{"site": s.name, "backend": b, "file": a.file, "bytes": a.bytes, "sha256": a.sha256,
+                 "from": str(out_dir / a.file), "to": f"{s.frontend.where}:{root}/{a.file}"}
+                for s, root, wanted in plans for b, a in wanted]
+        render(Outcome("images push", {"dry_run": True, "copies": rows},
+                       (f"would copy {r['from']} ({_mb(r['bytes'])}) to {r['to']} unless there with sha256 "
+                        f"{r['sha256'][:12]}" for r in rows)), as_json)
+        return
+    pushed = []
+    for site, root, wanted in plans:
+        again = push_command(site.name, [b for b, _ in wanted], sites_file=sites_file, lock_file=lock_file)
+        again += "" if str(out_dir) == "build/images" else f" --out {out_dir}"
+        pushed += push_images(site, wanted, out_dir, common.say, again)
+    rows = [p.as_dict() for p in pushed]
+    lines = [f"{r['site']}: {r['file']}: {r['state']}" + (f", {_mb(r['sent_bytes'])} sent"
+                                                           + (f" (resumed at {_mb(r['resumed_bytes'])})"
+                                                              if r["resumed_bytes"] else "")
+                                                           + (", replaced a file with another sha256"
+                                                              if r["replaced"] else "")
+                                                           if r["state"] == "pushed" else "") for r in rows]
+    render(Outcome("images push", {"dry_run": False, "pushed": rows}, lines), as_json)
+
+
+def _mb(size: int | None) -> str:
+    from kit.launch.remote_copy import size_text
+
+    return "size unrecorded" if size is None else size_text(size)
+
+
+def _site_entries(site, lock, sync: bool):
+    """(images folder, what it holds, entries judged against the lock and the site's results)."""
+    from kit.launch.images_site import artifact_form, image_entries, images_root, probe_images, result_image_ids
+
+    form = artifact_form(site.config)
+    root = images_root(site)
+    if sync and site.is_remote:  # which results the site holds: refresh its local mirror (ssh)
+        from kit.launch.remote import sync_mirror
+
+        sync_mirror(site)
+    there = probe_images(site.frontend, root)
+    ids = result_image_ids(site.checkpoints) if Path(site.checkpoints).is_dir() else {}
+    return root, there, image_entries(there, lock, form, ids)
+
+
+@images.command("status")
+@site_names_options[0]
+@site_names_options[1]
+@common.sites_option
+@with_files
+@click.option("--no-sync", is_flag=True, help="Judge against the local mirror of a remote site's results as it is.")
+@common.json_option
+def status_cmd(site_names, sites_csv, sites_file, images_file, lock_file, no_sync, as_json) -> None:
+    """What each site's `images` folder holds, judged against the lock, and the room left there.
+
+    Each file is current (the artifact the lock names for the site's runtime), mismatch (that
+    name with another size: a half copy or another build; push replaces it), stale (another
+    build of a backend the lock has), other (the other form, or a backend the lock has not),
+    foreign (not named as kit names its artifacts), partial (an unfinished push), or missing
+    (named by the lock, not there); with how many of the site's results ran in it. Sizes are
+    compared; `kit images push` hashes.
+
+    \b
+    Examples:
+      kit images status --site lyon
+      kit images status --sites nancy,lyon --json
+    """
+    from kit.images.built import load_lock
+    from kit.launch.site import load_named_sites
+
+    lock = load_lock(lock_file)
+    rows, lines = [], []
+    for site in load_named_sites(sites_file, _site_names(site_names, sites_csv)):
+        root, there, entries = _site_entries(site, lock, sync=not no_sync)
+        rows.append({"site": site.name, "images": root, "free_bytes": there.free_bytes,
+                     "quota_bytes_left": there.quota_bytes, "room": there.room_text(),
+                     "entries": [e.as_dict() for e in entries]})
+        lines.append(f"site {site.name}: {root} ({there.room_text()})")
+        lines += [f"  {e.state:8} {e.file}  {_mb(e.bytes)}" + (f"  {e.backend}" if e.backend else "")
+                  + (f"  ({e.needed_by_results} result(s) ran in it)" if e.needed_by_results else "")
+                  for e in entries] or ["  (empty)"]
+    render(Outcome("images status", {"sites": rows}, lines), as_json)
+
+
+@images.command("prune")
+@site_names_options[0]
+@site_names_options[1]
+@common.sites_option
+@with_files
+@click.option("--yes", is_flag=True, help="Remove the files listed (without it, only list them).")
+@click.option("--no-sync", is_flag=True, help="Judge against the local mirror of a remote site's results as it is.")
+@common.json_option
+def prune_cmd(site_names, sites_csv, sites_file, images_file, lock_file, yes, no_sync, as_json) -> None:
+    """List (and with --yes remove) the site's image files nothing needs.
+
+    A file goes when it is one of kit's artifacts that no lock entry names and no checkpoint
+    in the site's results ran in (a remote site's results are read from its mirror, refreshed
+    first), or an unfinished push of a file the lock no longer names. Files kit did not name
+    are never removed. Without --yes nothing is removed: the list is what would go.
+
+    \b
+    Examples:
+      kit images prune --site lyon                 what would go, and the bytes freed
+      kit images prune --site lyon --yes
+    """
+    from kit.images.built import load_lock
+    from kit.launch.images_site import prunable, remove_images
+    from kit.launch.site import load_named_sites
+
+    lock = load_lock(lock_file)
+    rows, lines = [], []
+    for site in load_named_sites(sites_file, _site_names(site_names, sites_csv)):
+        root, _, entries = _site_entries(site, lock, sync=not no_sync)
+        going = prunable(entries, lock)
+        if yes:
+            remove_images(site.frontend, root, [e.file for e in going])
+        freed = sum(e.bytes or 0 for e in going)
+        rows.append({"site": site.name, "images": root, "removed": yes, "files": [e.as_dict() for e in going],
+                     "bytes": freed})
+        verb = "removed" if yes else "would remove"
+        lines += [f"{site.name}: {verb} {e.file} ({e.state}, {_mb(e.bytes)})" for e in going]
+        lines.append(f"{site.name}: {len(going)} file(s), {_mb(freed)} {verb.replace('would remove', 'to free')}"
+                     + ("" if yes or not going else " (run again with --yes to remove them)"))
+    render(Outcome("images prune", {"sites": rows}, lines), as_json)

@@ -49,11 +49,15 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     resubmits by itself: look at `kit status`, then run again. A pair that a live job of
     yours already owns (queued or running, asked of the scheduler, whichever machine
     submitted it) is not submitted again unless --resubmit; job names say what they run
-    (kit-<site>-<run>-<plan digest>), so `squeue --me` / `oarstat -u` can be read too.
+    (kit-<site>-<run with its @variant>[-and-N-more]-<plan digest>, a long run name kept at
+    both ends, where sizes are), so `squeue --me` / `oarstat -u` can be read too.
 
     Before anything is submitted, each run's weights must be staged at its site (the
     snapshot at its revision with its weights manifest): otherwise kit refuses and prints
-    the `kit weights stage` and `kit weights push` commands; a dry run shows the check.
+    the `kit weights stage` and `kit weights push` commands. Each job's image must be at its
+    site too (the SIF or sqsh the lock names, whole, in the site's `images` folder; for the
+    docker runtime the image id in the engine): otherwise kit refuses and prints the
+    `kit images push` command. A dry run shows both checks.
 
     Each job is sized per site and engine: vLLM gets the fewest GPUs of one node that hold
     the model, other engines one GPU; what cannot fit is refused before anything is
@@ -88,7 +92,7 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
         data = {**plan.as_dict(), "dry_run": dry_run, "submitted": [], "warnings": list(prepared.warnings)}
         if prepared.weights is not None:
             # one script per job (a site may get several: one per backend and GPU count)
-            data.update(weights=prepared.weights.as_dict(),
+            data.update(weights=prepared.weights.as_dict(), images=prepared.images.as_dict(),
                         scripts={str(s.script_path): s.script_text for s in plan.sites})
         from kit.launch.policy import day_window_refusals
 
@@ -158,6 +162,7 @@ def _dry_run_lines(prepared, array: int | None):
             yield f"# {sp.group.note}"
         yield from (f"# {line}" for line in sp.policy)
         yield from (f"# {line}" for line in prepared.weights.lines(sp.site.name))
+        yield from (f"# {line}" for line in prepared.images.lines(sp.site.name, sp.backend))
         yield from (f"# copied to {sp.site.frontend} before submitting (once): {local} -> {remote}"
                     for remote, local in sp.inputs.items())
         yield f"# job script {sp.script_path}:"

@@ -60,12 +60,21 @@ def check_remote_paths(site: Site) -> None:
         value = getattr(site, key)
         if key == "images" and site.runtime not in ("apptainer", "pyxis", "enroot"):
             continue  # no image file to find
-        if value is None or value.startswith("/") or (key == "python" and value and "/" not in value):
-            continue  # unset, absolute, or a command the cluster's PATH finds
-        what = "is empty" if not value.strip() else "is relative"
-        raise ConfigError(f"site {site.name}: {key} = {value!r} {what}, but the frontend is "
-                          f"{site.frontend!r}: paths of a remote site are absolute paths on the cluster",
-                          fix=f"write it absolute in [site.{site.name}], e.g. {key} = \"{absolute_example(key, value)}\"")
+        if value is None or (key == "python" and value and "/" not in value):
+            continue  # unset, or a command the cluster's PATH finds
+        remote_path(site, key)
+
+
+def remote_path(site: Site, key: str) -> str:
+    """The remote site's folder `key` (root, results, images, ...), which must be an absolute path on
+    the cluster; a ConfigError naming the absolute path meant otherwise."""
+    value = getattr(site, key) or ""
+    if value.startswith("/"):
+        return value
+    what = "is empty" if not value.strip() else "is relative"
+    raise ConfigError(f"site {site.name}: {key} = {value!r} {what}, but the frontend is "
+                      f"{site.frontend!r}: paths of a remote site are absolute paths on the cluster",
+                      fix=f"write it absolute in [site.{site.name}], e.g. {key} = \"{absolute_example(key, value)}\"")
 
 
 def absolute_example(key: str, value: str) -> str:

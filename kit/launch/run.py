@@ -91,12 +91,14 @@ class PreparedRun:
     sites: list[ResolvedSite]
     plan: RunPlan
     weights: object | None = None      # kit.launch.weights_check.WeightsPreflight; None when nothing is pending
+    images: object | None = None       # kit.launch.images_check.ImagesPreflight; None when nothing is pending
     warnings: list[str] = field(default_factory=list)
 
 
 def prepare_kit_run(req: RunRequest, now: datetime | None = None) -> PreparedRun:
-    """Load the sites and the project, plan every job and check the weights; without `dry_run` a
-    remote site's mirror is refreshed first (ssh) and missing weights stop the run (kit.launch.weights_check).
+    """Load the sites and the project, plan every job and check the weights and images; without `dry_run`
+    a remote site's mirror is refreshed first (ssh) and missing weights or images stop the run
+    (kit.launch.weights_check, kit.launch.images_check).
     `now` is the submission clock (--walltime auto reads the OAR day window at it)."""
     from kit.config.project import load_project
     from kit.launch.site import load_named_sites
@@ -125,6 +127,14 @@ def prepare_kit_run(req: RunRequest, now: datetime | None = None) -> PreparedRun
         prepared.weights = preflight_weights(plan, runs, dry_run=req.dry_run, roster=req.roster,
                                              sites_file=req.sites_file)
         prepared.warnings += prepared.weights.warnings
+        from kit.launch.images_check import preflight_images
+
+        # and every job's image where its runtime reads it, whole
+        prepared.images = preflight_images(plan, dry_run=req.dry_run, sites_file=req.sites_file,
+                                           images_lock=req.images_lock)
+        if prepared.images.missing:
+            summary = "; ".join(f"{c.backend} at {c.site}: {c.detail}" for c in prepared.images.missing)
+            prepared.warnings.append(f"image missing, `kit run` will refuse: {summary}; fix: {prepared.images.fix}")
     return prepared
 
 

@@ -143,6 +143,13 @@ class SitePlan:
         return self.paths.logs
 
 
+def lock_path_of(images_lock: Path | None) -> Path:
+    """The lock of built images a command reads: the one given, else KIT_IMAGES_LOCK, else the repository's."""
+    from kit.images.built import DEFAULT_LOCK
+
+    return Path(images_lock or os.environ.get("KIT_IMAGES_LOCK") or DEFAULT_LOCK)
+
+
 def resolve_image(resolved: ResolvedSite, backend: str, images_lock: Path | None,
                   dry_run: bool = False) -> ImageChoice:
     """The built image of a backend for the site's runtime, as the artifact its runtime reads (an
@@ -152,9 +159,9 @@ def resolve_image(resolved: ResolvedSite, backend: str, images_lock: Path | None
     if site.runtime == "host":
         return ImageChoice(None)
     from kit.errors import ImageError
-    from kit.images.built import DEFAULT_LOCK, load_lock
+    from kit.images.built import load_lock
 
-    lock_path = images_lock or Path(os.environ.get("KIT_IMAGES_LOCK") or DEFAULT_LOCK)
+    lock_path = lock_path_of(images_lock)
     kind = {"docker": "oci", "apptainer": "sif"}.get(site.runtime, "sqsh")
     try:
         built = load_lock(lock_path).get(backend, lock_path)

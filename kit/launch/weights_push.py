@@ -17,10 +17,7 @@ manifest there is this one and whose sizes match is left alone."""
 from __future__ import annotations
 
 import base64
-import subprocess
-import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -28,12 +25,10 @@ from kit.launch.site import ResolvedSite
 from kit.errors import ConfigError, KitError, SubmitError
 from kit.launch.frontend import Frontend
 from kit.launch.remote import run_bytes
+from kit.launch.remote_copy import Show, remote_sha256, send_file
 from kit.weights.manifest import (MANIFEST_DIR, PARTS_DIR, Manifest, hash_problems, manifest_text, parse_manifest,
                                   repo_dir_name, size_problems)
 
-Show = Callable[[str], None]
-_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
-_BLOCK = 4 << 20
 _PROBE = r'''root=$1; shift
 for key in "$@"; do
   repo=${key%/*}; rev=${key##*/}
@@ -43,7 +38,6 @@ for key in "$@"; do
   if [ -d "$root/$repo/snapshots/$rev" ]; then (cd "$root/$repo/snapshots/$rev" && find -L . -type f -printf 'F\t%s\t%P\0'); fi
   if [ -d "$root/$repo/.kit-parts/$rev" ]; then (cd "$root/$repo/.kit-parts/$rev" && find . -type f -printf 'P\t%s\t%P\0'); fi
 done'''
-_SEND = 'mkdir -p "$(dirname "$1")" || exit 1; if [ "$2" = new ]; then exec cat > "$1"; else exec cat >> "$1"; fi'
 _FINISH = r'''snap=$1 parts=$2; shift 2
 while [ $# -gt 1 ]; do
   name=$1 size=$2; shift 2
@@ -52,7 +46,6 @@ while [ $# -gt 1 ]; do
   mkdir -p "$(dirname "$snap/$name")" && mv -f "$parts/$name" "$snap/$name" && printf 'OK\t%s\0' "$name"
 done
 rm -rf "$parts"; rmdir "$(dirname "$parts")" 2>/dev/null; exit 0'''
-_HASH = 'cd "$1" 2>/dev/null || exit 0; xargs -0 sha256sum -z -- 2>/dev/null; exit 0'
 _REMOVE = 'cd "$1" 2>/dev/null || exit 0; xargs -0 rm -f --'
 
 
@@ -92,11 +85,9 @@ def weights_root(resolved: ResolvedSite) -> str:
                           "and its jobs would find none offline",
                           fix=f"add weights = \"/home/<login>/hf-hub\" (a path on the cluster) to [site.{site.name}]")
     if site.is_remote:
-        if not site.weights.startswith("/"):
-            raise ConfigError(f"site {site.name}: weights = {site.weights!r} is relative, but the frontend is "
-                              f"{site.frontend!r}: paths of a remote site are paths on the cluster",
-                              fix=f"write it absolute in [site.{site.name}], e.g. /home/<login>/hf-hub")
-        return site.weights
+        from kit.launch.remote import remote_path
+
+        return remote_path(site, "weights")
     return str(resolved.paths.weights)
 
 
@@ -138,52 +129,6 @@ def probe(frontend: Frontend, root: str, keys: list[tuple[str, str]]) -> dict[tu
     return found
 
 
-def _send(frontend: Frontend, local: Path, remote: str, offset: int, show: Show, label: str) -> int:
-    """Stream `local` from `offset` onto the remote file (appending, or anew at 0); bytes sent."""
-    argv = frontend.command(["sh", "-c", _SEND, "sh", remote, "append" if offset else "new"], _ENV)
-    total = local.stat().st_size
-    t0 = time.monotonic()
-    sent, last = 0, t0
-    with tempfile.TemporaryFile() as err, open(local, "rb") as fh:
-        fh.seek(offset)
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
-        try:
-            while block := fh.read(_BLOCK):
-                proc.stdin.write(block)
-                sent += len(block)
-                now = time.monotonic()
-                if now - last >= 2:
-                    last = now
-                    show(f"  {label}: {(offset + sent) / 1e6:.1f}/{total / 1e6:.1f} MB "
-                         f"({100 * (offset + sent) / max(total, 1):.0f}%), {sent / 1e6 / max(now - t0, 1e-6):.1f} MB/s")
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        code = proc.wait()
-        err.seek(0)
-        message = err.read().decode(errors="replace").strip()[-300:]
-    if code != 0:
-        raise SubmitError(f"{frontend.where}: copying {label} stopped after {offset + sent} of {total} bytes "
-                          f"(exit {code}: {message})", fix="run the same `kit weights push` again: it resumes where it stopped")
-    show(f"  {label}: {total / 1e6:.1f} MB sent ({sent / 1e6:.1f} MB now"
-         + (f", resumed at {offset / 1e6:.1f} MB" if offset else "") + f") in {time.monotonic() - t0:.1f}s")
-    return sent
-
-
-def remote_hashes(frontend: Frontend, snapshot: str, names: list[str], total_bytes: int) -> dict[str, str]:
-    """sha256 of the named files of a snapshot on the site (sha256sum there); missing ones are absent."""
-    if not names:
-        return {}
-    timeout = max(600, int(total_bytes / 50e6))   # hashing a large model there takes a while
-    out = run_bytes(frontend, ["sh", "-c", _HASH, "sh", snapshot], "\0".join(names).encode() + b"\0", timeout_s=timeout)
-    digests = {}
-    for record in out.split(b"\0"):
-        line = record.decode("utf-8", errors="replace")
-        if len(line) > 66 and line[64:66] == "  ":
-            digests[line[66:]] = line[:64]
-    return digests
-
-
 def push_snapshot(frontend: Frontend, root: str, cache: Path, manifest: Manifest, there: SiteSnapshot,
                   show: Show) -> PushResult:
     """Copy one staged snapshot to the site (see the module doc); returns what was done."""
@@ -215,7 +160,7 @@ def push_snapshot(frontend: Frontend, root: str, cache: Path, manifest: Manifest
             have = 0   # not a prefix of this file: start again
         if have:
             result.resumed[name] = have
-        result.sent[name] = _send(frontend, local / name, f"{parts}/{name}", have, show, name)
+        result.sent[name] = send_file(frontend, local / name, f"{parts}/{name}", have, show, name, "kit weights push")
     if todo:
         args = [a for n in todo for a in (n, str(manifest.files[n].size))]
         out = run_bytes(frontend, ["sh", "-c", _FINISH, "sh", snap, parts, *args])
@@ -224,7 +169,7 @@ def push_snapshot(frontend: Frontend, root: str, cache: Path, manifest: Manifest
             raise SubmitError(f"{frontend.where}: copies of {', '.join(b[-1] for b in bad)} have the wrong size there",
                               fix="run the same `kit weights push` again")
     show(f"{model}@{revision[:12]}: checking sha256 of {len(manifest.files)} files at {frontend.where} ...")
-    digests = remote_hashes(frontend, snap, sorted(manifest.files), manifest.total_bytes)
+    digests = remote_sha256(frontend, snap, sorted(manifest.files), manifest.total_bytes)
     result.verified = len(digests)
     wrong = [n for n, e in manifest.files.items() if digests.get(n) != e.sha256]
     if wrong:
@@ -273,7 +218,7 @@ def verify_on_site(frontend: Frontend, root: str, keys: list[tuple[str, str]], s
         problems = size_problems(manifest, there.sizes)
         if not problems:
             show(f"{model}@{revision[:12]}: hashing {len(manifest.files)} files at {frontend.where} ...")
-            digests = remote_hashes(frontend, remote_snapshot_dir(root, model, revision), sorted(manifest.files),
+            digests = remote_sha256(frontend, remote_snapshot_dir(root, model, revision), sorted(manifest.files),
                                     manifest.total_bytes)
             problems = hash_problems(manifest, digests)
         out.append(SiteVerify(model, revision, where, manifest.digest, len(manifest.files), problems))

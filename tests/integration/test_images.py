@@ -354,3 +354,23 @@ def test_saved_archive_loads_as_the_recorded_image(converted, lock_env, work):
     r = subprocess.run(["docker", "load", "-i", str(path)], capture_output=True, text=True)
     assert r.returncode == 0 and f"Loaded image: {converted.tag}" in r.stdout, r.stdout + r.stderr
     assert engine.image_attrs(converted.tag)["Id"] == converted.image_id
+
+
+def test_run_preflight_asks_the_docker_engine_for_the_recorded_image_id(built, lock_env, work):
+    """A docker-runtime site: the image the jobs run must be in the engine of the host that runs them
+    (this one, a local site) with the lock's id; another build under the tag, or no such tag, is missing."""
+    from kit.config.sites import Site
+    from kit.images.built import load_lock
+    from kit.launch.images_check import check_site_images
+    from kit.launch.site import resolve_site
+
+    lock = load_lock(Path(lock_env["KIT_IMAGES_LOCK"]))
+    site = resolve_site(Site(name="ci", scheduler="local", runtime="docker"), work)
+    (ok,) = check_site_images(site, {NAME: built.tag}, lock, dry_run=False)
+    assert (ok.state, ok.detail) == ("ok", f"{built.tag} is image {built.image_id[:19]}")
+    other = lock.model_copy(deep=True)
+    other.images[NAME].image_id = "sha256:" + "9" * 64
+    (stale,) = check_site_images(site, {NAME: built.tag}, other, dry_run=False)
+    assert stale.state == "missing" and "another build under that tag" in stale.detail
+    (gone,) = check_site_images(site, {NAME: "kit/no-such-image:never"}, lock, dry_run=False)
+    assert gone.state == "missing" and "is not in the docker engine of local" in gone.detail

@@ -8,6 +8,10 @@ command (no Slurm daemons in there) and SLURM_* set as a batch job would have th
 machine has no /dev/fuse, so APPTAINER_UNSQUASH=1 makes Apptainer unpack the SIF instead
 of mounting it (a property of this machine, not of the script).
 
+A second test gets the SIF to the "cluster" the way a user does: `kit images push` through the
+local ssh frontend (scripts/dev/sshd.sh), the run preflight asked over ssh, the job reading the
+pushed file, and a SIF damaged after the push refused by the job before the worker starts.
+
 Cost: the stub SIF is built once and cached in /var/tmp/kit-test-cache (about 30 s); a run
 takes about 8 s. Needs root, Debian and Docker.
 """
@@ -144,3 +148,78 @@ def test_slurm_apptainer_script_runs_the_worker_in_the_sif(stub_sif, box):
     assert env["CUDA_VISIBLE_DEVICES"] == "1"
     assert "LEAK_CANARY" not in env and "SLURM_JOB_ID" not in env          # --cleanenv: named variables only
     assert "hf_not_a_real_token" not in run.stdout + run.stderr + sp.script_text
+
+
+def test_a_job_reads_the_sif_kit_images_push_put_at_the_site_and_refuses_a_damaged_one(stub_sif, box):
+    """The SIF reaches the cluster through `kit images push` over the ssh frontend (as the user kit),
+    the run preflight finds it there, and the job script reads it; a SIF damaged after the push
+    stops the job before the worker starts, naming the push that mends it."""
+    import hashlib
+    import sys
+
+    from services import start_service
+
+    from kit.launch.images_check import preflight_images
+
+    start_service("sshd")
+    art = "kit-transformers-5.17-stub-0123456789ab.sif"
+    (box / "build").mkdir()
+    shutil.copy(stub_sif, box / "build" / art)
+    write_demo_benchmark(box / "data")
+    (box / "roster.toml").write_text(f'benchmark = "data"\n\n[[run]]\nmodel = "org/m"\nrevision = "{REV}"\n'
+                                     'backend = "transformers-5.17"\n')
+    for d in ("cluster/results", "scratch", "hub", "pushed"):
+        (box / d).mkdir(parents=True, exist_ok=True)
+        shutil.chown(box / d, "kit", "kit")
+    for d in ("cluster", "cluster/results", "scratch"):   # the job runs as uid 1000 of the helper image
+        (box / d).chmod(0o777)
+    lock = {"images": {"transformers-5.17": {
+        "backend": "transformers-5.17", "tag": "kit/test-stub-kit:latest", "image_id": "sha256:" + "a" * 64,
+        "dockerfile_sha256": "b" * 64, "lock_sha256": "c" * 64, "base": "kit/base:bookworm", "kit_version": "0",
+        "built_at": "2026-11-29T00:00:00Z",
+        "artifacts": {"sif": {"file": art, "sha256": hashlib.sha256(stub_sif.read_bytes()).hexdigest(),
+                              "bytes": stub_sif.stat().st_size}}}}}
+    (box / "images.lock.json").write_text(json.dumps(lock))
+    (box / "sites.toml").write_text(
+        '[site.far]\nscheduler = "slurm"\nruntime = "apptainer"\nfrontend = "kit-frontend"\n'
+        f'root = "{box}/cluster"\nresults = "{box}/cluster/results"\nimages = "{box}/pushed"\nscratch = "{box}/scratch"\n'
+        f'weights = "{box}/hub"\ngpus_per_node = 1\n')
+    env = {**os.environ, "KIT_IMAGES_LOCK": str(box / "images.lock.json")}
+    push = subprocess.run([sys.executable, "-m", "kit", "images", "push", "--site", "far", "--out", "build"],
+                          cwd=box, capture_output=True, text=True, env=env, timeout=300)
+    assert push.returncode == 0, push.stderr
+    pushed = box / "pushed" / art
+    assert pushed.owner() == "kit" and pushed.read_bytes() == stub_sif.read_bytes()
+    plan = prepare_kit_run(RunRequest(box / "sites.toml", ("far",), box / "roster.toml",
+                                      images_lock=box / "images.lock.json", dry_run=True)).plan
+    assert [c.state for c in preflight_images(plan, images_lock=box / "images.lock.json").checks] == ["ok"]
+    sp = plan.sites[0]
+    assert f"{box}/pushed/{art}" in sp.script_text
+    from kit.launch.remote import upload_inputs
+
+    upload_inputs(sp.where.frontend, sp.inputs)      # as `kit run` does: the roster and benchmark, over ssh
+    script = box / "job.sh"
+    script.write_text(sp.script_text)
+    (box / "bin").mkdir()
+    (box / "bin" / "srun").write_text('#!/bin/sh\nexec "$@"\n')     # a job step without slurmstepd
+    (box / "bin" / "srun").chmod(0o755)
+
+    def job() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["docker", "run", "--rm", "--user", "1000:1000", *EXEC_OPTS, "-v", f"{box}:{box}",
+             "-e", f"PATH={box}/bin:/usr/local/bin:/usr/bin:/bin", "-e", "APPTAINER_UNSQUASH=1",
+             "-e", "SLURM_JOB_ID=4343", HELPER, "bash", str(script)], capture_output=True, text=True, timeout=300)
+
+    run = job()
+    assert run.returncode == 0, run.stdout + run.stderr
+    record = (box / "cluster" / "results" / "stub-kit.txt").read_text().splitlines()
+    assert "ARG shard" in record and "ENV KIT_IMAGE_ARTIFACT=sif" in record
+    (box / "cluster" / "results" / "stub-kit.txt").unlink()
+    with pushed.open("r+b") as fh:          # a byte flipped on the cluster's filesystem
+        fh.seek(100)
+        byte = fh.read(1)
+        fh.seek(100)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    run = job()
+    assert run.returncode == 2 and "push the lock's image again: kit images push --site far" in run.stderr, run.stderr
+    assert not (box / "cluster" / "results" / "stub-kit.txt").exists()

@@ -80,13 +80,14 @@ def artifact_check_lines(image: str) -> list[str]:
     """Job-script lines that refuse to start unless the SIF/sqsh is readable and its sha256 is the one
     the launcher passed (KIT_IMAGE_SHA256): the job re-checks what the result will record."""
     q = shlex.quote(image)
-    unreadable = shlex.quote(f"kit: image not readable: {image}")
+    unreadable = shlex.quote(f"kit: image not readable: {image}; put it there: kit images push --site ")
     return [
-        f"test -r {q} || {{ echo {unreadable} >&2; exit 2; }}",
+        f'test -r {q} || {{ echo {unreadable}"${{KIT_SITE:-SITE}}" >&2; exit 2; }}',
         'if [ -n "${KIT_IMAGE_SHA256:-}" ]; then',
         f"  KIT_SEEN_SHA256=$(sha256sum {q} | cut -d' ' -f1)",
         '  [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the '
-        'recorded $KIT_IMAGE_SHA256; convert and ship the image again (kit images convert)" >&2; exit 2; }',
+        'recorded $KIT_IMAGE_SHA256 (a half copy or another build); push the lock\'s image again: kit images push '
+        '--site ${KIT_SITE:-SITE}" >&2; exit 2; }',
         "fi",
     ]
 

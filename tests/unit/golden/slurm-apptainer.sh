@@ -85,10 +85,10 @@ set -u
 [ -z "${TOKENIZERS_PARALLELISM+set}" ] || export APPTAINERENV_TOKENIZERS_PARALLELISM="${TOKENIZERS_PARALLELISM}"
 [ -z "${HF_TOKEN_PATH+set}" ] || export APPTAINERENV_HF_TOKEN_PATH="${HF_TOKEN_PATH}"
 [ -z "${CUDA_VISIBLE_DEVICES+set}" ] || export APPTAINERENV_CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES}"
-test -r /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif || { echo 'kit: image not readable: /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif' >&2; exit 2; }
+test -r /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif || { echo 'kit: image not readable: /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif; put it there: kit images push --site '"${KIT_SITE:-SITE}" >&2; exit 2; }
 if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
   KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sif | cut -d' ' -f1)
-  [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the recorded $KIT_IMAGE_SHA256; convert and ship the image again (kit images convert)" >&2; exit 2; }
+  [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the recorded $KIT_IMAGE_SHA256 (a half copy or another build); push the lock's image again: kit images push --site ${KIT_SITE:-SITE}" >&2; exit 2; }
 fi
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
 # the worker runs as a child so that the cleanup runs after it; signals are passed on

@@ -62,10 +62,10 @@ if ! command -v module >/dev/null 2>&1 && [ -r /etc/profile ]; then
 fi
 module load apptainer/1.3
 set -u
-test -r /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh || { echo 'kit: image not readable: /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh' >&2; exit 2; }
+test -r /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh || { echo 'kit: image not readable: /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh; put it there: kit images push --site '"${KIT_SITE:-SITE}" >&2; exit 2; }
 if [ -n "${KIT_IMAGE_SHA256:-}" ]; then
   KIT_SEEN_SHA256=$(sha256sum /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh | cut -d' ' -f1)
-  [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the recorded $KIT_IMAGE_SHA256; convert and ship the image again (kit images convert)" >&2; exit 2; }
+  [ "$KIT_SEEN_SHA256" = "$KIT_IMAGE_SHA256" ] || { echo "kit: image sha256 $KIT_SEEN_SHA256 is not the recorded $KIT_IMAGE_SHA256 (a half copy or another build); push the lock's image again: kit images push --site ${KIT_SITE:-SITE}" >&2; exit 2; }
 fi
 enroot create --force --name "kit-${KIT_JOB_ID:-$$}" /lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2

@@ -18,14 +18,26 @@ from kit.launch.site import ResolvedSite
 from kit.plan import Pair, PlanFile, read_plan_file
 
 _DIGEST = re.compile(r"-([0-9a-f]{12})$")
-_SHORT = re.compile(r"[^A-Za-z0-9._-]+")
-SHORT_MAX = 24
+_SHORT = re.compile(r"[^A-Za-z0-9._@+-]+")
+SHORT_MAX = 28
+_HEAD = 11   # a long name keeps its start and its end (where sizes and @variants are), the middle elided
+
+
+def run_short_name(run: str) -> str:
+    """A run's name as a job name shows it: the model's own name with its @variant (org dropped), in
+    scheduler-safe characters, at most SHORT_MAX long: Qwen/Qwen3-32B@hf -> Qwen3-32B@hf,
+    deepseek-ai/DeepSeek-R1-Distill-Qwen-32B -> DeepSeek-R1..still-Qwen-32B."""
+    short = _SHORT.sub("_", run.rsplit("/", 1)[-1]) or "run"
+    if len(short) > SHORT_MAX:
+        short = short[:_HEAD] + ".." + short[len(short) - (SHORT_MAX - _HEAD - 2):]
+    return short
 
 
 def job_name(site: str, runs: list[str], digest: str) -> str:
-    """kit-<site>-<first run's short name>[+N more]-<digest>: `squeue`/`oarstat` show what a job runs."""
-    short = _SHORT.sub("_", runs[0].rsplit("/", 1)[-1].split("@")[0])[:SHORT_MAX] if runs else "none"
-    more = f"+{len(runs) - 1}" if len(runs) > 1 else ""
+    """kit-<site>-<first run's short name>[-and-N-more]-<digest>: `squeue`/`oarstat` show what a job
+    runs (`-and-N-more`, not `+N`, which reads as one of lrb's `+variant` run names)."""
+    short = run_short_name(runs[0]) if runs else "none"
+    more = f"-and-{len(runs) - 1}-more" if len(runs) > 1 else ""
     return f"kit-{site}-{short}{more}-{digest}"
 
 

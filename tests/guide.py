@@ -12,7 +12,7 @@ GUIDE = REPO / "REPRODUCE.md"
 _BLOCK = re.compile(r"```bash\n# step: ([a-z-]+)\n(.*?)```", re.S)
 
 HOST_STEPS = ("setup", "demo", "verify", "rerun-host", "cluster", "against", "everything")
-IMAGE_STEPS = ("image", "convert")
+IMAGE_STEPS = ("image", "convert", "published")
 
 
 def steps(text: str | None = None) -> dict[str, str]:

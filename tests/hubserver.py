@@ -6,7 +6,7 @@ Routes (read from huggingface_hub 2.4's hf_api.py and file_download.py):
 - GET /api/models/{repo}/revision/{rev}: model info (`sha`, `siblings`), for a branch name;
 - GET /api/models/{repo}/tree/{rev}?recursive=...: the file listing (`type`, `path`, `size`, `oid`
   = git blob id, `lfs` = {oid: sha256, size, pointerSize} for weight files);
-- HEAD and GET /{repo}/resolve/{rev}/{path}: the file, with X-Repo-Commit, ETag (the git blob id,
+- HEAD and GET /{repo}/resolve/{rev}/{path} (and /datasets/{repo}/...): the file, with X-Repo-Commit, ETag (the git blob id,
   or for LFS files the sha256, also as X-Linked-Etag), Content-Length and Accept-Ranges; a
   `Range: bytes=N-` GET gets 206 and Content-Range (how a dropped download resumes).
 Errors carry the X-Error-Code header the client maps to its exceptions (RepoNotFound,
@@ -36,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-LFS_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt")
+LFS_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".sif", ".sqsh", ".tar")
 
 
 @dataclass
@@ -111,7 +111,7 @@ def git_blob_id(data: bytes) -> str:
 
 
 _INFO = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/(?P<kind>revision|tree)/(?P<rev>[^/?]+)")
-_RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)$")
+_RESOLVE = re.compile(r"^/(?:datasets/)?(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)$")
 
 
 class _Handler(BaseHTTPRequestHandler):

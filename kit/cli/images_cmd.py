@@ -57,6 +57,7 @@ def images() -> None:
       kit images push --site lyon gguf           copy the SIF lyon's apptainer reads, checked there
       kit images status --site lyon              what lyon's images folder holds, against the lock
       kit images prune --site lyon               list what no lock entry or result needs (--yes removes)
+      kit images pull me/lrb-results --form sif  a published release's SIF, checked, for kit reproduce
     """
 
 
@@ -466,3 +467,51 @@ def prune_cmd(site_names, sites_csv, sites_file, images_file, lock_file, yes, no
         lines.append(f"{site.name}: {len(going)} file(s), {_mb(freed)} {verb.replace('would remove', 'to free')}"
                      + ("" if yes or not going else " (run again with --yes to remove them)"))
     render(Outcome("images prune", {"sites": rows}, lines), as_json)
+
+
+@images.command("pull")
+@click.argument("repo_id")
+@click.argument("names", nargs=-1, metavar="[NAME...]")
+@click.option("--form", default="sif", show_default=True, type=click.Choice(["sif", "sqsh", "tar"]),
+              help="The form your runtime reads: sif (Apptainer), sqsh (Enroot), tar (docker load).")
+@out_option
+@click.option("--lock-file", type=click.Path(path_type=Path), default="containers/images.lock.json",
+              show_default=True, envvar="KIT_IMAGES_LOCK",
+              help="The images lock that records what was pulled (kit reproduce --images-lock). Env: KIT_IMAGES_LOCK.")
+@click.option("--revision", default=None, help="A branch, tag or commit of the dataset repo (default: main).")
+@click.option("--token-file", type=click.Path(path_type=Path), default=None, envvar="KIT_HF_TOKEN_FILE",
+              help="A mode-600 file holding a Hub token, for a private repo. Env: KIT_HF_TOKEN_FILE.")
+@click.option("--endpoint", default=None, envvar="HF_ENDPOINT", help="The Hub's URL (default: huggingface_hub's).")
+@common.json_option
+def pull_cmd(repo_id, names, form, out_dir, lock_file, revision, token_file, endpoint, as_json) -> None:
+    """Download the image files a published release carries (kit publish --with-images).
+
+    REPO is the release's dataset repo; NAME... its backends (default: every one it carries).
+    Each file is checked before it is used: images/manifest.json must name it with the sha256
+    the dataset card lists, the download is hashed against both (and removed when it differs),
+    and a SIF or sqsh is recorded in the images lock under the image id the results name, so
+    that `kit reproduce` finds it by sha256. A lock that already holds another build of that
+    backend is not changed: pull into a lock of its own (--lock-file). A docker archive is
+    loaded with `docker load -i FILE`.
+
+    \b
+    Examples:
+      kit images pull me/lrb-results --form sif
+      kit images pull me/lrb-results gguf --form sif --out ~/kit-images --lock-file pulled.lock.json
+      kit reproduce checkpoints/fr/org__model.json --runtime apptainer --images ~/kit-images \\
+          --images-lock pulled.lock.json
+    """
+    from kit.results.publish import check_repo_id
+    from kit.results.release_images import pull_images
+
+    check_repo_id(repo_id)
+    token = None
+    if token_file is not None:
+        from kit.weights.token import read_token_file
+
+        token = read_token_file(token_file)
+    pulled = pull_images(repo_id, list(dict.fromkeys(names)), form, out_dir, lock_file, revision=revision,
+                         endpoint=endpoint, token=token, say=common.say)
+    rows = [p.as_dict() for p in pulled]
+    render(Outcome("images pull", {"repo_id": repo_id, "form": form, "pulled": rows},
+                   (f"{r['backend']}\t{r['form']}\t{r['file']}\t{r['sha256']}" for r in rows)), as_json)

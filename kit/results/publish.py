@@ -6,7 +6,10 @@ Anything that looks like a credential stops the publish before anything is sent:
 file or folder in the release) or the whole content of a file to upload, archives unpacked and
 encodings undone, as kit.results.secrets finds it with detect-secrets' detectors. The upload is one
 `HfApi.create_commit` of exactly the listed files (each path as is, no pattern matching), after
-`create_repo(..., repo_type="dataset", exist_ok=True)`.
+`create_repo(..., repo_type="dataset", exist_ok=True)`. With images (kit.results.release_images), the
+image files go up in the same commit under `images/`, with `images/manifest.json` and the card's
+images section; image files are checked by sha256 against the lock, not scanned (they are the built
+images, whose build never takes a credential in: kit images build's CA-bundle rule).
 """
 
 from __future__ import annotations
@@ -29,11 +32,35 @@ class PublishPlan:
     release: Path
     files: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    written: dict[str, bytes] = field(default_factory=dict)    # repo path -> bytes kit writes (not the release's)
+    images: dict[str, Path] = field(default_factory=dict)      # repo path -> image file here
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"release": str(self.release), "files": self.files, "skipped": self.skipped,
+                "images": {rel: str(path) for rel, path in self.images.items()},
                 "bytes": sum(self.files.values())}
+
+
+def add_images(plan: PublishPlan, uploads: list, repo_id: str) -> PublishPlan:
+    """The plan with the release's image files (kit.results.release_images.ImageUpload), their
+    manifest, and the card with its images section."""
+    from kit.results.release_images import MANIFEST, card_with_images, manifest_bytes
+
+    taken = [rel for rel in [MANIFEST, *(u.entry.path_in_repo for u in uploads)] if rel in plan.files]
+    if taken:
+        raise ConfigError(f"{plan.release}: {taken[0]} is a file of the release and would be replaced by an image "
+                          "file or the images manifest", fix="remove the release's own images/ folder, or publish "
+                          "without --with-images")
+    for u in uploads:
+        plan.images[u.entry.path_in_repo] = u.local
+        plan.files[u.entry.path_in_repo] = u.entry.bytes
+    plan.written[MANIFEST] = manifest_bytes(uploads)
+    card = (plan.release / "README.md").read_text(encoding="utf-8")
+    plan.written["README.md"] = card_with_images(card, uploads, repo_id).encode("utf-8")
+    for rel, data in plan.written.items():
+        plan.files[rel] = len(data)
+    return plan
 
 
 def check_repo_id(repo_id: str) -> str:
@@ -81,7 +108,12 @@ def publish(repo_id: str, plan: PublishPlan, api: Any, *, private: bool = False,
 
     check_repo_id(repo_id)
     api.create_repo(repo_id=repo_id, repo_type="dataset", private=private, exist_ok=True)
-    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(plan.release / rel)) for rel in plan.files]
+    def source(rel: str) -> Any:
+        if rel in plan.written:
+            return plan.written[rel]
+        return str(plan.images.get(rel) or plan.release / rel)
+
+    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=source(rel)) for rel in plan.files]
     info = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations,
                              commit_message=message or f"Publish {plan.release.name} ({len(operations)} files) with kit")
     return str(getattr(info, "commit_url", None) or info)

@@ -1,5 +1,8 @@
 """REPRODUCE.md's image steps, followed literally: build the image, run the demo in it,
-reproduce through Docker, then convert to SIF and sqsh, verify, and reproduce through each."""
+reproduce through Docker, then convert to SIF and sqsh, verify, and reproduce through each; then
+the reviewer's path from a published release: the demo's results released and published with their
+SIF to the local stand-in hub (tests/hubserver.py, the real HfApi), the SIF pulled back and the
+result reproduced from it."""
 
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ def test_guide_image_steps(cpu_image_env, tmp_path_factory):
     env = {**os.environ, **cpu_image_env, "KIT_CACHE_DIR": str(cache), "KIT_COMMIT": kit_commit(REPO)}
     env.pop("VIRTUAL_ENV", None)
     for name in IMAGE_STEPS:
+        if name == "published":
+            env = {**env, **_publish_demo_release(box, env)}
         r = run_step(name, box, env, timeout=3000)
         assert r.returncode == 0, f"step {name!r} failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
         out = r.stdout + r.stderr
@@ -44,3 +49,37 @@ def test_guide_image_steps(cpu_image_env, tmp_path_factory):
             for sub in ("reproduce-sif", "reproduce-sqsh"):
                 v = json.loads((box / f"kit-demo-docker/{sub}/reproduce-kit-demo__tiny-llama-en.json").read_text())
                 assert v["verdict"] == "REPRODUCED" and v["image"]["matches_record"]
+        if name == "published":
+            assert "REPRODUCED" in out and "as the card lists; recorded in published-images/images.lock.json" in out
+            v = json.loads((box / "kit-demo-docker/reproduce-published/reproduce-kit-demo__tiny-llama-en.json")
+                           .read_text())
+            assert v["verdict"] == "REPRODUCED" and v["image"]["matches_record"]
+            assert "published-images/" in v["image"]["ref"]     # the pulled SIF, not build/images' own
+
+
+def _publish_demo_release(box: Path, env: dict[str, str]) -> dict[str, str]:
+    """The authors' side: the demo's results released and published with their SIF to a stand-in hub
+    that then serves the commit as the dataset repo; the reviewer's environment to reach it."""
+    import atexit
+    import subprocess
+
+    from hubserver import HubServer, Repo
+
+    hub = HubServer({})
+    endpoint = hub.start()
+    atexit.register(hub.stop)
+    online = {**env, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": endpoint}
+    for argv in (["release", "kit-demo-docker/results", "-o", "kit-demo-docker/release",
+                  "--roster", "kit-demo-docker/roster.toml"],
+                 ["publish", "me/kit-demo", "kit-demo-docker/release", "--with-images", "sif"]):
+        r = subprocess.run([sys.executable, "-m", "kit", *argv], cwd=box, env=online, capture_output=True, text=True,
+                           timeout=1800)
+        assert r.returncode == 0, f"kit {argv[0]}: {r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+    (commit,) = hub.commits
+    served = box / "hub-served"
+    for rel, data in commit.files.items():
+        (served / rel).parent.mkdir(parents=True, exist_ok=True)
+        (served / rel).write_bytes(data)
+    commit.files.clear()   # the SIF's bytes, twice in memory otherwise
+    hub.repos["me/kit-demo"] = Repo("c" * 40, served)
+    return {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": endpoint, "KIT_RELEASE_REPO": "me/kit-demo"}

@@ -91,6 +91,7 @@ BAD = {
     "images push": ["--site", "nowhere", "gguf"],
     "images status": ["--site", "nowhere"],
     "images prune": ["--site", "nowhere"],
+    "images pull": ["not a repo id"],
     "weights stage": ["--roster", "missing.toml"],
     "weights push": ["--site", "nancy", "--sites-file", "missing.toml"],
     "weights verify": ["--model", "org/m", "--roster", "missing.toml"],

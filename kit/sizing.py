@@ -1,12 +1,15 @@
 """How many GPUs a run's job asks for at a site, and whether the model fits there at all (pure).
 
 One job runs on one node. An engine that shards (vLLM: tensor parallelism) gets the fewest GPUs
-of that node whose memory holds the weights at the run's dtype plus MEMORY_MARGIN, among the
-counts that divide both the attention and the key-value head counts (vLLM refuses others); any
-other engine uses one GPU, which must hold the model by itself. A site states its per-GPU memory
-(`gpu_memory_gib`); an OAR GPU filter is made to ask for the GPU memory the job needs when what it
-guarantees is less (kit.launch.jobsize.grown_filter). A model too big for
-the site is refused before anything is submitted, with the fix."""
+of that node that hold the model, among the counts vLLM accepts (tensor_parallel_fits). What
+"hold" means is what vLLM checks when it starts: on each GPU, in the share it takes
+(gpu_memory_utilization), its part of the weights, the KV cache of one sequence as long as the
+run's context (max_model_len; vLLM refuses to start when that does not fit) and
+VLLM_OVERHEAD_BYTES; when the snapshot does not give the KV cache's shape, weights times
+MEMORY_MARGIN. Any other engine uses one GPU, which must hold the weights times MEMORY_MARGIN by
+itself. A site states its per-GPU memory (`gpu_memory_gib`); an OAR GPU filter is made to ask for
+the GPU memory the job needs when what it guarantees is less (kit.launch.jobsize.grown_filter). A
+model too big for the site is refused before anything is submitted, with the fix."""
 
 from __future__ import annotations
 
@@ -16,9 +19,13 @@ from dataclasses import dataclass
 
 from kit.errors import ConfigError
 
-# weights x 1.25 must fit: activations, the KV cache and the CUDA context need the rest
-# (vLLM itself keeps 10% of the device out of its pool by default)
+# weights x 1.25 must fit: activations, the KV cache and the CUDA context need the rest (the rule for
+# engines that grow their cache as they generate, and for vLLM when the KV cache's shape is unknown)
 MEMORY_MARGIN = 1.25
+# vLLM's memory on each GPU besides weights and KV cache: the CUDA context, the activations of its
+# profiling batch (max_num_batched_tokens) and its CUDA graphs, which its profiling run measures and
+# keeps out of the KV cache: a few GiB on any model (an estimate: vLLM measures it when it starts)
+VLLM_OVERHEAD_BYTES = 3 << 30
 # without any memory figure, the rule open-r1 sizes vLLM by: shard from 30B parameters on
 TP_THRESHOLD_PARAMS = 30_000_000_000
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
@@ -30,14 +37,39 @@ _EXPERTS = re.compile(r"(?<![\d.A-Za-z])(\d+)x(\d+(?:\.\d+)?)[Bb](?![a-zA-Z\d])"
 
 
 @dataclass(frozen=True)
+class KvCache:
+    """What a model's KV cache keeps per token: each full-attention layer a key and a value per KV head
+    (MLA: one latent vector), a sliding-window layer the same for its last `window` tokens only."""
+
+    full_layers: int
+    kv_heads: int = 0
+    head_dim: int = 0
+    window_layers: int = 0
+    window: int = 0
+    latent: int = 0               # MLA: elements per token and layer, the same on every GPU
+    dtype_bytes: int = 2
+
+    def bytes_per_gpu(self, tokens: int, gpus: int) -> int:
+        """Bytes on each of `gpus` tensor-parallel GPUs for one sequence of `tokens` tokens: the KV heads
+        split over the GPUs, at least one on each (vLLM replicates KV heads past their count)."""
+        per_layer = (self.latent if self.latent else 2 * max(1, self.kv_heads // gpus) * self.head_dim) \
+            * self.dtype_bytes
+        return per_layer * (self.full_layers * tokens + self.window_layers * min(self.window, tokens))
+
+
+@dataclass(frozen=True)
 class ModelSize:
-    """What is known of a run's model: weights in GPU memory at the run's dtype, heads, and the source."""
+    """What is known of a run's model: weights in GPU memory at the run's dtype, heads, the source, and
+    (for vLLM's rule) the shape of its KV cache and the context length it must hold."""
 
     load_bytes: int | None
     params: int | None
     attention_heads: int | None
     kv_heads: int | None
     source: str
+    kv: KvCache | None = None
+    context: int | None = None       # tokens of one sequence: max_model_len
+    context_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,9 +129,11 @@ def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteG
         gpus = _by_threshold(run, model, site) if shards else 1
         return JobSize(gpus, None, f"{gpus} GPU(s); the model's size is unknown ({model.source}): memory not checked",
                        False)
+    if shards and model.kv is not None and model.context and capacity is not None:
+        return _vllm_size(run, model, site, capacity, memory_fraction)
     need = model.load_bytes * MEMORY_MARGIN
     what = (f"{model.load_bytes / GIB:.1f} GiB of weights ({model.source}) x {MEMORY_MARGIN} = "
-            f"{need / GIB:.1f} GiB")
+            f"{need / GIB:.1f} GiB" + (" (the KV cache's shape is unknown)" if shards else ""))
     if capacity is None:
         gpus = _by_threshold(run, model, site) if shards else 1
         return JobSize(gpus, None, f"{gpus} GPU(s) for {what}; site {site.name} states no gpu_memory_gib: "
@@ -122,8 +156,47 @@ def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteG
             f"{site.name!r} spans one node of gpus_per_node = {site.gpus_per_node} GPU(s)",
             fix="run it at a site with more or bigger GPUs per node, or use a quantized variant")
     gpus = _dividing(run, model, fewest, site)
-    return JobSize(gpus, _floor(need / gpus / memory_fraction, site), f"{gpus} GPU(s) (tensor parallel) for {what}",
+    return JobSize(gpus, _floor(need / gpus / memory_fraction, site),
+                   f"{gpus} GPU(s){' (tensor parallel)' if gpus > 1 else ''} for {what}",
                    True)
+
+
+def _vllm_size(run: str, model: ModelSize, site: SiteGpus, capacity: float, fraction: float) -> JobSize:
+    """vLLM's own check: on each GPU, its share of the weights, the KV cache of one `context`-token
+    sequence and VLLM_OVERHEAD_BYTES within `fraction` of the GPU; the fewest GPUs vLLM can shard over."""
+    assert model.kv is not None and model.context and model.load_bytes is not None
+    usable = capacity * fraction
+
+    def per_gpu(g: int) -> float:
+        return model.load_bytes / g + model.kv.bytes_per_gpu(model.context, g) + VLLM_OVERHEAD_BYTES
+
+    kv_total = model.kv.bytes_per_gpu(model.context, 1)
+
+    def what(g: int) -> str:
+        return (f"{model.load_bytes / GIB:.1f} GiB of weights ({model.source}) + {kv_total / GIB:.1f} GiB of KV cache "
+                f"for {model.context:,} tokens ({model.context_source}), over {g} GPU(s): {per_gpu(g) / GIB:.1f} GiB "
+                f"per GPU with {VLLM_OVERHEAD_BYTES / GIB:.0f} GiB of vLLM overhead, on {fraction:.0%} of each "
+                f"{capacity / GIB:.0f} GiB GPU (gpu_memory_utilization)")
+
+    heads = model.attention_heads
+    kv = model.kv_heads or heads
+    counts = [g for g in range(1, site.gpus_per_node + 1)
+              if g == 1 or (heads and kv and tensor_parallel_fits(heads, kv, g))]
+    fitting = [g for g in counts if per_gpu(g) <= usable]
+    if fitting:
+        g = fitting[0]
+        return JobSize(g, _floor(per_gpu(g) / fraction, site), f"{g} GPU(s){' (tensor parallel)' if g > 1 else ''} "
+                       f"for {what(g)}", True)
+    if not heads and per_gpu(site.gpus_per_node) <= usable:
+        raise ConfigError(f"run {run!r} needs more than one GPU for {what(1)}, and its attention head count is unknown",
+                          fix="stage the snapshot (its config.json has num_attention_heads) or set "
+                              "options.attention_heads (and options.kv_heads)")
+    largest = counts[-1]
+    raise ConfigError(
+        f"run {run!r} does not fit one node of site {site.name!r} (gpus_per_node = {site.gpus_per_node}): "
+        f"{what(largest)}, more than {usable / GIB:.0f} GiB",
+        fix="set options.max_model_len lower (the KV cache grows with it), run it at a site with more or bigger "
+            "GPUs per node, or use a quantized variant")
 
 
 def tensor_parallel_fits(attention_heads: int, kv_heads: int, gpus: int) -> bool:

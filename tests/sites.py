@@ -18,8 +18,12 @@ def sites_toml(*sites: Site) -> str:
         for key, value in site.model_dump(exclude={"name"}).items():
             if value is None or (key not in site.model_fields_set and value == Site.model_fields[key].default):
                 continue
-            # scalars, strings and lists of strings: JSON's spelling is TOML's
-            out.append(f"{key} = {json.dumps(list(value) if isinstance(value, tuple) else value)}")
+            # scalars, strings and lists of strings: JSON's spelling is TOML's; a table of strings is inline
+            if isinstance(value, dict):
+                text = "{ " + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in value.items()) + " }"
+            else:
+                text = json.dumps(list(value) if isinstance(value, tuple) else value)
+            out.append(f"{key} = {text}")
         out.append("")
     return "\n".join(out)
 

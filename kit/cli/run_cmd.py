@@ -160,6 +160,12 @@ def _dry_run_lines(prepared, array: int | None):
         yield f"# image: {sp.image.ref or 'none (host runtime)'}" + (f" (digest {digest})" if digest else "")
         if sp.group.note:
             yield f"# {sp.group.note}"
+        for run in sorted({p.run for p in sp.pairs}):
+            size = prepared.plan.sizes.get((run, sp.site.name))
+            if size is not None:
+                yield f"# GPUs for {run}: {size.note}"
+        if sp.arch_fit.runs_on:
+            yield f"# GPUs: image {sp.backend} runs on {sp.arch_fit.runs_on}; the request: {sp.arch_fit.asked}"
         yield from (f"# {line}" for line in sp.policy)
         yield from (f"# {line}" for line in prepared.weights.lines(sp.site.name))
         yield from (f"# {line}" for line in prepared.images.lines(sp.site.name, sp.backend))

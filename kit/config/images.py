@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kit.config.backends import BACKENDS
 from kit.config.loading import invalid, load_model
+from kit.gpus import GpuArchs, parse_cmake_archs, parse_torch_archs
 
 # Every CUDA arch list must name real architectures: `native` builds for the build host's GPU
 # (none on a builder), which yields an image that fails on every cluster GPU.
@@ -57,6 +58,7 @@ class ImageVariant(BaseModel):
     build_locks: list[str] | None = Field(None, description="its build-stage locks, replacing the image's; unset: "
                                           "the image's")
     glibc: str | None = Field(None, pattern=r"^2\.\d{2}$", description="its base's glibc; unset: the image's")
+    gpu_archs: str | None = Field(None, description="its CUDA code's architectures; unset: the image's")
 
     check_lock = field_validator("lock", "dockerfile")(lambda v: v if v is None else _relative(v))
 
@@ -65,6 +67,15 @@ class ImageVariant(BaseModel):
     def _build_locks(cls, v: list[str] | None) -> list[str] | None:
         return v if v is None else [_relative(p) for p in v]
     check_args = field_validator("build_args")(_check_args)
+    check_archs = field_validator("gpu_archs")(lambda v: v if v is None else _torch_archs(v))
+
+
+def _torch_archs(value: str) -> str:
+    try:
+        parse_torch_archs(value)
+    except ValueError as exc:
+        raise invalid(f"gpu_archs: {exc}", fix="write them as TORCH_CUDA_ARCH_LIST does: \"7.5;8.0;8.6;9.0;12.0+PTX\"") from None
+    return value
 
 
 class ImageSpec(BaseModel):
@@ -102,9 +113,14 @@ class ImageSpec(BaseModel):
     # Debian 12 and Ubuntu 22.04/24.04); a variant on Debian 12 may say "2.36" when a pin has no older wheel
     glibc: str = Field("2.28", pattern=r"^2\.\d{2}$", description="the oldest glibc of the base: locks and the "
                        "wheelhouse take manylinux wheels up to it")
+    gpu_archs: str | None = Field(None, description="the compute capabilities the image's CUDA code (its torch "
+                                  "build's) was compiled for, as TORCH_CUDA_ARCH_LIST writes them "
+                                  "(\"7.5;8.0;8.6;9.0;10.0;12.0\", +PTX where PTX is shipped); a job asks for those "
+                                  "GPUs (kit.launch.gpu_arch); unset: read from CMAKE_CUDA_ARCHITECTURES")
 
     check_paths = field_validator("dockerfile", "lock", "context")(_relative)
     check_args = field_validator("build_args")(_check_args)
+    check_archs = field_validator("gpu_archs")(lambda v: v if v is None else _torch_archs(v))
 
     @field_validator("build_locks")
     @classmethod
@@ -118,6 +134,16 @@ class ImageSpec(BaseModel):
             raise invalid(f"python {v!r} is not a minor version", fix="e.g. python = \"3.11\"")
         return v
 
+    def cuda_code(self) -> GpuArchs | None:
+        """What the image's CUDA code runs on: gpu_archs, else its CMAKE_CUDA_ARCHITECTURES; None for a
+        CPU image or when neither says."""
+        if not self.cuda:
+            return None
+        if self.gpu_archs:
+            return parse_torch_archs(self.gpu_archs)
+        arch = self.build_args.get("CMAKE_CUDA_ARCHITECTURES")
+        return parse_cmake_archs(arch) if arch else None
+
     def locks(self) -> list[str]:
         """Every lock file of the image: the runtime lock first, then the build-stage locks."""
         return [self.lock, *self.build_locks]
@@ -129,7 +155,7 @@ class ImageSpec(BaseModel):
         v = self.variants[variant]
         given = v.model_fields_set
         data = self.model_dump()
-        for key in ("dockerfile", "lock", "base", "python", "tag", "kit_extra", "build_locks", "glibc"):
+        for key in ("dockerfile", "lock", "base", "python", "tag", "kit_extra", "build_locks", "glibc", "gpu_archs"):
             if key in given:
                 data[key] = getattr(v, key)
         if "tag" not in given and self.tag:   # built under the image's own tag, it would replace that image
@@ -153,9 +179,16 @@ class ImagesFile(BaseModel):
     @field_validator("image")
     @classmethod
     def _known(cls, v: dict[str, ImageSpec]) -> dict[str, ImageSpec]:
-        for name in v:
+        for name, spec in v.items():
             if name not in BACKENDS:
                 raise invalid(f"image {name!r} names no backend", fix=f"use one of {', '.join(BACKENDS)}")
+            for variant in (None, *spec.variants):
+                built = spec.with_variant(variant)
+                if built.cuda and built.cuda_code() is None:
+                    where = f"image.{name}" + (f".variants.{variant}" if variant else "")
+                    raise invalid(f"{where}: a CUDA image (cuda = {built.cuda!r}) that says no GPU architectures",
+                                  fix="set gpu_archs (its torch build's list, TORCH_CUDA_ARCH_LIST form) or "
+                                      "CMAKE_CUDA_ARCHITECTURES in build_args: jobs ask for the GPUs it runs on")
         return v
 
 

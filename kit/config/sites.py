@@ -13,6 +13,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, Val
 from kit.config.loading import invalid, load_model
 from kit.config.walltime import walltime_seconds
 from kit.errors import ConfigError
+from kit.gpus import Capability, model_capability, parse_capability
 
 G5K_JOB_TYPES = ("night",)
 G5K_GPU_FILTER = "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
@@ -26,6 +27,7 @@ WHEN_JOB_TYPES = ("night", "besteffort", "day")
 _JOB_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_.=-]*$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
 # forward_env names that look like secrets (they would travel in the job's environment)
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
 
@@ -80,6 +82,14 @@ def _common_spellings(data: Any) -> Any:
     data = dict(data)
     if isinstance(data.get("job_types"), str):   # job_types = "night" or "night,exotic", as -t takes it
         data["job_types"] = [data["job_types"]]
+    for key in ("gpu_model", "gpu_compute_capability"):   # one GPU as a string; 8.0 written as a TOML number
+        value = data.get(key)
+        if isinstance(value, (str, float)):
+            value = [value]
+        if isinstance(value, list):
+            data[key] = [repr(v) if isinstance(v, float) else v for v in value]
+    if isinstance(data.get("gpu_features"), dict):
+        data["gpu_features"] = {k: repr(v) if isinstance(v, float) else v for k, v in data["gpu_features"].items()}
     if isinstance(data.get("walltime"), int) and not isinstance(data["walltime"], bool):
         data["walltime"] = str(data["walltime"])   # read as the scheduler reads a bare number (kit.config.walltime)
     for key in ("scheduler", "runtime"):
@@ -123,6 +133,17 @@ class Site(BaseModel):
                                "fit one node")
     gpu_memory_gib: float | None = Field(None, gt=0, le=4096, description="memory of one GPU (GiB); for a filtered "
                                          "OAR site, the largest GPU its filter can give; kit refuses what cannot fit")
+    gpu_model: tuple[str, ...] = Field((), description="the GPU model of the site's nodes as nvidia-smi or "
+                                       "Grid'5000's gpu_model property names it ('A100-SXM4-80GB', 'Tesla "
+                                       "V100-SXM2-32GB'), a list for several; kit knows their compute capability "
+                                       "and refuses a job whose image they cannot run")
+    gpu_compute_capability: tuple[str, ...] = Field((), description="the compute capability of the site's GPUs "
+                                                    "('8.0', as nvidia-smi --query-gpu=compute_cap prints it; a list "
+                                                    "for several), for a GPU kit does not know by name")
+    gpu_features: dict[str, str] = Field(default_factory=dict, description="Slurm: node feature -> the GPU model "
+                                         "or compute capability of the nodes that have it ({ v100 = \"V100\", a100 = "
+                                         "\"8.0\" }); kit adds --constraint for the features whose GPUs run the job's "
+                                         "image")
     cpus_per_task: int | None = Field(None, ge=1, description="CPU cores per job: Slurm --cpus-per-task; OAR "
                                       "core=N for a job without GPUs; unset: the scheduler's default")
     mem_gb: int | None = Field(None, ge=0, description="memory per job (GB); 0: all of the node's memory (Slurm "
@@ -170,6 +191,52 @@ class Site(BaseModel):
         # in the grammar of the site's own scheduler (declared above, so validated first)
         walltime_seconds(v, info.data.get("scheduler", "local"))
         return v
+
+    @field_validator("gpu_model")
+    @classmethod
+    def _gpu_model(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if model_capability(name) is None:
+                raise invalid(f"gpu_model {name!r} is not a GPU kit knows the compute capability of",
+                              fix="write it as nvidia-smi names it (e.g. 'A100-SXM4-80GB'), or give "
+                                  "gpu_compute_capability = \"8.6\" instead (nvidia-smi --query-gpu=compute_cap)")
+        return v
+
+    @field_validator("gpu_compute_capability")
+    @classmethod
+    def _gpu_compute_capability(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for text in v:
+            try:
+                parse_capability(text)
+            except ValueError as exc:
+                raise invalid(f"gpu_compute_capability {text!r}: {exc}", fix="e.g. gpu_compute_capability = \"8.0\"") from None
+        return v
+
+    @field_validator("gpu_features")
+    @classmethod
+    def _gpu_features(cls, v: dict[str, str]) -> dict[str, str]:
+        for feature, gpu in v.items():
+            if not _FEATURE.match(feature):
+                raise invalid(f"gpu_features key {feature!r} is not a Slurm node feature name",
+                              fix="name features as sinfo -o '%N %f' lists them (letters, digits, _ . -)")
+            if _gpu_capability(gpu) is None:
+                raise invalid(f"gpu_features {feature} = {gpu!r} is neither a GPU model kit knows nor a compute "
+                              "capability", fix=f"write {feature} = \"A100\" (a model) or {feature} = \"8.0\"")
+        return v
+
+    def stated_gpus(self) -> dict[str, Capability]:
+        """The GPUs the site says its jobs can land on, each with its compute capability: gpu_model,
+        gpu_compute_capability and the GPUs of gpu_features (empty when it says nothing)."""
+        out: dict[str, Capability] = {}
+        for gpu in (*self.gpu_model, *self.gpu_compute_capability, *self.gpu_features.values()):
+            cc = _gpu_capability(gpu)
+            if cc is not None:
+                out.setdefault(gpu, cc)
+        return out
+
+    def feature_capabilities(self) -> dict[str, Capability]:
+        """gpu_features with each feature's compute capability."""
+        return {f: cc for f, gpu in self.gpu_features.items() if (cc := _gpu_capability(gpu)) is not None}
 
     @field_validator("setup")
     @classmethod
@@ -279,11 +346,20 @@ class Site(BaseModel):
         return out
 
 
+def _gpu_capability(gpu: str) -> Capability | None:
+    """A GPU model's or a written compute capability's (8, 0); None for neither."""
+    try:
+        return parse_capability(gpu)
+    except ValueError:
+        return model_capability(gpu)
+
+
 # keys only some schedulers read (the others ignore them: Site.ignored_keys says so)
 _SCHEDULER_KEYS = {
     "queue": ("oar",), "gpu_filter": ("oar",), "job_types": ("oar",),
     "partition": ("slurm",), "qos": ("slurm",), "gres": ("slurm",), "mem_per_gpu_gb": ("slurm",),
     "exclusive": ("slurm",), "constraint": ("slurm",), "reservation": ("slurm",), "requeue": ("slurm",),
+    "gpu_features": ("slurm",),
     "account": ("slurm", "oar"),
 }
 _INSTEAD = {
@@ -292,6 +368,7 @@ _INSTEAD = {
     ("gpu_filter", "slurm"): "Slurm picks GPUs with gres or constraint",
     ("constraint", "oar"): "OAR picks resources with gpu_filter",
     ("gres", "oar"): "OAR picks GPUs with gpu_filter",
+    ("gpu_features", "oar"): "OAR picks GPUs with gpu_filter, to which kit adds the image's compute capability",
 }
 
 

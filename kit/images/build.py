@@ -11,7 +11,7 @@ from pathlib import Path
 import kit
 from kit.errors import ConfigError, ImageError
 from kit.images import engine
-from kit.images.built import BuiltImage, ImagesLock, host_lock, update_lock
+from kit.images.built import GPU_ARCHS_LABEL, BuiltImage, ImagesLock, host_lock, update_lock
 from kit.images.context import write_context
 from kit.images.progress import Progress
 from kit.images.spec import Target, input_sha256, kit_commit
@@ -39,11 +39,16 @@ def build_args(t: Target, opts: BuildOptions, commit: str) -> dict[str, str]:
 
 
 def labels(t: Target, commit: str) -> dict[str, str]:
-    """Labels of the final image: what it is and what it was built from."""
-    return {"kit.backend": t.name, "kit.variant": t.variant or "", "kit.version": kit.__version__,
-            "kit.lock.sha256": t.lock_sha256(), "kit.dockerfile.sha256": t.dockerfile_sha256(),
-            "org.opencontainers.image.revision": commit,
-            "org.opencontainers.image.title": f"kit {t.name}" + (f" ({t.variant})" if t.variant else "")}
+    """Labels of the final image: what it is and what it was built from (a CUDA image: the GPU
+    architectures its code runs on, as sm_NN/compute_NN flags)."""
+    out = {"kit.backend": t.name, "kit.variant": t.variant or "", "kit.version": kit.__version__,
+           "kit.lock.sha256": t.lock_sha256(), "kit.dockerfile.sha256": t.dockerfile_sha256(),
+           "org.opencontainers.image.revision": commit,
+           "org.opencontainers.image.title": f"kit {t.name}" + (f" ({t.variant})" if t.variant else "")}
+    code = t.spec.cuda_code()
+    if code is not None:
+        out[GPU_ARCHS_LABEL] = code.flags()
+    return out
 
 
 def _stream_build(t: Target, opts: BuildOptions, args: dict[str, str], commit: str, progress: Progress) -> str:
@@ -138,6 +143,7 @@ def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
         kit_version=kit.__version__, kit_commit=commit,
         built_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         variant=t.variant, python=t.spec.python, cuda=t.spec.cuda, base_image_id=base_id,
+        gpu_archs=code.flags() if (code := t.spec.cuda_code()) is not None else None,
         build_locks_sha256={p: input_sha256(t.path(p)) for p in t.spec.build_locks},
         offline=opts.wheelhouse is not None, ca_bundle=opts.ca_bundle is not None, size_bytes=attrs.get("Size"))
 

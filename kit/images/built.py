@@ -19,10 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kit import safejson
 from kit.errors import ConfigError, ImageError
 from kit.files import read_regular_file
+from kit.gpus import GpuArchs, parse_arch_flags
 from kit.files import write_text_atomic
 
 LOCK_VERSION = 1
 DEFAULT_LOCK = Path("containers") / "images.lock.json"
+GPU_ARCHS_LABEL = "org.kit.gpu-archs"   # a CUDA image's record of the GPU code it carries (sm_NN / compute_NN)
 
 
 class Artifact(BaseModel):
@@ -58,11 +60,17 @@ class BuiltImage(BaseModel):
     variant: str | None = None
     python: str | None = None
     cuda: str | None = None
+    gpu_archs: str | None = Field(None, description="the GPU code a CUDA image carries, as compiler flags: sm_NN "
+                                  "(machine code), compute_NN (PTX); kit.gpus reads which GPUs run it")
     base_image_id: str | None = Field(None, description="local id of the base (for unpinned local bases)")
     build_locks_sha256: dict[str, str] = Field(default_factory=dict)
     offline: bool = Field(False, description="built from a wheelhouse with no network")
     ca_bundle: bool = Field(False, description="pip got a CA bundle in the build stage (absent from the image)")
     size_bytes: int | None = None
+
+    def gpu_code(self) -> GpuArchs | None:
+        """The GPU code it records (None: a CPU image, or one built before kit recorded it)."""
+        return parse_arch_flags(self.gpu_archs) if self.gpu_archs else None
 
     def artifact(self, kind: str) -> Artifact:
         """The sif or sqsh artifact, or an ImageError saying how to make it."""

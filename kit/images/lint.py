@@ -16,7 +16,7 @@ import kit
 from kit.config.backends import ENGINE_MODULES, engine_for
 from kit.images import engine
 from kit.images.driver import CUDA_PROBE, needs_driver
-from kit.images.built import BuiltImage
+from kit.images.built import GPU_ARCHS_LABEL, BuiltImage
 from kit.images.execute import run_oci
 from kit.images.spec import Target
 
@@ -41,6 +41,8 @@ for m in [a for a in sys.argv[1:] if a != "--cuda"]:
 try:
     import torch
     out["torch_cuda"] = torch.version.cuda
+    flags = getattr(torch._C, "_cuda_getArchFlags", None)
+    out["torch_arch_flags"] = flags() if flags is not None and torch.version.cuda else None
 except ImportError:
     out["torch_cuda"] = "absent"
 if "--cuda" in sys.argv:
@@ -304,7 +306,28 @@ def check_torch_cuda(f: Facts) -> Finding:
     return Finding("torch-cuda", ok, f"torch.version.cuda = {got!r}, the image declares cuda = {declared!r}")
 
 
-CHECKS: list[Callable[[Facts], Finding]] = [check_gpu_env, check_cuda_arch, check_kit_import, check_entry_point,
+def check_gpu_archs(f: Facts) -> Finding:
+    """The GPU code the image records (lock and label) is what its torch was compiled for."""
+    from kit.gpus import parse_arch_flags
+
+    declared = f.target.spec.cuda_code()
+    if declared is None:
+        return Finding("gpu-archs", True, "CPU variant: no GPU code")
+    label = (f.config.get("Labels") or {}).get(GPU_ARCHS_LABEL)
+    if label != declared.flags() or f.built.gpu_archs != declared.flags():
+        return Finding("gpu-archs", False, f"images.toml says {declared.flags()!r}, the image's {GPU_ARCHS_LABEL} "
+                                           f"label {label!r} and the lock {f.built.gpu_archs!r}: build it again")
+    flags = f.probe.get("torch_arch_flags")
+    if f.probe.get("torch_cuda") == "absent" or not flags:
+        return Finding("gpu-archs", True, f"{declared.flags()} (from the build's CMAKE_CUDA_ARCHITECTURES; no CUDA "
+                                          "torch to compare)")
+    got = parse_arch_flags(flags)
+    same = (got.sass, got.ptx, got.exact) == (declared.sass, declared.ptx, declared.exact)
+    return Finding("gpu-archs", same, f"torch was compiled for {flags!r}" + (
+        "" if same else f", images.toml's gpu_archs says {f.target.spec.gpu_archs!r}: correct gpu_archs"))
+
+
+CHECKS: list[Callable[[Facts], Finding]] = [check_gpu_env, check_cuda_arch, check_gpu_archs, check_kit_import, check_entry_point,
                                             check_commit, check_lock, check_no_build_inputs, check_engine,
                                             check_libraries, check_torch_cuda, check_cuda_runtime]
 

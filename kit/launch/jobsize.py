@@ -1,7 +1,9 @@
 """The GPUs each run's job asks for at each site (kit.sizing decides; this gathers its inputs): the
 model's size from the roster (`params`, `options.attention_heads`, `options.kv_heads`), else from
 the staged snapshot (the site's `weights` when it is on this machine, else the local Hugging Face
-cache), else from the size its id states ("Qwen3-32B"); the site's GPUs from sites.toml."""
+cache), else from the size its id states ("Qwen3-32B"); the shape of its KV cache from the
+snapshot's config.json and the context it must hold from `options.max_model_len`, else the
+config's max_position_embeddings (vLLM's default); the site's GPUs from sites.toml."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from kit.config.backends import shards
 from kit.config.roster import Run
 from kit.config.sites import Site
 from kit.launch.site import ResolvedSite
-from kit.sizing import JobSize, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
+from kit.sizing import DTYPE_BYTES, JobSize, KvCache, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
 
 VLLM_MEMORY_FRACTION = 0.9   # vLLM's default gpu_memory_utilization
 from kit.weights.facts import ModelFacts, read_model_facts
@@ -84,10 +86,12 @@ def model_size(run: Run, snapshot: Path | None) -> ModelSize:
     facts = read_model_facts(snapshot, run.options.get("gguf_file")) if snapshot else ModelFacts(source="not staged")
     heads = run.options.get("attention_heads") or facts.attention_heads
     kv = run.options.get("kv_heads") or facts.kv_heads or heads
+    cache, context, context_source = _kv_cache(run, facts, kv)
+    extra = {"kv": cache, "context": context, "context_source": context_source}
     if run.backend == "gguf" or facts.quantized:   # a quant loads its files' bytes, whatever its parameter count
         if facts.stored_bytes:
-            return ModelSize(facts.stored_bytes, facts.params, heads, kv, f"staged snapshot, {facts.source}")
-        return ModelSize(None, run.params, heads, kv, f"a quantized model whose snapshot is {facts.source}")
+            return ModelSize(facts.stored_bytes, facts.params, heads, kv, f"staged snapshot, {facts.source}", **extra)
+        return ModelSize(None, run.params, heads, kv, f"a quantized model whose snapshot is {facts.source}", **extra)
     if run.params:
         source, params, stored = "roster params", run.params, None
     elif facts.params or facts.stored_bytes:
@@ -98,7 +102,23 @@ def model_size(run: Run, snapshot: Path | None) -> ModelSize:
             return ModelSize(None, None, heads, kv, f"no params in the roster, snapshot {facts.source}")
         source, params, stored = f"the size its id states ({guess / 1e9:g}B)", guess, None
     load = weight_bytes(params, stored, facts.stored_dtype, False, run.dtype)
-    return ModelSize(load, params, heads, kv, source)
+    return ModelSize(load, params, heads, kv, source, **extra)
+
+
+def _kv_cache(run: Run, facts: ModelFacts, kv_heads: int | None) -> tuple[KvCache | None, int | None, str]:
+    """The KV cache's shape (None when config.json does not give it), the tokens of the one sequence it
+    must hold and where that number comes from. The cache is kept in the activations' dtype: the run's
+    (float32 takes 4 bytes), else the one the model stores (2 for a quantized model's bf16)."""
+    option = run.options.get("max_model_len")
+    context, source = ((int(option), "options.max_model_len") if option else
+                       (facts.max_positions, "max_position_embeddings in config.json; options.max_model_len "
+                                             "sizes for less") if facts.max_positions else (None, ""))
+    if not facts.layers or not (facts.latent or (kv_heads and facts.head_dim)):
+        return None, context, source
+    dtype = DTYPE_BYTES.get(run.dtype) or DTYPE_BYTES.get(str(facts.stored_dtype), 2)
+    cache = KvCache(facts.layers - facts.window_layers, int(kv_heads or 0), facts.head_dim or 0,
+                    facts.window_layers, facts.window, facts.latent or 0, dtype)
+    return cache, context, source
 
 
 def job_size(run: Run, site: ResolvedSite) -> JobSize:

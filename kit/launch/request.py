@@ -16,6 +16,8 @@ class JobRequest:
     mem_gb: int | None = None
     cpus: int | None = None
     mem_per_gpu_gb: int | None = None
+    gpu_filter: str | None = None       # OAR -p for this job (the site's narrowed to its image's GPUs); None: the site's
+    constraint: str | None = None       # Slurm --constraint for this job, likewise; None: the site's
 
     @property
     def walltime_hms(self) -> str:

@@ -76,12 +76,12 @@ class RunPlan:
         }
 
     def _sizing(self, job: SitePlan) -> dict:
-        """How a job was sized: each run's GPU count and its basis (size, source, memory, margin), and
-        the walltime's under --walltime auto."""
+        """How a job was sized: each run's GPU count and its basis (size, source, memory, margin), the
+        GPUs its image runs on and what the request asks for them, and the walltime's under --walltime auto."""
         runs = sorted({p.run for p in job.pairs})
         return {"gpus": [{"run": run, "gpus": size.gpus, "basis": size.note, "checked": size.checked}
                          for run in runs if (size := self.sizes.get((run, job.site.name))) is not None],
-                "walltime": job.group.note or None}
+                "gpu_arch": job.arch_fit.as_dict(), "walltime": job.group.note or None}
 
 
 @dataclass
@@ -187,8 +187,9 @@ def _plan_jobs(project: Project, sites: list[ResolvedSite], runs: list[Run], req
                 grown = grown_filter(site.config, max((f for f in floors if f), default=None))
                 sized = site if grown == site.config.gpu_filter else site.with_config(gpu_filter=grown)
                 job = build_site_plan(project, sized, group, site_gpus, slots[site.name], options)
-                if job.image.warning:
-                    plan.warnings.append(job.image.warning)
+                for warning in (job.image.warning, job.arch_fit.warning):
+                    if warning and warning not in plan.warnings:
+                        plan.warnings.append(warning)
                 plan.sites.append(job)
     return plan
 

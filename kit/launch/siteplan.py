@@ -13,6 +13,8 @@ from pathlib import Path
 from kit.config.project import Project
 from kit.config.sites import Site
 from kit.config.walltime import walltime_seconds
+from kit.gpus import GpuArchs
+from kit.launch.gpu_arch import ArchFit, fit_image_gpus
 from kit.launch.jobscript import JobScript, render_job_script, render_site_setup
 from kit.launch.owners import job_name
 from kit.launch.paths import SitePaths
@@ -74,6 +76,7 @@ class ImageChoice:
     ref: str | None                    # docker reference, .sif or .sqsh path; None on the host runtime
     env: dict[str, str] = field(default_factory=dict)
     warning: str | None = None         # set when a dry run shows a placeholder for an image not built yet
+    gpu_code: GpuArchs | None = None   # the GPUs its CUDA code runs on (None: a CPU image, or not known)
 
 
 @dataclass
@@ -91,6 +94,7 @@ class SitePlan:
     submit_argv: list[str]
     inputs: dict[str, Path] = field(default_factory=dict)   # path on the frontend -> local file or folder to copy
     policy: list[str] = field(default_factory=list)          # what the site's gates would say (kit.launch.policy)
+    arch_fit: ArchFit = field(default_factory=ArchFit)       # the GPUs asked for, held to the image's code
 
     @property
     def site(self) -> Site:
@@ -163,25 +167,48 @@ def resolve_image(resolved: ResolvedSite, backend: str, images_lock: Path | None
 
     lock_path = lock_path_of(images_lock)
     kind = {"docker": "oci", "apptainer": "sif"}.get(site.runtime, "sqsh")
+    built = None
     try:
         built = load_lock(lock_path).get(backend, lock_path)
+        code = built.gpu_code() or planned_gpu_code(lock_path, backend, built.variant)
         env = {"KIT_IMAGE_DIGEST": built.image_id, "KIT_LOCK_SHA256": built.lock_sha256, "KIT_IMAGE_ARTIFACT": kind}
         if kind == "oci":
-            return ImageChoice(site.docker_image or built.tag, env)
+            # a site's own docker_image is not the lock's build: what GPUs it runs on is not known here
+            return ImageChoice(site.docker_image or built.tag, env, gpu_code=None if site.docker_image else code)
         art = built.artifact(kind)
     except ImageError as exc:
         if not dry_run:
             raise
         ref = f"kit/{backend}:{NOT_BUILT}" if kind == "oci" else str(paths.images / f"kit-{backend}-{NOT_BUILT}.{kind}")
         return ImageChoice(ref, {"KIT_IMAGE_DIGEST": NOT_BUILT, "KIT_IMAGE_ARTIFACT": kind},
-                           f"{exc.one_line()} (the dry run shows a placeholder image)")
-    return ImageChoice(str(paths.images / art.file), {**env, "KIT_IMAGE_SHA256": art.sha256})
+                           f"{exc.one_line()} (the dry run shows a placeholder image)",
+                           planned_gpu_code(lock_path, backend, built.variant if built else None))
+    return ImageChoice(str(paths.images / art.file), {**env, "KIT_IMAGE_SHA256": art.sha256}, gpu_code=code)
+
+
+def planned_gpu_code(lock_path: Path, backend: str, variant: str | None) -> GpuArchs | None:
+    """The GPU code images.toml (beside the lock, in containers/) says the image has or will have: for
+    a lock entry recorded before kit recorded it, and for an image not built yet (None when that file
+    is not there or does not name the image)."""
+    from kit.errors import KitError
+    from kit.images.spec import target
+
+    images_file = Path(lock_path).parent / "images.toml"
+    if not images_file.is_file():
+        return None
+    try:
+        return target(backend, variant, images_file).spec.cuda_code()
+    except KitError:
+        return None
 
 
 def build_site_plan(project: Project, resolved: ResolvedSite, group: JobGroup, gpus: int, slots: list[int],
                     options: SubmitOptions) -> SitePlan:
-    """Resolve one job of a group at a site and render its script and submit command."""
+    """Resolve one job of a group at a site and render its script and submit command. The site's GPU
+    request is first narrowed to the GPUs the job's image runs on (kit.launch.gpu_arch)."""
     site, paths = resolved.config, resolved.paths
+    image = resolve_image(resolved, group.backend, options.images_lock, options.dry_run)
+    arch_fit = fit_image_gpus(site, group.backend, image.gpu_code, gpus)
     name = job_name(site.name, sorted({p.run for p in group.pairs}), group.digest)
     roster = project.roster_path.resolve() if project.roster_path else None
     bench_dir, inputs = project.benchmark.root.resolve(), {}
@@ -193,7 +220,6 @@ def build_site_plan(project: Project, resolved: ResolvedSite, group: JobGroup, g
     kit_args = ["shard", *(["--roster", str(roster)] if roster else []), "--benchmark", str(bench_dir),
                 "--results", str(paths.results), "--pairs", str(paths.plan_file(group.digest)),
                 *(["--allow-unpinned"] if options.allow_unpinned else [])]
-    image = resolve_image(resolved, group.backend, options.images_lock, options.dry_run)
     env = {"KIT_SITE": site.name, "KIT_SCHEDULER": site.scheduler, "KIT_RUNTIME": site.runtime,
            "KIT_GPUS": str(gpus), **OFFLINE_ENV, **image.env}
     binds = [str(paths.results), str(paths.root), str(paths.scratch)]   # written by the job
@@ -213,7 +239,8 @@ def build_site_plan(project: Project, resolved: ResolvedSite, group: JobGroup, g
     walltime = group.walltime_s or walltime_seconds(options.site_walltime or site.walltime, site.scheduler)
     request = JobRequest(name=name, gpus=gpus, walltime_s=walltime,
                          array_size=len(slots), mem_gb=site.mem_gb, cpus=site.cpus_per_task,
-                         mem_per_gpu_gb=site.mem_per_gpu_gb)
+                         mem_per_gpu_gb=site.mem_per_gpu_gb, gpu_filter=arch_fit.gpu_filter,
+                         constraint=arch_fit.constraint)
     base = JobScript(job_name=name, worker_argv=tuple(runtime.worker_argv(ctx)), shard_slots=tuple(slots),
                      shard_count=group.shard_count, env=env,
                      setup=(*render_site_setup(site.setup), *runtime.setup_lines(ctx)),
@@ -224,4 +251,4 @@ def build_site_plan(project: Project, resolved: ResolvedSite, group: JobGroup, g
 
     policy = describe(site, request.walltime_s, options.now or parse_now(None))
     return SitePlan(resolved, group, gpus, list(slots), image, request, env, script, argv, inputs,
-                    policy)
+                    policy, arch_fit)

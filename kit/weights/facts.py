@@ -1,6 +1,8 @@
 """What a staged snapshot says about a model's size, read without loading it: the parameter count
-and stored bytes from the safetensors headers (or the one GGUF file), the attention and KV head
-counts and the stored dtype from config.json. Used to size jobs before they are submitted."""
+and stored bytes from the safetensors headers (or the one GGUF file: its size), the attention and KV
+head counts, the stored dtype and the shape of its KV cache (layers, head size, sliding-window
+layers, an MLA latent, the longest context) from config.json. Used to size jobs before they are
+submitted."""
 
 from __future__ import annotations
 
@@ -27,6 +29,12 @@ class ModelFacts:
     stored_dtype: str | None = None      # config.json torch_dtype, e.g. "bfloat16"
     quantized: bool = False              # a GGUF file or a quantization_config: stored bytes are what loads
     source: str = ""                     # where the facts came from, for messages
+    layers: int | None = None            # num_hidden_layers
+    head_dim: int | None = None          # head_dim, else hidden_size / num_attention_heads
+    window_layers: int = 0               # layers of sliding-window attention (config.json layer_types)
+    window: int = 0                      # their window (sliding_window)
+    latent: int | None = None            # MLA: kv_lora_rank + qk_rope_head_dim, per token and layer
+    max_positions: int | None = None     # max_position_embeddings: vLLM's default max_model_len
 
 
 def read_model_facts(snapshot: Path, gguf_file: str | None = None) -> ModelFacts:
@@ -37,23 +45,50 @@ def read_model_facts(snapshot: Path, gguf_file: str | None = None) -> ModelFacts
     kv = _first(config, "num_key_value_heads", "num_kv_heads", "n_head_kv") or heads
     dtype = _first(config, "torch_dtype", "dtype")
     quantized = "quantization_config" in config
+    shape = {**kv_cache_shape(config, heads), "attention_heads": heads, "kv_heads": kv,
+             "stored_dtype": str(dtype) if dtype else None}
     ggufs = sorted(snapshot.rglob("*.gguf"))
     if gguf_file is not None or (ggufs and not list(snapshot.rglob("*.safetensors"))):
         chosen = snapshot / gguf_file if gguf_file else ggufs[0]
         size = chosen.stat().st_size if chosen.is_file() else None
-        return ModelFacts(None, size, heads, kv, str(dtype) if dtype else None, True, f"{chosen.name} size")
+        return ModelFacts(None, size, quantized=True, source=f"{chosen.name} size", **shape)
     params = stored = 0
     files = sorted(snapshot.rglob("*.safetensors"))
     for path in files:
         counted = _safetensors_counts(path)
         if counted is None:
-            return ModelFacts(None, None, heads, kv, str(dtype) if dtype else None, quantized,
-                              f"{path.name}: unreadable safetensors header")
+            return ModelFacts(quantized=quantized, source=f"{path.name}: unreadable safetensors header", **shape)
         params, stored = params + counted[0], stored + counted[1]
     if not files:
-        return ModelFacts(None, None, heads, kv, str(dtype) if dtype else None, quantized, "no safetensors files")
-    return ModelFacts(params, stored, heads, kv, str(dtype) if dtype else None, quantized,
-                      f"{len(files)} safetensors headers")
+        return ModelFacts(quantized=quantized, source="no safetensors files", **shape)
+    return ModelFacts(params, stored, quantized=quantized, source=f"{len(files)} safetensors headers", **shape)
+
+
+def kv_cache_shape(config: dict[str, Any], heads: Any) -> dict[str, Any]:
+    """The KV cache's shape as config.json gives it: layers, head size, the layers that attend to a
+    sliding window only (`layer_types`, as Gemma 3 and gpt-oss write it; a `sliding_window` without
+    them counts as full attention, the upper bound), an MLA latent (DeepSeek: kv_lora_rank plus
+    qk_rope_head_dim) and max_position_embeddings; a value that is not a positive integer is None."""
+    def count(name: str) -> int | None:
+        value = config.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    layers = count("num_hidden_layers") or count("n_layer") or count("num_layers")
+    head_dim = count("head_dim")
+    hidden = count("hidden_size")
+    if head_dim is None and hidden and isinstance(heads, int) and heads > 0 and hidden % heads == 0:
+        head_dim = hidden // heads
+    types = config.get("layer_types")
+    window = count("sliding_window") or 0
+    window_layers = 0
+    if isinstance(types, list) and window and len(types) == layers:
+        window_layers = sum(1 for t in types if t in ("sliding_attention", "sliding"))
+    latent = None
+    if count("kv_lora_rank"):
+        latent = count("kv_lora_rank") + (count("qk_rope_head_dim") or 0)
+    return {"layers": layers, "head_dim": head_dim, "window_layers": window_layers,
+            "window": window if window_layers else 0, "latent": latent,
+            "max_positions": count("max_position_embeddings")}
 
 
 def _config(snapshot: Path) -> dict[str, Any]:

@@ -6,9 +6,10 @@
 #           missing; start PostgreSQL; set the DB passwords (random, kept in oar.conf) before
 #           creating the database; disable the epilogue's /tmp cleanup; start oar-node (OAR's own
 #           sshd on port 6667) and oar-server (Almighty) through /etc/init.d; add the properties
-#           host cpu core gpu gpu_mem gpu_model gpu_compute_capability_major and one resource per
-#           core (2 fake GPUs shared by the cores, gpu_mem 24576, gpu_model 'fake',
-#           gpu_compute_capability_major 8); let admission rule 16 accept the job types `night` and
+#           host cpu core gpu gpu_mem gpu_model gpu_compute_capability gpu_compute_capability_major
+#           (Grid'5000's names and types: gpu_compute_capability a string) and one resource per core
+#           (2 fake GPUs shared by the cores, gpu_mem 24576, gpu_model 'fake', gpu_compute_capability
+#           '8.6', gpu_compute_capability_major 8); let admission rule 16 accept the job types `night` and
 #           `exotic` (Grid'5000's) if it does not already; create the submitting user `kit`.
 #           Re-running it changes nothing that is already right.
 #   stop    kill Almighty and OAR's sshd by their pid files, stop PostgreSQL.
@@ -190,7 +191,7 @@ start_daemons() {
 setup_properties() {
   local have p new=()
   have=$(oarsql "SELECT column_name FROM information_schema.columns WHERE table_name = 'resources'")
-  for p in host gpu_model; do
+  for p in host gpu_model gpu_compute_capability; do
     grep -qx "$p" <<<"$have" || { must "$LOG" "oarproperty -a $p -c" oarproperty -a "$p" -c; new+=("$p"); }
   done
   for p in cpu core gpu gpu_mem gpu_compute_capability_major; do
@@ -204,11 +205,12 @@ setup_resources() {
   n=$(nproc)
   for ((c = 0; c < n; c++)); do
     gpu=$(( c * 2 / n ))  # two fake GPUs, the cores split between them
-    want="$HOST|0|$c|$c|$gpu|24576|fake|8"
-    have=$(oarsql "SELECT resource_id, host, cpu, core, cpuset, gpu, gpu_mem, gpu_model, gpu_compute_capability_major
+    want="$HOST|0|$c|$c|$gpu|24576|fake|8.6|8"
+    have=$(oarsql "SELECT resource_id, host, cpu, core, cpuset, gpu, gpu_mem, gpu_model, gpu_compute_capability,
+                          gpu_compute_capability_major
                    FROM resources WHERE network_address = '$HOST' AND core = $c ORDER BY resource_id LIMIT 1")
     local props=(-p "host=$HOST" -p cpu=0 -p "core=$c" -p "cpuset=$c" -p "gpu=$gpu" -p gpu_mem=24576
-      -p gpu_model=fake -p gpu_compute_capability_major=8)
+      -p gpu_model=fake -p gpu_compute_capability=8.6 -p gpu_compute_capability_major=8)
     if [ -z "$have" ]; then
       must "$LOG" "adding the resource for core $c" oarnodesetting -a -h "$HOST" "${props[@]}"
       added=$((added + 1))

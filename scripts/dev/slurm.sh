@@ -2,7 +2,8 @@
 # Usage: scripts/dev/slurm.sh [start|stop|status|verify]
 #
 # A single-machine Slurm (Debian 12: 22.05) for tests: cluster kit-ci, node node1, partition debug,
-# 2 fake GPUs (gres.conf on /dev/kitgpu0,1, char devices like /dev/null), munge authentication.
+# 2 fake GPUs (gres.conf on /dev/kitgpu0,1, char devices like /dev/null), node features a40, l40s and
+# ib (for --constraint expressions), munge authentication.
 # Accounting: jobcomp/filetxt, so `sacct -c` works without slurmdbd. WITH_DBD=1 adds slurmdbd and
 # MariaDB (plain `sacct`, `sacct --json`).
 #   start   install the packages if missing, write the configuration (daemons are restarted only
@@ -69,7 +70,7 @@ JobAcctGatherType=$gather
 JobCompType=jobcomp/filetxt
 JobCompLoc=$JOBCOMP
 GresTypes=gpu
-NodeName=$NODE NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:2 State=UNKNOWN
+NodeName=$NODE NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:2 Features=a40,l40s,ib State=UNKNOWN
 PartitionName=$PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 }

@@ -83,6 +83,9 @@ def scenarios(frontend, folder):
         "exit3": submit(frontend, folder, "exit3", "exit 3"),
         "deleted": submit(frontend, folder, "deleted", "sleep 300"),
         "walltime": submit(frontend, folder, "walltime", "sleep 300", walltime_s=10),
+        # the request kit makes for a torch image (CUDA 13: compute capability 7.5 and newer) on Grid'5000's
+        # default filter: this OAR's resources say gpu_compute_capability '8.6', as an A40 node would
+        "torch": submit(frontend, folder, "torch", "true", gpu_filter=_narrowed("7.5;8.0;8.6;9.0;10.0;12.0")),
     }
     # a job that waits for another (oarsub -a) stays Waiting; oarhold then puts it in Hold
     res = frontend.run(["oarsub", "-l", "core=1,walltime=0:05", "-a", ids["deleted"][0], "-d", str(folder),
@@ -149,6 +152,36 @@ def test_a_filter_no_resource_satisfies_is_refused_at_once_with_the_fix(frontend
             JobRequest("never", 1, 300), script, str(folder / "logs"), {"PATH": "/usr/bin:/bin"})
     assert "not enough resources" in err.value.one_line() and "gpu_filter" in err.value.one_line()
     assert time.monotonic() - t0 < 20
+
+
+def _narrowed(torch_archs: str | None = None, cmake_archs: str | None = None) -> str:
+    """The OAR filter kit asks for a job whose image carries this GPU code, on the site's default filter."""
+    from kit.gpus import parse_cmake_archs, parse_torch_archs
+    from kit.launch.gpu_arch import fit_image_gpus
+
+    archs = parse_torch_archs(torch_archs) if torch_archs else parse_cmake_archs(cmake_archs)
+    fit = fit_image_gpus(site(gpus_per_node=2), "transformers-5.17", archs, 1)
+    assert fit.gpu_filter and fit.gpu_filter.startswith(site().gpu_filter + " AND ")
+    return fit.gpu_filter
+
+
+def test_the_compute_capability_term_kit_adds_is_oar_s_grammar_and_selects_the_gpus_that_run_the_image(scenarios):
+    ids, statuses, records, _ = scenarios
+    job = ids["torch"][0]
+    assert "gpu_compute_capability>='7.5'" in records[job]["properties"]
+    assert statuses[job].state == JobState.COMPLETED, records[job]
+
+
+def test_an_image_these_gpus_cannot_run_is_refused_by_oar_at_once_with_kit_s_fix(frontend, folder):
+    script = folder / "jobs" / "hopper.sh"
+    frontend.write_text(script, "#!/bin/bash\ntrue\n", mode=0o755)
+    hopper = _narrowed(cmake_archs="90-real")            # SASS for 9.0 only: no 8.6 GPU runs it
+    assert hopper.endswith("gpu_compute_capability IN ('9.0')")
+    with pytest.raises(SubmitError) as err:
+        OarScheduler(site(), frontend).submit(JobRequest("hopper", 1, 300, gpu_filter=hopper), script,
+                                             str(folder / "logs"), {"PATH": "/usr/bin:/bin"})
+    assert "not enough resources" in err.value.one_line() and "compute capability the job's image runs on" in \
+        err.value.fix
 
 
 def test_oarstat_J_with_no_current_job_prints_nothing_and_kit_reads_no_job(frontend):

@@ -16,8 +16,9 @@ def facts(**change) -> lint.Facts:
     t = spec.target("gguf", None, REPO / "containers/images.toml")
     built = BuiltImage(backend="gguf", tag="kit/gguf:x", image_id="sha256:" + "1" * 64, dockerfile_sha256="d",
                        lock_sha256="L", build_args=dict(t.spec.build_args), base="b", kit_version=kit.__version__,
-                       kit_commit="abc", built_at="now")
-    labels = {lint.ARCH_LABEL: t.spec.build_args["CMAKE_CUDA_ARCHITECTURES"]}
+                       kit_commit="abc", built_at="now", gpu_archs=t.spec.cuda_code().flags())
+    labels = {lint.ARCH_LABEL: t.spec.build_args["CMAKE_CUDA_ARCHITECTURES"],
+              lint.GPU_ARCHS_LABEL: t.spec.cuda_code().flags()}
     base = dict(target=t, built=built, config={"Env": GOOD_ENV, "Labels": labels}, history=["/bin/sh -c pip install"],
                 dockerfile=t.path(t.spec.dockerfile).read_text(),
                 probe={"kit_version": kit.__version__, "kit_file": "/opt/venv/x", "commit": "abc", "lock_sha256": "L",
@@ -50,7 +51,8 @@ def test_each_defect_fails_its_check():
         "libraries": facts(libraries={"prefix": "/opt/venv", "files": 12,
                                       "missing": {"libcublas.so.12": ["/opt/venv/lib/libggml-cuda.so"]}}),
         "torch-cuda": facts(probe={**facts().probe, "torch_cuda": "13.0"}),   # the image declares CUDA 12.8
-        "cuda-arch": facts(config={"Env": GOOD_ENV}),                          # the list is not recorded
+        "cuda-arch": facts(config={"Env": GOOD_ENV, "Labels": {lint.GPU_ARCHS_LABEL: facts().built.gpu_archs}}),
+        "gpu-archs": facts(built=facts().built.model_copy(update={"gpu_archs": None})),   # a build before the record
         "cuda-runtime": facts(probe={**facts().probe, "cuda": {"llama_cpp CUDA backend": "RuntimeError: no CUDA "
                                                                 "backend registered: CPU : SSE3 = 1"}}),
     }
@@ -68,6 +70,21 @@ def test_native_or_missing_cuda_arch_fails():
     assert not lint.check_cuda_arch(facts(built=built)).ok  # the gguf Dockerfile compiles CUDA: a list is required
     assert lint.check_cuda_arch(f).detail == ("explicit list 70;75;80;86;89;90, recorded in the image's "
                                               "org.kit.cuda-architectures label")
+
+
+def test_the_recorded_gpu_code_must_be_what_torch_was_compiled_for():
+    cuda = spec.target("transformers-5.17", None, REPO / "containers/images.toml")
+    flags = cuda.spec.cuda_code().flags()
+    built = facts().built.model_copy(update={"backend": "transformers-5.17", "gpu_archs": flags})
+    config = {"Env": GOOD_ENV, "Labels": {lint.GPU_ARCHS_LABEL: flags}}
+    torch = {**facts().probe, "torch_cuda": "13.0", "torch_arch_flags": "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"}
+    good = lint.check_gpu_archs(facts(target=cuda, built=built, config=config, probe=torch))
+    assert good.ok and "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120" in good.detail
+    volta = lint.check_gpu_archs(facts(target=cuda, built=built, config=config,
+                                       probe={**torch, "torch_arch_flags": "sm_70 sm_75 sm_80 sm_86 sm_90"}))
+    assert not volta.ok and "correct gpu_archs" in volta.detail
+    cpu = spec.target("transformers-5.17", "cpu", REPO / "containers/images.toml")
+    assert lint.check_gpu_archs(facts(target=cpu)).ok
 
 
 def test_torch_cuda_must_match_the_declared_cuda():

@@ -171,8 +171,9 @@ class OarScheduler(Scheduler):
             opts += ["-q", self.site.queue]
         if self.site.account:
             opts += ["--project", self.site.account]
-        if self.site.gpu_filter:
-            opts += ["-p", self.site.gpu_filter]
+        gpu_filter = self._filter(request)
+        if gpu_filter:
+            opts += ["-p", gpu_filter]
         opts += ["-l", self.resources(request)]
         if request.walltime_s >= CHECKPOINT_MIN_WALLTIME_S:
             opts += ["--checkpoint", str(STOP_BEFORE_WALLTIME_S), "--signal", "15"]
@@ -180,6 +181,10 @@ class OarScheduler(Scheduler):
             opts += ["--array", str(request.array_size)]
         return opts + ["-d", str(Path(script).parent), "-O", f"{log_dir}/OAR.%jobid%.stdout",
                        "-E", f"{log_dir}/OAR.%jobid%.stderr"]
+
+    def _filter(self, request: JobRequest) -> str | None:
+        """The job's property filter: its own (the site's narrowed to its image's GPUs), else the site's."""
+        return request.gpu_filter if request.gpu_filter is not None else self.site.gpu_filter
 
     def submit_argv(self, request: JobRequest, script: Path, log_dir: str) -> list[str]:
         """The oarsub command (the site's submit_args after kit's options); its last argument is the quoted
@@ -209,8 +214,11 @@ class OarScheduler(Scheduler):
     def _refusal_fix(self, said: str, request: JobRequest) -> str:
         name = self.site.name
         if "not enough resources" in said:
-            return (f"no resource matches -p {self.site.gpu_filter!r} with -l {self.resources(request)}: relax "
-                    f"gpu_filter (or the GPU count) of [site.{name}] in sites.toml, or see `oarnodes` on the frontend")
+            narrowed = (" (kit added the compute capability the job's image runs on: an image built for these GPUs, "
+                        "or another site, is the fix then)" if request.gpu_filter is not None else "")
+            return (f"no resource matches -p {self._filter(request)!r} with -l {self.resources(request)}{narrowed}: "
+                    f"relax gpu_filter (or the GPU count) of [site.{name}] in sites.toml, or see `oarnodes` on the "
+                    "frontend")
         if "unknown job type" in said:
             return (f"set job_types of [site.{name}] to types this OAR accepts "
                     "(Lyon's A100 cluster: job_types = [\"exotic\"] with queue = \"default\")")

@@ -51,7 +51,7 @@ from kit.launch.schedulers.slurm_query import (parse_sacct, parse_sbatch_id, par
 # checked rather than quoted (a partition, account or path with spaces or quotes is refused).
 _WORD = re.compile(r"^[A-Za-z0-9_.,:=+@-]+$")
 _PATH = re.compile(r"^/?[A-Za-z0-9_.,:=+@/-]+$")
-_CONSTRAINT = re.compile(r"^[A-Za-z0-9_.,:=+@&|\[\]*-]+$")   # Slurm's feature expressions: a100&ib, [rack1|rack2]
+_CONSTRAINT = re.compile(r"^[A-Za-z0-9_.,:=+@&|\[\]()*-]+$")   # Slurm's feature expressions: a100&ib, [rack1|rack2], (a|b)&ib
 SACCT_FIELDS = "JobID,State,ExitCode"
 
 
@@ -113,7 +113,7 @@ class SlurmScheduler(Scheduler):
         if request.mem_per_gpu_gb and request.gpus > 0:   # grows with the GPUs the model gets
             opts.append(f"--mem-per-gpu={int(request.mem_per_gpu_gb)}G")
         for key in ("constraint", "reservation"):
-            value = getattr(site, key)
+            value = request.constraint if key == "constraint" and request.constraint is not None else getattr(site, key)
             if value:
                 opts.append(f"--{key}={_checked(value, key, site, _CONSTRAINT if key == 'constraint' else _WORD)}")
         if site.exclusive:

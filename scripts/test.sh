@@ -142,7 +142,8 @@ for f in tests/e2e/test_*.py tests/integration/test_*.py; do
   case $f in
     */test_backends_*) engines+=("$f") ;;
     */test_slurm_sweep.py | */test_dev_services.py | */test_build_stages.py | */test_image_libraries.py | \
-      */test_images.py | */test_reproduce_guide_images.py | */test_slurm_apptainer.py) docker+=("$f") ;;
+      */test_images.py | */test_reproduce_guide_images.py | */test_slurm_apptainer.py | \
+      */test_images_at_a_site.py) docker+=("$f") ;;
     *) main+=("$f") ;;
   esac
 done

@@ -37,3 +37,16 @@ def let_kit_run_this_python(*also: Path) -> list[Path]:
                 parent.chmod(mode | stat.S_IXOTH)
                 changed.append(parent)
     return changed
+
+
+def let_kit_use_docker() -> None:
+    """Put the ordinary user `kit` in the group `docker` (idempotent): its Slurm jobs then reach this
+    machine's Docker engine, which the tests' apptainer stand-in runs Apptainer in (Debian 12 has no
+    apptainer). Test machines only: the group is as good as root."""
+    import grp
+
+    if "kit" not in grp.getgrnam("docker").gr_mem:
+        r = subprocess.run(["usermod", "-aG", "docker", "kit"], capture_output=True, text=True,
+                           env={**os.environ, "PATH": os.environ.get("PATH", "/usr/bin:/bin") + ":" + SBIN})
+        if r.returncode != 0:
+            pytest.fail(f"usermod -aG docker kit: {r.stderr}", pytrace=False)

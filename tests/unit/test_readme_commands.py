@@ -18,6 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 
 CLUSTER = "submits to, or asks, a real cluster over ssh"
+IMAGES_AT_A_SITE = ("asks a cluster over ssh: tests/integration/test_images_at_a_site.py runs this block with a site "
+                    "lyon that is the local Slurm behind the local ssh frontend")
 SKIP = {
     "make demo": "slow (about a minute); tests/e2e/test_demo.py runs `kit demo`",
     "make test": "the whole suite itself",
@@ -26,9 +28,11 @@ SKIP = {
     "make sif-transformers-5.17 sqsh-transformers-5.17 verify-transformers-5.17": "needs Docker, Apptainer and Enroot (integration tier)",
     "kit weights stage --model LiquidAI/LFM2.5-2.6B": "downloads from the Hub (tests/integration/test_weights_hub.py uses a local hub)",
     "kit weights push --site nancy --model LiquidAI/LFM2.5-2.6B": CLUSTER,
-    "kit images push --site lyon gguf": CLUSTER,
-    "kit images status --site lyon": CLUSTER,
-    "kit images prune --site lyon": CLUSTER,
+    "kit run --site lyon --model LiquidAI/LFM2.5-2.6B --dry-run": IMAGES_AT_A_SITE,
+    "kit images push --site lyon": IMAGES_AT_A_SITE,
+    "kit images status --site lyon": IMAGES_AT_A_SITE,
+    "kit run --site lyon --model LiquidAI/LFM2.5-2.6B": IMAGES_AT_A_SITE,
+    "kit images prune --site lyon": IMAGES_AT_A_SITE,
     "kit weights verify [--site nancy]": "needs staged weights (tests/e2e/test_weights_e2e.py)",
     "kit run --site cluster --model LiquidAI/LFM2.5-2.6B --array 4": CLUSTER,
     "kit status --site cluster --model LiquidAI/LFM2.5-2.6B": CLUSTER,

@@ -49,7 +49,7 @@ base-image:  ## bootstrap kit/base:bookworm and kit/base:sid (debootstrap + dock
 image-tools:  ## dockerd, squashfs tools, bases and the Apptainer helper image (root)
 	bash scripts/images/tools.sh
 
-images: $(addprefix image-,$(IMAGES))  ## build the six backend images (CUDA, heavy: needs a registry)
+images: $(addprefix image-,$(IMAGES))  ## build the six backend images (CUDA, heavy: three need a registry)
 
 image-transformers-5.17-cpu: venv  ## the CPU variant CI builds, offline from a cached wheelhouse
 	$(KIT) images build transformers-5.17 --variant cpu --wheelhouse $(WHEELHOUSE)
@@ -65,8 +65,12 @@ test-images: venv  ## the images tier (never in CI): build what is missing, then
 	KIT_IMAGES_TIER=1 KIT_WHEELHOUSE=$(WHEELHOUSE) HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TESTCONTAINERS_RYUK_DISABLED=true \
 	  $(VENV)/bin/python -m pytest -m images tests/images --durations=20
 
+# make image-NAME builds what was built and linted here: the registry-free CUDA variant where the image
+# has one (transformers-5.17, gguf, vllm), else its registry Dockerfile; VARIANT=registry|cpu|cuda chooses
+# (scripts/images/image.sh says which is which; README, Images)
+VARIANT ?=
 image-%: venv
-	$(KIT) images build $*
+	bash scripts/images/image.sh $* $(VARIANT)
 
 sif-%: venv
 	$(KIT) images convert $* --to sif --out $(IMAGES_DIR)

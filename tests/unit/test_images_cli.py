@@ -57,3 +57,29 @@ def test_committed_definitions_are_current():
     pytest.importorskip("spython", reason="spython is not installed (pip install spython)")
     r = kit("images", "defs", "--check")
     assert r.returncode == 0, r.stderr
+
+
+def test_make_image_builds_the_variant_that_was_built_here_unless_told():
+    """`make image-NAME` (scripts/images/image.sh): an image's registry-free cuda variant where images.toml
+    has one, its registry Dockerfile otherwise; VARIANT=... chooses, an unknown variant is refused."""
+    import subprocess
+
+    from kit.images.spec import all_targets
+
+    repo = Path(__file__).resolve().parents[2]
+
+    def chosen(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(repo / "scripts/images/image.sh"), "--print", *args], cwd=repo,
+                              capture_output=True, text=True, timeout=60,
+                              env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "KIT_WHEELHOUSE": "/w"})
+
+    with_cuda = {t.name for t in all_targets(repo / "containers" / "images.toml") if t.variant == "cuda"}
+    assert with_cuda == {"gguf", "vllm", "transformers-5.17"}
+    for name in ("gguf", "vllm", "transformers-5.17", "transformers-5.11", "gliner2", "gliclass"):
+        expected = (f".venv/bin/kit images build {name} --variant cuda --wheelhouse /w" if name in with_cuda
+                    else f".venv/bin/kit images build {name}")
+        assert chosen(name).stdout.strip() == expected, name
+    assert chosen("gguf", "registry").stdout.strip() == ".venv/bin/kit images build gguf"
+    assert chosen("gguf", "cpu").stdout.strip() == "bash scripts/images/cpu-images.sh gguf"
+    refused = chosen("gliner2", "cuda")
+    assert refused.returncode != 0 and "has no variant cuda" in refused.stdout + refused.stderr

@@ -14,15 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kit.demo.dataset import write_demo_benchmark
+from kit.demo.dataset import ZEROSHOT_PROMPT, write_demo_benchmark
 from kit.files import write_text_atomic
 
 SCORE_PROMPTS = {
-    "zeroshot": (
-        "Zero-shot input: the premise is the target sentence, the hypothesis the line after HYPOTHESIS.\n\n"
-        "TARGET SENTENCE: {}\n\n"
-        "HYPOTHESIS: This sentence tells something about the land use or land cover of its place.\n"
-    ),
+    "zeroshot": ZEROSHOT_PROMPT,      # the demo benchmark's own
     "masked_lm": (
         "Does the target sentence say something about its place that would be visible from above "
         "(crops, forest, water, buildings, roads)? Fill the blank with yes or no.\n\n"
@@ -37,7 +33,7 @@ def write_backend_benchmark(dest: Path, score_prompt: str = "reranker") -> Path:
     if score_prompt != "reranker" and score_prompt not in SCORE_PROMPTS:
         raise ValueError(f"unknown score prompt {score_prompt!r}; use reranker, {', '.join(SCORE_PROMPTS)}")
     dest = write_demo_benchmark(Path(dest))
-    if score_prompt == "reranker":
+    if score_prompt in ("reranker", "zeroshot"):     # the demo benchmark has both
         return dest
     name = f"prompt_{score_prompt}.txt"
     write_text_atomic(dest / name, SCORE_PROMPTS[score_prompt])

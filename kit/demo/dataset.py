@@ -118,6 +118,13 @@ _RERANKER_PROMPT = (
     "<Document>: {}\n"
 )
 
+# zero-shot classifiers (gliner2, gliclass: score_kind nli): the premise, then the hypothesis line
+ZEROSHOT_PROMPT = (
+    "Zero-shot input: the premise is the target sentence, the hypothesis the line after HYPOTHESIS.\n\n"
+    "TARGET SENTENCE: {}\n\n"
+    "HYPOTHESIS: This sentence tells something about the land use or land cover of its place.\n"
+)
+
 _BENCHMARK_TOML = """\
 # kit's demo benchmark, written by `kit demo`; the data is in the lrb layout.
 name = "kit-demo"
@@ -126,6 +133,7 @@ manifest = "translations/manifest.json"
 [prompts]
 generate = "prompt_generate.txt"
 score = "prompt_reranker.txt"
+zeroshot = "prompt_zeroshot.txt"
 """
 
 
@@ -182,6 +190,7 @@ def demo_files() -> dict[str, bytes]:
     files["translations/manifest.json"] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     files["prompt_generate.txt"] = DEFAULT_GENERATE_PROMPT.read_bytes()
     files["prompt_reranker.txt"] = _RERANKER_PROMPT.encode("utf-8")
+    files["prompt_zeroshot.txt"] = ZEROSHOT_PROMPT.encode("utf-8")
     files["benchmark.toml"] = _BENCHMARK_TOML.encode("utf-8")
     return files
 

@@ -164,7 +164,8 @@ def test_a_benchmark_folder_without_the_generate_prompt_is_refused_not_given_kit
 
 
 def test_a_run_without_its_kind_s_prompt_is_refused_not_given_the_reranker_s(tmp_path):
-    bench = _lrb_folder(tmp_path / "data")   # the demo has no zero-shot prompt file
+    bench = _lrb_folder(tmp_path / "data")
+    (bench / "prompt_zeroshot.txt").unlink()   # lrb's layout without its zero-shot prompt file
     project = _project(tmp_path, _run("org/gl", backend="gliner2", task="score"), bench)
     refused(kit("plan", cwd=project), "(zero-shot classifier)", "add prompt_zeroshot.txt")
 

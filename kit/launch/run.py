@@ -198,12 +198,15 @@ def _sized(pairs: list[Pair], sites: list[Site], array: int | None, history: lis
            now: datetime | None, plan: RunPlan) -> list[SizedGroup]:
     """A group's jobs: under --walltime auto packed by predicted cost (and calibration jobs; the pairs
     they wait for go to `plan.held`; `history` is None otherwise), else one job whose shards split the
-    pairs by index, never more shards than pairs (an empty shard would only burn a job)."""
+    pairs by index: --array N shards at one site (one without it), the sites' weights summed over
+    several, never more shards than pairs (an empty shard would only burn a job)."""
     if history is not None:
         auto = auto_size(pairs, history, sites, now or datetime.now(timezone.utc), array)
         plan.held += auto.held
         return auto.groups
-    slots = array or (sites[0].weight if len(sites) == 1 else sum(s.weight for s in sites))
+    # one site: one job unless --array asks for more (a site's weight is its share of a multi-site run;
+    # as an array size it would load a large model once per task for a handful of pairs)
+    slots = array or (1 if len(sites) == 1 else sum(s.weight for s in sites))
     return [SizedGroup(pairs, min(slots, len(pairs)), None, None, "")]
 
 

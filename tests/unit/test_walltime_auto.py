@@ -152,7 +152,9 @@ def test_auto_packs_a_measured_run_and_calibrates_a_new_one(sweep):
     assert json.loads(packed.plan_text)["shards"] == [[["org/measured-1B", "de"], ["org/measured-1B", "fr"]]]
     plain = plan_kit_run(root, ["box"], resubmit=True).plan
     assert [s.request.walltime_s for s in plain.sites] == [3600] and not plain.held
-    assert "shards" not in json.loads(plain.sites[0].plan_text) and plain.sites[0].shard_count == 3
+    # one site without --array: one job (its weight, 3, is its share of a multi-site run)
+    assert "shards" not in json.loads(plain.sites[0].plan_text) and plain.sites[0].shard_count == 1
+    assert plan_kit_run(root, ["box"], resubmit=True, array=3).plan.sites[0].shard_count == 3
 
 
 def test_auto_in_the_cli_says_how_each_job_was_sized(sweep):

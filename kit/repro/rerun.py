@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,29 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
         raise ImageError(f"{exc.filename} not found", fix="install it, or choose another --runtime") from None
     path = checkpoint_path(out, run_name, lang)
     if not path.exists():
-        raise ConfigError(f"the rerun wrote no checkpoint (exit {status}): {log.strip()[-600:]}",
-                          fix="see the worker's message; check --weights and --benchmark")
+        raise ConfigError(f"the rerun wrote no checkpoint (exit {status}): {failure_summary(log)}",
+                          fix=f"see the worker's whole log, {keep_log(log)}; check --weights and --benchmark")
     return json.loads(path.read_text(encoding="utf-8")), log
+
+
+_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit)|ERROR\b|error:)[^\n]*", re.M)
+
+
+def failure_summary(log: str, tail: int = 400) -> str:
+    """A failed worker's log in one line: the distinct error lines it printed (an engine's root cause
+    comes before its last word: vLLM's "Engine core initialization failed. See root cause above."), then
+    its last characters."""
+    errors = list(dict.fromkeys(m.group(0).strip()[:300] for m in _ERROR_LINE.finditer(log)))
+    said = " | ".join(errors[-6:])
+    end = " ".join(log.strip()[-tail:].split())
+    return (f"errors in its log: {said}; its last lines: {end}" if said else end) or "no output"
+
+
+def keep_log(log: str) -> str:
+    """Write a failed rerun's whole log where the user can read it; its path."""
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="kit-rerun-", suffix=".log")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(log)
+    return name

@@ -65,18 +65,18 @@ def fit_image_gpus(site: Site, backend: str, archs: GpuArchs | None, gpus: int) 
     unfit = {name: cc for name, cc in stated.items() if name not in able}
     if unfit:
         return ArchFit(runs_on, "nothing (the scheduler cannot be told)",
-                                 f"site {site.name}: its GPUs {_listing(unfit)} cannot run image {backend} (built for "
-                                 f"{runs_on}), and kit cannot ask the scheduler to avoid them; fix: state gpu_features "
-                                 "(node feature -> GPU) so kit asks for the others with --constraint")
+                       f"site {site.name}: its GPUs {_listing(unfit)} cannot run image {backend} (built for "
+                       f"{runs_on}), and kit cannot ask the scheduler to avoid them; fix: state gpu_features "
+                       "(node feature -> GPU) so kit asks for the others with --constraint")
     if stated:
         return ArchFit(runs_on, f"nothing: the site's GPUs ({_listing(stated)}) run it")
     if archs.runs_on(VOLTA):
         return ArchFit(runs_on, "nothing: the site states no GPU model, and the image runs on every GPU from "
                                 "Volta on")
     return ArchFit(runs_on, "nothing: the site states no GPU model",
-                             f"site {site.name} states no GPU model, and image {backend} runs on {runs_on} only (not "
-                             "on a V100): kit cannot check that the site's GPUs run it; fix: set gpu_model (or "
-                             "gpu_compute_capability, or gpu_features) in its sites.toml entry")
+                   f"site {site.name} states no GPU model, and image {backend} runs on {runs_on} only (not on a "
+                   "V100): kit cannot check that the site's GPUs run it; fix: set gpu_model (or "
+                   "gpu_compute_capability, or gpu_features) in its sites.toml entry")
 
 
 def _listing(stated: dict[str, Capability]) -> str:

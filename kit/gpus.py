@@ -50,23 +50,23 @@ _TORCH_ARCH = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class GpuArchs:
-    """What an image's CUDA code was compiled for: SASS capabilities, PTX capabilities, capabilities
-    whose code runs on that exact capability only ("90a"), and the list as written."""
+    """What an image's CUDA code was compiled for: SASS capabilities, PTX capabilities, and capabilities
+    whose code runs on that exact capability only ("90a")."""
 
     sass: frozenset[Capability]
     ptx: frozenset[Capability]
     exact: frozenset[Capability] = frozenset()
-    text: str = ""
 
     def runs_on(self, cc: Capability) -> bool:
         """Whether a GPU of compute capability `cc` runs this code."""
         return (cc in self.exact or any(m == cc[0] and n <= cc[1] for m, n in self.sass)
                 or any(p <= cc for p in self.ptx))
 
-    @property
-    def oldest(self) -> Capability:
-        """The oldest capability the code runs on."""
-        return min(self.sass | self.ptx | self.exact)
+    def known(self) -> tuple[list[Capability], Capability | None]:
+        """The known GPUs' capabilities that run this code, and the oldest of them when every newer known
+        GPU runs it too (None otherwise: the code skips some)."""
+        ok = [cc for cc in KNOWN if self.runs_on(cc)]
+        return ok, ok[0] if ok and ok == [cc for cc in KNOWN if cc >= ok[0]] else None
 
     def flags(self) -> str:
         """The code as compiler flags: 'sm_75 sm_80 compute_80' (sm: SASS, compute: PTX, an 'a' suffix:
@@ -78,9 +78,9 @@ class GpuArchs:
 
     def describe(self) -> str:
         """'compute capability 7.5 and newer' or 'compute capability 8.0, 8.6, 8.9', over the known GPUs."""
-        ok = [cc for cc in KNOWN if self.runs_on(cc)]
-        if ok and ok == [cc for cc in KNOWN if cc >= ok[0]]:
-            return f"compute capability {cc_text(ok[0])} and newer"
+        ok, floor = self.known()
+        if floor is not None:
+            return f"compute capability {cc_text(floor)} and newer"
         return "compute capability " + (", ".join(cc_text(cc) for cc in ok) or "none kit knows")
 
 
@@ -117,7 +117,7 @@ def _read_list(text: str, part_re: re.Pattern, hint: str,
         cc, kind = code(m)
         for k in (("sass", "ptx") if kind == "both" else (kind,)):
             found[k].add(cc)
-    return GpuArchs(frozenset(found["sass"]), frozenset(found["ptx"]), frozenset(found["exact"]), text)
+    return GpuArchs(frozenset(found["sass"]), frozenset(found["ptx"]), frozenset(found["exact"]))
 
 
 def _cmake_part(m: re.Match) -> tuple[Capability, str]:
@@ -172,9 +172,9 @@ def oar_capability_term(archs: GpuArchs) -> str:
     gpu_compute_capability (a string, '8.6') and gpu_compute_capability_major (an integer). The
     string alone does not order ('10.0' < '7.5'), so the major version orders and the string
     decides within one major."""
-    ok = [cc for cc in KNOWN if archs.runs_on(cc)]
-    if ok and ok == [cc for cc in KNOWN if cc >= ok[0]]:
-        major, minor = ok[0]
+    ok, floor = archs.known()
+    if floor is not None:
+        major, minor = floor
         if minor == 0:
             return f"gpu_compute_capability_major>={major}"
         return (f"(gpu_compute_capability_major>{major} OR (gpu_compute_capability_major={major} AND "

@@ -156,9 +156,7 @@ def size_job(run: str, backend: str, shards: bool, model: ModelSize, site: SiteG
             f"{site.name!r} spans one node of gpus_per_node = {site.gpus_per_node} GPU(s)",
             fix="run it at a site with more or bigger GPUs per node, or use a quantized variant")
     gpus = _dividing(run, model, fewest, site)
-    return JobSize(gpus, _floor(need / gpus / memory_fraction, site),
-                   f"{gpus} GPU(s){' (tensor parallel)' if gpus > 1 else ''} for {what}",
-                   True)
+    return JobSize(gpus, _floor(need / gpus / memory_fraction, site), f"{_count(gpus)} for {what}", True)
 
 
 def _vllm_size(run: str, model: ModelSize, site: SiteGpus, capacity: float, fraction: float) -> JobSize:
@@ -185,8 +183,7 @@ def _vllm_size(run: str, model: ModelSize, site: SiteGpus, capacity: float, frac
     fitting = [g for g in counts if per_gpu(g) <= usable]
     if fitting:
         g = fitting[0]
-        return JobSize(g, _floor(per_gpu(g) / fraction, site), f"{g} GPU(s){' (tensor parallel)' if g > 1 else ''} "
-                       f"for {what(g)}", True)
+        return JobSize(g, _floor(per_gpu(g) / fraction, site), f"{_count(g)} for {what(g)}", True)
     if not heads and per_gpu(site.gpus_per_node) <= usable:
         raise ConfigError(f"run {run!r} needs more than one GPU for {what(1)}, and its attention head count is unknown",
                           fix="stage the snapshot (its config.json has num_attention_heads) or set "
@@ -197,6 +194,10 @@ def _vllm_size(run: str, model: ModelSize, site: SiteGpus, capacity: float, frac
         f"{what(largest)}, more than {usable / GIB:.0f} GiB",
         fix="set options.max_model_len lower (the KV cache grows with it), run it at a site with more or bigger "
             "GPUs per node, or use a quantized variant")
+
+
+def _count(gpus: int) -> str:
+    return f"{gpus} GPU(s)" + (" (tensor parallel)" if gpus > 1 else "")
 
 
 def tensor_parallel_fits(attention_heads: int, kv_heads: int, gpus: int) -> bool:

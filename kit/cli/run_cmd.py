@@ -60,15 +60,18 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     `kit images push` command. A dry run shows both checks.
 
     Each job is sized per site and engine: vLLM gets the fewest GPUs of one node that hold
-    the model, other engines one GPU; what cannot fit is refused before anything is
-    submitted (README, GPU sizing).
+    the weights and the KV cache of one max_model_len sequence, other engines one GPU; what
+    cannot fit is refused before anything is submitted (README, GPU sizing). Each job also
+    asks for GPUs its image's CUDA code runs on (an OAR filter term, a Slurm constraint from
+    the site's gpu_features), and a site whose stated GPUs cannot run it is refused.
 
     Before submitting, each site's policy checks run on its frontend (OAR sites:
     `usagepolicycheck -t`) with their output shown, and an OAR job that is not of type
     night must not cross 09:00 or 19:00 Europe/Paris on a weekday. KIT_NOW (ISO time)
     sets the clock those rules see. A --dry-run makes no ssh connection; it exits 1 when
     a job's day window would refuse the submission now. --json carries every warning
-    and, per job, the basis of its GPU count (size, source, memory, margin).
+    and, per job, the basis of its GPU count (size, source, memory, KV cache) and what
+    its request asks for its image's GPUs.
 
     \b
     Examples:

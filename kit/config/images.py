@@ -15,9 +15,6 @@ from kit.config.backends import BACKENDS
 from kit.config.loading import invalid, load_model
 from kit.gpus import GpuArchs, parse_cmake_archs, parse_torch_archs
 
-# Every CUDA arch list must name real architectures: `native` builds for the build host's GPU
-# (none on a builder), which yields an image that fails on every cluster GPU.
-_ARCH = re.compile(r"^\d{2,3}[a-z]?(-real|-virtual)?$")
 
 
 def _relative(value: str) -> str:
@@ -27,11 +24,14 @@ def _relative(value: str) -> str:
 
 
 def _check_args(args: dict[str, str]) -> dict[str, str]:
+    # every CUDA arch list must name real architectures (kit.gpus reads them): `native` builds for the
+    # build host's GPU (none on a builder), which yields an image that fails on every cluster GPU
     arch = args.get("CMAKE_CUDA_ARCHITECTURES")
     if arch is not None:
-        parts = [p for p in arch.replace(",", ";").split(";") if p]
-        if not parts or not all(_ARCH.match(p) for p in parts):
-            raise invalid(f"CMAKE_CUDA_ARCHITECTURES={arch!r} must list architectures like '70;75;80;86;89;90'", fix="never 'native' or 'all': name Volta (70) to Hopper (90)")
+        try:
+            parse_cmake_archs(arch)
+        except ValueError:
+            raise invalid(f"CMAKE_CUDA_ARCHITECTURES={arch!r} must list architectures like '70;75;80;86;89;90'", fix="never 'native' or 'all': name Volta (70) to Hopper (90)") from None
     return args
 
 

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 
 from kit.config.sites import Site
 from kit.errors import ConfigError
-from kit.gpus import Capability, GpuArchs, cc_text, oar_capability_term
+from kit.gpus import KNOWN, Capability, GpuArchs, cc_text, oar_capability_term
+from kit.launch.jobsize import conjunction_text
 
 _MAJOR_FLOOR = re.compile(r"\bgpu_compute_capability_major\s*(>=|>|=)\s*(\d+)(?![\d.])")
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"")
-_NOT_CONJUNCTION = re.compile(r"\b(?:or|not)\b|[()]", re.IGNORECASE)
 VOLTA = (7, 0)
 
 
@@ -89,22 +88,18 @@ def _oar(site: Site, archs: GpuArchs, runs_on: str) -> ArchFit:
     if site.gpu_filter and filter_guarantees(site.gpu_filter, archs):
         return ArchFit(runs_on, f"nothing: gpu_filter {site.gpu_filter!r} already selects only such GPUs")
     new = term if not site.gpu_filter else (
-        f"{site.gpu_filter} AND {term}" if _conjunction(site.gpu_filter) else f"({site.gpu_filter}) AND {term}")
+        f"{site.gpu_filter} AND {term}" if conjunction_text(site.gpu_filter) is not None
+        else f"({site.gpu_filter}) AND {term}")
     return ArchFit(runs_on, f"-p gained {term}", gpu_filter=new)
-
-
-def _conjunction(gpu_filter: str) -> bool:
-    return not _NOT_CONJUNCTION.search(_QUOTED.sub("''", gpu_filter))
 
 
 def filter_guarantees(gpu_filter: str, archs: GpuArchs) -> bool:
     """Whether an OAR filter (a plain conjunction) selects only GPUs that run `archs`: one of its terms
     bounds gpu_compute_capability_major from below at a major all of whose GPUs run it."""
-    if not _conjunction(gpu_filter):
+    bare = conjunction_text(gpu_filter)
+    if bare is None:
         return False
-    from kit.gpus import KNOWN
-
-    for op, value in _MAJOR_FLOOR.findall(_QUOTED.sub("''", gpu_filter)):
+    for op, value in _MAJOR_FLOOR.findall(bare):
         floor = int(value) + (op == ">")
         selected = [cc for cc in KNOWN if (cc[0] == int(value) if op == "=" else cc[0] >= floor)]
         if selected and all(archs.runs_on(cc) for cc in selected):

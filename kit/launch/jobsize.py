@@ -54,13 +54,18 @@ def grown_filter(site: Site, min_gpu_mib: int | None) -> str | None:
     return f"({site.gpu_filter}) AND gpu_mem>={min_gpu_mib}"
 
 
-def _floor_terms(gpu_filter: str) -> list[tuple[str, str]] | None:
-    """The (operator, MiB) of each `gpu_mem>=N` / `gpu_mem>N` term of a plain conjunction; None when
-    the filter has OR, NOT or parentheses outside its quoted values."""
+def conjunction_text(gpu_filter: str) -> str | None:
+    """An OAR filter with its quoted values blanked, when it is a plain conjunction (AND of comparisons);
+    None when it has OR, NOT or parentheses outside its quoted values."""
     bare = _QUOTED.sub("''", gpu_filter)
-    if _NOT_CONJUNCTION.search(bare):
-        return None
-    return _GPU_MEM.findall(bare)
+    return None if _NOT_CONJUNCTION.search(bare) else bare
+
+
+def _floor_terms(gpu_filter: str) -> list[tuple[str, str]] | None:
+    """The (operator, MiB) of each `gpu_mem>=N` / `gpu_mem>N` term of a plain conjunction; None for
+    any other filter."""
+    bare = conjunction_text(gpu_filter)
+    return None if bare is None else _GPU_MEM.findall(bare)
 
 
 def staged_snapshot(run: Run, site: ResolvedSite) -> Path | None:

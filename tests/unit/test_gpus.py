@@ -17,7 +17,7 @@ def test_a_plain_cmake_list_carries_sass_and_ptx_so_newer_gpus_jit_the_newest():
     gguf = parse_cmake_archs("70;75;80;86;89;90")
     assert all(gguf.runs_on(cc) for cc in (V100, T4, A100, A40, L40S, H100, B200, PRO6000))
     assert not gguf.runs_on(P100) and not gguf.runs_on((6, 1))
-    assert gguf.oldest == V100 and gguf.describe() == "compute capability 7.0 and newer"
+    assert gguf.known()[1] == V100 and gguf.describe() == "compute capability 7.0 and newer"
 
 
 def test_real_only_code_runs_within_its_major_and_not_past_it():
@@ -48,7 +48,7 @@ def test_torch_arch_flags_read_as_compiled():
     flags = parse_arch_flags("sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120")
     listed = parse_torch_archs("7.5;8.0;8.6;9.0;10.0;12.0+PTX")
     assert (flags.sass, flags.ptx, flags.exact) == (listed.sass, listed.ptx, listed.exact)
-    assert flags.oldest == T4 and not flags.runs_on(V100) and flags.runs_on((12, 1))
+    assert flags.known()[1] == T4 and not flags.runs_on(V100) and flags.runs_on((12, 1))
 
 
 @pytest.mark.parametrize("bad", ["native", "all", "", "sm_90", "7.5"])

@@ -99,3 +99,14 @@ def test_without_a_kv_shape_vllm_keeps_the_margin_rule(snapshots, tmp_path):
                                       '"quantization_config": {"quant_method": "fp8"}}')
     size, job = sized(vllm_run("Qwen/Qwen3-32B-FP8"), bare)
     assert size.kv is None and "x 1.25" in job.note and "KV cache's shape is unknown" in job.note
+
+
+def test_more_than_one_gpu_without_a_head_count_is_refused_naming_it():
+    from kit.sizing import KvCache, ModelSize
+
+    headless = ModelSize(int(100 * GIB), None, None, None, "test", KvCache(64, 8, 128), 8192, "options.max_model_len")
+    with pytest.raises(ConfigError, match="attention head count is unknown") as exc:
+        size_job("org/m", "vllm", True, headless, H100X8, 0.9)
+    assert "options.attention_heads" in exc.value.fix
+    assert size_job("org/m", "vllm", True, ModelSize(int(10 * GIB), None, None, None, "test", KvCache(64, 8, 128),
+                                                     8192, "options.max_model_len"), H100X8, 0.9).gpus == 1

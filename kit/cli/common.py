@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kit.errors import ConfigError
 from kit.results.keys import RESULT_VERSION
+
+if TYPE_CHECKING:
+    from kit.config.dataset import Dataset
 
 roster_option = click.option(
     "--roster", type=click.Path(path_type=Path), default="roster.toml", show_default=True, envvar="KIT_ROSTER",
@@ -104,3 +107,17 @@ def print_json(command: str, status: str, data: Any, errors: list[str] | None = 
 def say(message: str) -> None:
     """A progress line on stderr (stdout stays for results)."""
     click.echo(message, err=True)
+
+
+def benchmark_or_roster(path: Path | None, roster: Path | None = Path("roster.toml")) -> "Dataset | None":
+    """The benchmark given, or the one `roster` names (./roster.toml by default, when it is there;
+    a roster given by name must exist); None without either."""
+    if path is not None:
+        from kit.config.kinds import load_benchmark
+
+        return load_benchmark(path)
+    if roster is not None and (roster.is_file() or roster != Path("roster.toml")):
+        from kit.config.project import roster_benchmark
+
+        return roster_benchmark(roster)
+    return None

@@ -21,10 +21,19 @@ SIGNIFICANT = 0.05
               help="Run B's results tree, when it is another (a rerun on another site, engine or GPU).")
 @click.option("--resamples", type=int, default=None, help="Bootstrap resamples (default: 2000).")
 @click.option("--flips", "shown_flips", type=int, default=10, show_default=True,
-              help="Flipped items listed in the text output (--json lists them all).")
+              help="Flipped items listed in the text output (--json and --html list them all).")
+@click.option("--benchmark", type=click.Path(path_type=Path, exists=True), default=None,
+              help="The benchmark folder, for the flipped items' sentences. Default: the benchmark the "
+                   "roster names (--roster); without either, items are named by id only.")
+@click.option("--roster", type=click.Path(path_type=Path, dir_okay=False), default=None, envvar="KIT_ROSTER",
+              help="The roster whose `benchmark` gives the sentences. Default: roster.toml here, when there "
+                   "is one. Env: KIT_ROSTER.")
+@click.option("--html", "html_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Also write the comparison as one HTML page (the table, every flipped item with its "
+                   "sentence and both answers, the method) to this file.")
 @common.json_option
 def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resamples: int | None, shown_flips: int,
-            as_json: bool) -> None:
+            benchmark: Path | None, roster: Path | None, html_file: Path | None, as_json: bool) -> None:
     """Compare run A with run B, language by language, on the items both answered.
 
     For each language and for the macro mean: F1 and accuracy of each run and
@@ -32,7 +41,8 @@ def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resam
     resampled items score both runs); the exact McNemar test on per-item
     correctness (items only A got right against items only B got right), with
     Holm's correction across languages (* marks p < 0.05 after it); and the items
-    whose correctness flips, with both answers. Runs are named as in the roster
+    whose correctness flips, with both answers and, given the benchmark, the
+    sentence. Runs are named as in the roster
     (org/model) or by their file name (org__model). Only complete checkpoints
     count; a language one run lacks is listed as not compared.
 
@@ -41,18 +51,39 @@ def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resam
       kit compare org/model-a org/model-b
       kit compare org/model-a org/model-a --results results-a100 --results-b results-v100
       kit compare org/model-a org/model-b --json
+      kit compare org/model-a org/model-b --benchmark data --html compare.html
+      kit compare kit-demo/tiny-llama kit-demo/tiny-reranker --results kit-demo/results \\
+          --roster kit-demo/roster.toml --html kit-demo/compare.html
     """
     from kit.results.kinds.lrb.compare import RESAMPLES, compare_runs
 
-    result = compare_runs(results, run_a, results_b or results, run_b, resamples=resamples or RESAMPLES)
-    render(Outcome("compare", result.as_dict(), _lines(result, shown_flips)), as_json)
+    dataset = common.benchmark_or_roster(benchmark, roster or Path("roster.toml"))
+    result = compare_runs(results, run_a, results_b or results, run_b, resamples=resamples or RESAMPLES,
+                          sentences=None if dataset is None else _sentences(dataset))
+    data = result.as_dict()
+    if html_file is not None:
+        from kit.files import write_text_atomic
+        from kit.results.kinds.lrb.compare_html import comparison_page
+
+        write_text_atomic(html_file, comparison_page(result))
+        data["html"] = str(html_file)
+    render(Outcome("compare", data, _lines(result, shown_flips, html_file, dataset is not None)), as_json)
+
+
+def _sentences(dataset):
+    """{item id: sentence} of a language of the benchmark (empty for a language it does not define)."""
+    def of(language: str) -> dict[str, str]:
+        if language not in dataset.languages:
+            return {}
+        return {item.item_id: getattr(item, "sentence", None) for item in dataset.load_language(language).items}
+    return of
 
 
 def _signed(value: float) -> str:
     return f"{value:+.3f}"
 
 
-def _lines(result, shown_flips: int):
+def _lines(result, shown_flips: int, html_file: Path | None, with_sentences: bool):
     """A table of the languages and the macro mean, then what was not compared, the flips and the method."""
     yield f"A = {result.run_a}   B = {result.run_b}"
     yield (f"{'language':<10} {'items':>6}  {'F1 A':>6} {'F1 B':>6}  {'F1 A-B [95% CI]':<24} "
@@ -75,7 +106,20 @@ def _lines(result, shown_flips: int):
             right = "A" if flip.predicted_a == flip.expected else "B"
             yield (f"  {flip.language}/{flip.item_id}: label {flip.expected}, A said {flip.predicted_a}, "
                    f"B said {flip.predicted_b} (only {right} right)")
+            if flip.sentence is not None:
+                yield f"    {_one_line(flip.sentence)}"
+        if not with_sentences:
+            yield "  (give --benchmark DIR or --roster FILE, whose benchmark it reads, to see each item's sentence)"
     yield f"method: {result.method}"
+    if html_file is not None:
+        yield f"page: {html_file}"
+
+
+def _one_line(text: str, width: int = 160) -> str:
+    """A sentence on one printable line, cut at `width` characters."""
+    flat = " ".join(text.split())
+    flat = "".join(ch if ch.isprintable() else "?" for ch in flat)
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
 
 
 def _interval(diff) -> str:

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
 from kit.results.evidence import NOT_PROVEN
-
-if TYPE_CHECKING:
-    from kit.config.dataset import Dataset
 
 
 @click.command()
@@ -40,7 +35,7 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
     """
     from kit.results.verify import verify_paths
 
-    outcomes = verify_paths(list(paths), _benchmark(benchmark))
+    outcomes = verify_paths(list(paths), common.benchmark_or_roster(benchmark))
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
     data = [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices} for p, st in outcomes]
     # the text as one string, so one write: a release tree is thousands of lines
@@ -63,16 +58,3 @@ def _shown(path: Path) -> str:
     newline must not make a line of its own, such as a false OK)."""
     text = str(path)
     return text if text.isprintable() else repr(text)
-
-
-def _benchmark(path: Path | None) -> "Dataset | None":
-    """The benchmark given, or the one roster.toml here names; None without either."""
-    if path is not None:
-        from kit.config.kinds import load_benchmark
-
-        return load_benchmark(path)
-    if Path("roster.toml").is_file():
-        from kit.config.project import roster_benchmark
-
-        return roster_benchmark(Path("roster.toml"))
-    return None

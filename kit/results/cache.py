@@ -13,8 +13,9 @@ validated again (a cache never hides a changed file):
 - kit: its version and the size and mtime of the sources validation runs (a code change revalidates);
 - the expectation: the run and language asked for, and a digest of the benchmark ids, answers and
   run identity the file was held to (kit.results.identity.Expected).
-A verdict is stored with the checkpoint's sections other than `predictions` and its count of
-truncated predictions: what status, verify and report need, so nothing holds every prediction.
+A verdict is stored with the checkpoint's sections other than `predictions`, its count of
+truncated predictions and its items' outcomes in short (ResultKind.item_outcomes): what status,
+verify and report need, so nothing holds every prediction.
 
 A cache file that cannot be read or does not parse is ignored and rebuilt; each is written whole to
 a temporary file and renamed in, under a file lock (filelock), merging what other processes stored
@@ -61,7 +62,7 @@ def shared_strings(value: Any, table: dict[str, str]) -> Any:
         return [shared_strings(v, table) for v in value]
     return value
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 RACY_SECONDS = 2.0
 KEY_FILE = ".key"
 _MAC_LINE = b"\n#hmac-sha256 "
@@ -282,17 +283,22 @@ class CheckpointCache:
             state, reasons, notices = verdict
             if not (state in _STATES and isinstance(reasons, list) and isinstance(notices, list)):
                 return None
-            data, truncated = None, None
+            data, truncated, outcomes = None, None, None
             if self.sections:
                 kept = self.data.get(name)
                 if not isinstance(kept, dict) or kept.get("file") != ident:
                     return None
-                data, truncated = kept["summary"], kept["truncated"]
+                data, truncated, outcomes = kept["summary"], kept["truncated"], kept["outcomes"]
                 if not (data is None or isinstance(data, dict)) or not isinstance(truncated, int):
                     return None
+                if outcomes is not None:
+                    digest, cells = outcomes
+                    if not (isinstance(digest, str) and isinstance(cells, str)):
+                        return None
+                    outcomes = (digest, cells)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        return CheckpointState(state, list(reasons), list(notices), data, truncated=truncated)
+        return CheckpointState(state, list(reasons), list(notices), data, truncated=truncated, outcomes=outcomes)
 
     def _store(self, name: str, ident: list[int], verdict_key: str, state: CheckpointState) -> None:
         entry = self.entries.get(name)
@@ -303,7 +309,8 @@ class CheckpointCache:
         self.changed[name] = entry
         if not self.sections:   # status and verify read no sections: a report stores its own
             return
-        kept = {"file": ident, "summary": state.data, "truncated": state.truncated or 0}
+        kept = {"file": ident, "summary": state.data, "truncated": state.truncated or 0,
+                "outcomes": list(state.outcomes) if state.outcomes is not None else None}
         self.data[name] = kept
         self.changed_data[name] = kept
 

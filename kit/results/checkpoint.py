@@ -46,6 +46,8 @@ class CheckpointState:
     notices: list[str] = field(default_factory=list)
     data: dict[str, Any] | None = None
     truncated: int | None = None    # predictions with truncated=true, when `data` no longer holds them
+    # each item's outcome in a short form, kept when predictions go (ResultKind.item_outcomes); None when not asked for
+    outcomes: tuple[str, str] | None = None
 
     @property
     def complete(self) -> bool:
@@ -53,13 +55,18 @@ class CheckpointState:
         return self.state == PairState.COMPLETE
 
 
-def without_predictions(state: CheckpointState) -> CheckpointState:
+def without_predictions(state: CheckpointState, *, outcomes: bool = False) -> CheckpointState:
     """The state with every section of its data but `predictions`, and how many of those were truncated:
-    what status, verify and report keep, so that memory does not grow with every prediction read."""
+    what status, verify and report keep, so that memory does not grow with every prediction read. With
+    `outcomes`, a complete or stale checkpoint also keeps its kind's short form of each item's outcome
+    (ResultKind.item_outcomes: what the report's paired tests between runs read)."""
     data = state.data
     if not isinstance(data, dict) or keys.PREDICTIONS not in data:
         return state
     predictions = data[keys.PREDICTIONS]
+    if outcomes and state.state in (PairState.COMPLETE, PairState.STALE):
+        kind = kind_of(data)
+        state = replace(state, outcomes=kind.item_outcomes(predictions) if kind is not None else None)
     try:   # at C speed when every prediction is an object
         truncated = sum(map(operator.is_, map(dict.get, predictions, repeat(keys.TRUNCATED)), repeat(True)))
     except TypeError:
@@ -169,6 +176,11 @@ ValidateAll = Callable[[list[tuple[Path, dict[str, Any]]]], list[CheckpointState
 def validate_each(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
     """validate_checkpoint(path, **kwargs) for each job, one file at a time, without predictions."""
     return [without_predictions(validate_checkpoint(path, **kwargs)) for path, kwargs in jobs]
+
+
+def validate_each_with_outcomes(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
+    """validate_each, keeping each complete checkpoint's item outcomes (see without_predictions): a report's reader."""
+    return [without_predictions(validate_checkpoint(path, **kwargs), outcomes=True) for path, kwargs in jobs]
 
 
 def verify_files(paths: Iterable[str | os.PathLike[str]],

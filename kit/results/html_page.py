@@ -139,6 +139,10 @@ class PageLinks:
         page_file = self.languages.get(language)
         return None if page_file is None else f"{self.root}{PAGES}/{quote(page_file)}"
 
+    def page(self, page_file: str) -> str:
+        """The href of a page in pages/ by its file name."""
+        return f"{self.root}{PAGES}/{quote(page_file)}"
+
     def file(self, name: str) -> str:
         """The href of a file beside the index (a plot, a CSV)."""
         return self.root + quote(name)
@@ -152,6 +156,11 @@ class PageLinks:
         return replace(self, root="../")
 
 
+def titled_link(href: str, text: Any, title: str) -> str:
+    """An <a> as `link`, with a tooltip (escaped)."""
+    return f'<a href="{html.escape(href, quote=True)}" title="{esc(title)}">{esc(text)}</a>'
+
+
 def maybe_link(href: str | None, text: Any) -> Cell:
     """A cell linking to href, or the escaped text alone when there is no page."""
     return Cell(esc(text) if href is None else link(href, text))
@@ -161,10 +170,12 @@ def maybe_link(href: str | None, text: Any) -> Cell:
 class HtmlParts:
     """What a benchmark kind contributes to the HTML report (ResultKind.html_parts): the index's
     body, each language page's body, each result page's metrics section (by record name), and the
-    plot files to write beside the index (name -> PNG bytes)."""
+    plot files to write beside the index (name -> PNG bytes), and pages of the kind's own (a
+    comparison of two runs) by file name."""
 
     title: str
     index: str
     languages: dict[str, str]
     results: dict[str, str]
     images: dict[str, bytes] = field(default_factory=dict)
+    pages: dict[str, tuple[str, str]] = field(default_factory=dict)   # more pages/ files: name -> (title, body)

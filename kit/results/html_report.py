@@ -75,6 +75,8 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
         title = f"{parts.title}: {language}"
         nav = [(links.from_page().index(), "index")]
         written.append(_write(out_dir / PAGES / links.languages[language], page(title, body, nav)))
+    for name, (title, body) in sorted(parts.pages.items()):
+        written.append(_write(out_dir / PAGES / name, page(title, body, [(links.from_page().index(), "index")])))
     for record in valid:
         written.append(_write(out_dir / PAGES / links.results[record.name],
                               _result_page(record, parts, links.from_page(),
@@ -90,7 +92,7 @@ def _remove_old_pages(folder: Path, keep: set[Path]) -> None:
     # pages of results an earlier report counted and this one does not: a copied report must not
     # carry them (only kit's own page names are touched)
     for old in folder.glob("*.html"):
-        if old not in keep and old.name.startswith(("result-", "language-")) and not old.is_symlink():
+        if old not in keep and old.name.startswith(("result-", "language-", "compare-")) and not old.is_symlink():
             old.unlink()
 
 

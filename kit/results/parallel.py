@@ -28,8 +28,9 @@ def usable_cores() -> int:
 
 
 def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = True) -> list[CheckpointState]:
-    """validate_checkpoint(path, **kwargs) for each job, without predictions (and, unless `keep_data`,
-    without any section), in order; on a pool of forked workers when there are enough files and cores."""
+    """validate_checkpoint(path, **kwargs) for each job, without predictions but with their item outcomes
+    (unless `keep_data` is False: then without any section), in order; on a pool of forked workers when
+    there are enough files and cores."""
     import multiprocessing
 
     global _KEEP_DATA
@@ -64,5 +65,5 @@ def _job(index: int) -> CheckpointState:
 
 
 def _validate(path: Path, kwargs: dict[str, Any]) -> CheckpointState:
-    state = without_predictions(validate_checkpoint(path, **kwargs))
+    state = without_predictions(validate_checkpoint(path, **kwargs), outcomes=_KEEP_DATA)
     return state if _KEEP_DATA else replace(state, data=None)   # less to send back from a worker

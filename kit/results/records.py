@@ -39,6 +39,7 @@ class CheckpointRecord:
     notices: tuple[str, ...] = ()
     data: Mapping[str, Any] | None = field(default=None, repr=False)
     truncated_count: int | None = None    # when `data` holds no predictions (kit.results.checkpoint.without_predictions)
+    outcomes: tuple[str, str] | None = field(default=None, repr=False)   # ResultKind.item_outcomes, when read
 
     @property
     def valid(self) -> bool:

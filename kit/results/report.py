@@ -22,7 +22,7 @@ from kit.errors import ConfigError
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.plan import Pair
-from kit.results.checkpoint import CheckpointState, ValidateAll, validate_each, without_predictions
+from kit.results.checkpoint import CheckpointState, ValidateAll, validate_each_with_outcomes, without_predictions
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_name, result_kind
 from kit.results.kinds.base import ResultKind
@@ -56,10 +56,11 @@ class ReportOutcome:
 
 
 def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = None,
-                        validate_all: ValidateAll = validate_each) -> list[CheckpointRecord]:
+                        validate_all: ValidateAll = validate_each_with_outcomes) -> list[CheckpointRecord]:
     """Every `RESULTS/<language>/<run>.json`, validated (against `expect` for the pairs it plans) by
     `validate_all` (kit.results.checkpoint.ValidateAll: one at a time, or a cache's), sorted by path;
-    invalid and stale ones carry reasons. Records keep no predictions, only their truncated count."""
+    invalid and stale ones carry reasons. Records keep no predictions, only their truncated count and
+    item outcomes (when `validate_all` kept them)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise ConfigError(
@@ -79,17 +80,17 @@ def _job(path: Path, expect: PlanExpectations | None) -> dict:
 
 
 def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRecord:
-    st = without_predictions(st)
+    st = without_predictions(st, outcomes=True)
     data = st.data if st.state in (PairState.COMPLETE, PairState.STALE) else None
     language = file_language(results_dir, path, (st.data or {}).get(keys.METADATA))
     return CheckpointRecord(path, language, st.state, tuple(st.reasons), tuple(st.notices), data,
-                            truncated_count=st.truncated)
+                            truncated_count=st.truncated, outcomes=st.outcomes if data is not None else None)
 
 
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,
                  expect: PlanExpectations | None = None, include_stale: bool = False,
                  verdicts: list[Path] | None = None,
-                 validate_all: ValidateAll = validate_each, own_output: bool = True) -> ReportOutcome:
+                 validate_all: ValidateAll = validate_each_with_outcomes, own_output: bool = True) -> ReportOutcome:
     """Write the report of the checkpoints under RESULTS (of these runs; all when None) to OUT, by
     their benchmark kind; stale checkpoints (against `expect`) are counted only with `include_stale`,
     and then named as stale in the summary; then the HTML report (kit.results.html_report), with the

@@ -120,8 +120,13 @@ def test_readme_compare_block_runs_on_the_demo(first_demo, demo_env):
     assert [c[:2] for c in commands] == [["kit", "demo"], ["kit", "compare"]]
     r = kit(*commands[1][1:], cwd=root, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "macro" in r.stdout and "method:" in r.stdout
+    assert "macro" in r.stdout and "method:" in r.stdout and "page: kit-demo/compare.html" in r.stdout
+    page = (root / "kit-demo" / "compare.html").read_text(encoding="utf-8")
+    assert "Flipped items" in page and "Method:" in page
     data = json.loads(kit(*commands[1][1:], "--json", cwd=root, env=env).stdout)["data"]
     assert len(data["languages"]) == 3 and data["not_compared"] == {}
     for lang in data["languages"]:
         assert lang["f1"]["low"] <= lang["f1"]["diff"] <= lang["f1"]["high"] and 0 <= lang["p_holm"] <= 1
+    assert data["flips"] and all(flip["sentence"] for flip in data["flips"])   # the roster's benchmark read
+    board = (root / "kit-demo" / "results" / "report" / "index.html").read_text(encoding="utf-8")
+    assert "vs next" in board and ("≈</a>" in board or "≠</a>" in board)

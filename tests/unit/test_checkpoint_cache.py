@@ -278,7 +278,7 @@ def test_two_processes_saving_keep_each_others_verdicts(tree, monkeypatch):
 
 
 def test_a_pool_of_workers_gives_the_same_states_in_order(tmp_path, monkeypatch):
-    from kit.results.checkpoint import validate_each
+    from kit.results.checkpoint import validate_each_with_outcomes
 
     results = tmp_path / "results"
     paths = [make_checkpoint(results, f"org/m{i}", lang, predictions_of([(Y, Y), (N, Y)]))
@@ -289,14 +289,16 @@ def test_a_pool_of_workers_gives_the_same_states_in_order(tmp_path, monkeypatch)
     monkeypatch.setattr(parallel, "MIN_FILES", 2)
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
     pooled = parallel.validate_many(jobs)
-    assert pooled == validate_each(jobs)
+    assert pooled == validate_each_with_outcomes(jobs)
+    assert pooled[0].outcomes is not None and pooled[0].outcomes[1] == "01"   # (yes, yes) tp, (no, yes) fp
     assert [s.state for s in pooled] == ["complete"] * 2 + ["invalid"] + ["complete"] * 3 + ["missing"]
     c = fresh(results, tmp_path / "cache")
     assert [s.state for s in c.validate_all(jobs)] == [s.state for s in pooled]
     c.save()
     calls = counting(monkeypatch)
     assert fresh(results, tmp_path / "cache").validate_all(jobs) == [
-        type(s)(s.state, s.reasons, s.notices, None if s.data is None else s.data, s.truncated) for s in pooled]
+        type(s)(s.state, s.reasons, s.notices, None if s.data is None else s.data, s.truncated, s.outcomes)
+        for s in pooled]   # the items' outcomes come back from the cache too
     assert [p for p in calls] == [results / "fr" / "absent.json"]
 
 

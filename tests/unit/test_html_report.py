@@ -109,7 +109,8 @@ def test_index_language_and_result_pages_exist_and_every_link_resolves(results, 
     outcome = write_report(results, out, verdicts=[])
     assert outcome.files["html"] == out / INDEX
     pages = html_files(out)
-    assert len(pages) == 1 + len(LANGS) + len(RUNS) * len(LANGS)
+    # the index, a page per language, per result, and per pair of neighbouring ranks
+    assert len(pages) == 1 + len(LANGS) + len(RUNS) * len(LANGS) + len(RUNS) - 1
     for page in pages:
         parsed = refs_of(page)
         assert "script" not in parsed.tags, page
@@ -128,6 +129,7 @@ def test_index_language_and_result_pages_exist_and_every_link_resolves(results, 
         assert "../index.html" in back and slug("language", "en") in {Path(r).name for r in back}
     lang_refs = refs_of(out / PAGES / slug("language", "fr")).refs
     assert {Path(r).name for r in lang_refs} >= {slug("result", f"fr/{r.replace('/', '__')}.json") for r in RUNS}
+    assert sum(Path(r).name.startswith("compare-") for r in index_refs) == len(RUNS) - 1   # the leaderboard's marks
 
 
 def test_result_page_has_metrics_interval_provenance_compliance_and_reproduce_command(results, tmp_path):
@@ -317,7 +319,7 @@ def test_a_report_written_again_drops_the_pages_of_results_it_no_longer_counts(r
     assert gone.is_file()
     checkpoint_path(results, RUNS[0], "en").unlink()
     write_report(results, out, verdicts=[])
-    assert not gone.exists() and len(html_files(out)) == 1 + len(LANGS) + len(RUNS) * len(LANGS) - 1
+    assert not gone.exists() and len(html_files(out)) == 1 + len(LANGS) + len(RUNS) * len(LANGS) - 1 + len(RUNS) - 1
 
 
 def test_bootstrap_f1_is_the_metrics_f1_bit_for_bit():

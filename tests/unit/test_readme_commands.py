@@ -44,7 +44,8 @@ SKIP = {
     "kit demo": "slow (about a minute); tests/e2e/test_demo.py runs it, then this block's release and publish",
     "kit release kit-demo/results -o kit-demo/release --roster kit-demo/roster.toml": "needs `kit demo`'s results: tests/e2e/test_demo.py",
     "kit publish me/kit-demo-results kit-demo/release --dry-run": "needs `kit demo`'s results: tests/e2e/test_demo.py",
-    "kit compare kit-demo/tiny-llama kit-demo/tiny-reranker --results kit-demo/results":
+    "kit compare kit-demo/tiny-llama kit-demo/tiny-reranker --results kit-demo/results --roster kit-demo/roster.toml "
+    "--html kit-demo/compare.html":
         "needs `kit demo`'s results: tests/e2e/test_demo.py",
 }
 MUST_RUN = (

@@ -63,6 +63,12 @@ class ResultKind(ABC):
         """The data-side identity a current checkpoint of (run, language) records (metadata key ->
         value now): the data file's and prompt's digests, the decoding, the kind's own settings."""
 
+    def item_outcomes(self, predictions: Sequence[Any]) -> tuple[str, str] | None:
+        """Each item's outcome in short, for paired tests between two runs of the same items:
+        (a digest of the items and their expected answers, one character per item in item id order);
+        None when the kind has no such form (the default)."""
+        return None
+
     def verdict_faults(self, data: Mapping[str, Any]) -> list[str]:
         """Predictions of a well-formed checkpoint whose verdict is not what their recorded output
         gives, one line; none by default (the kind cannot tell)."""

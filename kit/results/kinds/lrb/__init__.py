@@ -71,6 +71,13 @@ class LrbKind(ResultKind):
         return [f"{keys.PREDICTIONS}[{at}].{keys.PREDICTED} is not the {want!r} its recorded output gives{more} "
                 "(the verdict was edited after the job wrote it)"]
 
+    def item_outcomes(self, predictions: Sequence[Any]) -> tuple[str, str] | None:
+        """(sha256 of the item ids and expected labels, each item's confusion cell as a digit of
+        kit.results.kinds.lrb.paired.CELLS), in item id order; None when a prediction is malformed."""
+        from kit.results.kinds.lrb.paired import item_outcomes
+
+        return item_outcomes(predictions)
+
     def metrics(self, predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """lrb's metrics and confusion cells (kit.results.metrics)."""
         return compute_metrics(predictions)

@@ -2,14 +2,14 @@
 
 Two runs of one lrb benchmark are compared on the items both answered, language by language:
 - the difference in F1 and accuracy (A minus B) with a paired percentile bootstrap interval: each
-  draw resamples the item ids once and scores both runs on the same draw, so the interval is of the
-  difference itself (a run's two unpaired intervals overlap far more often than the difference is
+  draw resamples the items once and scores both runs on the same draw (kit.results.kinds.lrb.paired),
+  so the interval is of the difference itself (a run's two unpaired intervals overlap far more often than the difference is
   doubtful); the macro difference resamples every language on its own and takes the mean over the
   languages, as the leaderboard does;
 - the exact McNemar test on per-item correctness (an item is correct when its verdict is its label;
   unparsed is wrong): the items only A got right against those only B got right, a two-sided exact
   binomial test at 1/2 (scipy.stats.binomtest), with Holm's correction across the languages;
-- the items whose correctness flips, with both answers.
+- the items whose correctness flips, with both answers (and the sentence, given the benchmark).
 
 Both runs' checkpoints are validated (the evidence policy, kit.results.evidence) and only complete
 ones count; a language either run lacks, or where the two disagree on an item's label, is listed as
@@ -18,8 +18,7 @@ not compared, with why.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,12 @@ from typing import Any
 from kit.config.names import run_from_stem
 from kit.errors import ConfigError, MissingExtraError
 from kit.results import keys
-from kit.results.intervals import CONFIDENCE, f1_of_cells
+from kit.results.intervals import CONFIDENCE
+from kit.results.kinds.lrb.paired import (CELL_INDEX, joint_counts, macro_draws, paired_language,
+                                          percentile_interval, seed)
 from kit.results.metrics import confusion_cell, verdict
 
 RESAMPLES = 2000
-_CELL_INDEX = {keys.TRUE_POSITIVE: 0, keys.FALSE_POSITIVE: 1, keys.TRUE_NEGATIVE: 2, keys.FALSE_NEGATIVE: 3,
-               keys.UNPARSED: 4}
 METHOD = (f"{CONFIDENCE:.0%} paired percentile bootstrap over item ids ({{resamples}} resamples, seeded by the "
           "two runs and the language; the macro difference resamples each language and takes the mean over "
           "languages); exact McNemar test on per-item correctness (two-sided binomial test at 1/2 on the items "
@@ -65,6 +64,7 @@ class Flip:
     predicted_b: str
     answer_a: str | None
     answer_b: str | None
+    sentence: str | None = None     # the benchmark's sentence, when the benchmark was at hand
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -104,11 +104,12 @@ class Comparison:
     not_compared: dict[str, str] = field(default_factory=dict)   # language -> why
     flips: list[Flip] = field(default_factory=list)
     resamples: int = RESAMPLES
+    method_text: str | None = None   # another method's sentence (the report's normal intervals)
 
     @property
     def method(self) -> str:
         """How the intervals and tests were made, in one sentence."""
-        return METHOD.format(resamples=self.resamples)
+        return self.method_text or METHOD.format(resamples=self.resamples)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -120,9 +121,10 @@ class Comparison:
                 "not_compared": self.not_compared, "flips": [f.as_dict() for f in self.flips]}
 
 
-def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str,
-                 resamples: int = RESAMPLES) -> Comparison:
-    """Compare run A (in RESULTS_A) with run B (in RESULTS_B, which may be the same tree); a
+def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resamples: int = RESAMPLES,
+                 sentences: Callable[[str], Mapping[str, str]] | None = None) -> Comparison:
+    """Compare run A (in RESULTS_A) with run B (in RESULTS_B, which may be the same tree); each
+    flipped item gets its sentence from `sentences(language)` ({item id: sentence}) when given. A
     ConfigError when either run has no complete checkpoint or they share no language."""
     if resamples < 100:
         raise ConfigError(f"--resamples {resamples} is too few for a 95% interval", fix="use 1000 or more")
@@ -135,8 +137,6 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str,
     for lang in sorted(set(found_a) ^ set(found_b)):
         if lang not in not_compared:
             not_compared[lang] = f"only {'A' if lang in found_a else 'B'} has a complete checkpoint"
-    np = _numpy()
-    seed_base = f"{run_a}\0{run_b}"
     languages: list[LanguageComparison] = []
     flips: list[Flip] = []
     draws_f1, draws_acc = [], []
@@ -146,12 +146,12 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str,
             not_compared[lang] = paired
             continue
         ids, expected, pred_a, pred_b, answers = paired
-        rng = np.random.default_rng(_seed(f"{seed_base}\0{lang}"))
-        result, f1_draws, acc_draws = _compare_language(np, rng, lang, expected, pred_a, pred_b, resamples)
+        result, f1_draws, acc_draws = _compare_language(lang, (run_a, run_b), expected, pred_a, pred_b, resamples)
         languages.append(result)
         draws_f1.append(f1_draws)
         draws_acc.append(acc_draws)
-        flips.extend(Flip(lang, i, e, a, b, *answers.get(i, (None, None)))
+        text = sentences(lang) if sentences is not None else {}
+        flips.extend(Flip(lang, i, e, a, b, *answers.get(i, (None, None)), text.get(i))
                      for i, e, a, b in zip(ids, expected, pred_a, pred_b) if (a == e) != (b == e))
     if not languages:
         reasons = "; ".join(f"{lang}: {why}" for lang, why in sorted(not_compared.items())) or "no checkpoints"
@@ -159,8 +159,8 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str,
                           fix="check both run names with `kit status`; a run is named as in the roster or by its "
                               "file name (org__model)")
     languages = [replace(lang, p_holm=p) for lang, p in zip(languages, holm([lang.p_value for lang in languages]))]
-    macro_f1 = _macro(np, [lang.f1 for lang in languages], draws_f1)
-    macro_acc = _macro(np, [lang.accuracy for lang in languages], draws_acc)
+    macro_f1 = macro_difference([lang.f1 for lang in languages], draws_f1)
+    macro_acc = macro_difference([lang.accuracy for lang in languages], draws_acc)
     return Comparison(run_a, run_b, languages, macro_f1, macro_acc, dict(sorted(not_compared.items())), flips,
                       resamples)
 
@@ -190,43 +190,36 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def _compare_language(np, rng, lang: str, expected: list[str], pred_a: list[str], pred_b: list[str],
+def _compare_language(lang: str, runs: tuple[str, str], expected: list[str], pred_a: list[str], pred_b: list[str],
                       resamples: int) -> tuple[LanguageComparison, Any, Any]:
     """One language's differences, McNemar counts and p-value, and the bootstrap draws of the F1 and
     accuracy differences (for the macro interval)."""
-    cells_a = np.array([_CELL_INDEX[confusion_cell(e, p)] for e, p in zip(expected, pred_a)])
-    cells_b = np.array([_CELL_INDEX[confusion_cell(e, p)] for e, p in zip(expected, pred_b)])
-    right_a = np.array([p == e for e, p in zip(expected, pred_a)])
-    right_b = np.array([p == e for e, p in zip(expected, pred_b)])
-    n = len(expected)
-    index = rng.integers(0, n, size=(resamples, n))
-    f1_draws = f1_of_cells(np, _counts(np, cells_a[index])) - f1_of_cells(np, _counts(np, cells_b[index]))
-    acc_draws = right_a[index].mean(axis=1) - right_b[index].mean(axis=1)
-    f1_a, f1_b = (float(f1_of_cells(np, _counts(np, c[None, :]))[0]) for c in (cells_a, cells_b))
-    acc_a, acc_b = float(right_a.mean()), float(right_b.mean())
-    only_a, only_b = int((right_a & ~right_b).sum()), int((right_b & ~right_a).sum())
-    return (LanguageComparison(lang, n, _difference(np, f1_a, f1_b, f1_draws),
-                               _difference(np, acc_a, acc_b, acc_draws), only_a, only_b, mcnemar_exact(only_a, only_b)),
-            f1_draws, acc_draws)
+    joint = joint_counts((CELL_INDEX[confusion_cell(e, p)] for e, p in zip(expected, pred_a)),
+                         (CELL_INDEX[confusion_cell(e, p)] for e, p in zip(expected, pred_b)))
+    return language_comparison(lang, joint, resamples, seed(*runs, lang))
 
 
-def _counts(np, cells):
-    """Per row, the count of each of the five confusion cells."""
-    return np.stack([(cells == k).sum(axis=1) for k in range(5)], axis=1)
+def language_comparison(lang: str, joint: Sequence[int], resamples: int,
+                        rng_seed: int) -> tuple[LanguageComparison, Any, Any]:
+    """A language's comparison from its 25 joint cell counts (kit.results.kinds.lrb.paired), with the
+    bootstrap draws of its F1 and accuracy differences (for a macro interval)."""
+    fig = paired_language(joint, resamples, rng_seed)
+    result = LanguageComparison(lang, fig.items, _difference(fig.f1_a, fig.f1_b, fig.f1_draws),
+                                _difference(fig.accuracy_a, fig.accuracy_b, fig.accuracy_draws),
+                                fig.only_a_right, fig.only_b_right, mcnemar_exact(fig.only_a_right, fig.only_b_right))
+    return result, fig.f1_draws, fig.accuracy_draws
 
 
-def _difference(np, a: float, b: float, draws) -> Difference:
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(draws, [tail, 100 - tail])
-    return Difference(a, b, a - b, float(low), float(high))
+def _difference(a: float, b: float, draws) -> Difference:
+    return Difference(a, b, a - b, *percentile_interval(draws))
 
 
-def _macro(np, diffs: list[Difference], draws: list[Any]) -> Difference:
+def macro_difference(diffs: list[Difference], draws: list[Any]) -> Difference:
     """The mean over languages of A, B and their difference, with the interval of the mean of each
-    draw's language differences."""
+    draw's language differences (draws in the languages' order)."""
     a = sum(d.a for d in diffs) / len(diffs)
     b = sum(d.b for d in diffs) / len(diffs)
-    return _difference(np, a, b, np.mean(np.stack(draws), axis=0))
+    return _difference(a, b, macro_draws(draws))
 
 
 def _pair_items(a: Mapping[str, Any], b: Mapping[str, Any]):
@@ -286,15 +279,3 @@ def _kind(data: Mapping[str, Any]) -> object:
     from kit.results.kinds import kind_name
 
     return kind_name(data)
-
-
-def _seed(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big")
-
-
-def _numpy():
-    try:
-        import numpy as np
-    except ImportError as exc:
-        raise MissingExtraError("kit compare's bootstrap", "numpy", "report") from exc
-    return np

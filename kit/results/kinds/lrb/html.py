@@ -4,12 +4,15 @@ are the report's own (kit.results.kinds.lrb.report's rows, kit.results.intervals
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from kit.results import keys
-from kit.results.html_page import HtmlParts, PageLinks, esc, image, key_values, maybe_link, table
+from kit.results.html_page import Cell, HtmlParts, PageLinks, esc, image, key_values, maybe_link, slug, table, titled_link
 from kit.results.html_plots import f1_by_language_png
 from kit.results.intervals import METHOD, f1_intervals
+from kit.results.kinds.lrb.compare_html import comparison_body, interval_text
+from kit.results.kinds.lrb.neighbours import NeighbourComparison, neighbour_comparisons
 from kit.results.kinds.lrb.report import HEATMAP, aggregate_rows, by_language_rows, leaderboard_rows
 from kit.results.records import CheckpointRecord
 from kit.results.tables import rate
@@ -37,12 +40,17 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
                               {pair: float(r.metrics[keys.F1]) for pair, r in by_pair.items()},
                               {pair: intervals.pairs[r.name] for pair, r in by_pair.items()})
 
+    neighbours = neighbour_comparisons(valid, run_order)
+    pages = {_page_name(n): _neighbour_page(n) for n in neighbours}
+    marks = {n.comparison.run_a: _mark(n, links.page(_page_name(n))) for n in neighbours}
+    # what a reader came for first (rank, run, F1, its interval, the mark), then the rest
     board = table(
-        ("rank", "run", keys.MODEL_ID, keys.MODEL_REVISION, keys.BACKEND, keys.TASK, "languages", keys.N_ITEMS,
-         keys.F1, F1_CI, *_METRICS, keys.TRUNCATED),
-        ([n, row[keys.RUN], row[keys.MODEL_ID], row[keys.MODEL_REVISION], row[keys.BACKEND], row[keys.TASK],
-          row["languages"], row[keys.N_ITEMS], row[keys.F1], _ci(intervals.runs.get(row[keys.RUN])),
-          *(row[m] for m in _METRICS), row[keys.TRUNCATED]] for n, row in enumerate(leaderboard, 1)))
+        ("rank", "run", keys.F1, F1_CI, "vs next", "languages", keys.N_ITEMS, *_METRICS, keys.TRUNCATED,
+         keys.MODEL_ID, keys.MODEL_REVISION, keys.BACKEND, keys.TASK),
+        ([n, row[keys.RUN], row[keys.F1], _ci(intervals.runs.get(row[keys.RUN])), marks.get(row[keys.RUN], ""),
+          row["languages"], row[keys.N_ITEMS], *(row[m] for m in _METRICS), row[keys.TRUNCATED],
+          row[keys.MODEL_ID], _revision(row[keys.MODEL_REVISION]), row[keys.BACKEND], row[keys.TASK]]
+         for n, row in enumerate(leaderboard, 1)))
     by_language = table(
         (keys.LANGUAGE, "runs", "f1_mean", "f1_min", "f1_max", "best_run"),
         ([maybe_link(links.language(row[keys.LANGUAGE]), row[keys.LANGUAGE]), row["runs"], row["f1_mean"],
@@ -50,7 +58,7 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
           maybe_link(links.result(by_pair[(row["best_run"], row[keys.LANGUAGE])].name), row["best_run"])]
          for row in languages))
     index = (f"<h2>Leaderboard</h2>\n<p>Macro means over each run's languages, sorted by F1 then run "
-             f"(as leaderboard.csv). {esc(F1_CI)}: {esc(METHOD)}.</p>\n{board}"
+             f"(as leaderboard.csv). {esc(F1_CI)}: {esc(METHOD)}. {esc(MARK_LEGEND)}</p>\n{board}"
              f"<h2>F1 by run and language</h2>\n<p>{image(links.file(HEATMAP), 'F1 heatmap by run and language')}</p>\n"
              f"<h2>F1 per language, with intervals</h2>\n<p>{image(links.file(F1_PLOT), 'F1 per language with intervals')}</p>\n"
              f"<h2>Languages</h2>\n{by_language}")
@@ -71,4 +79,39 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
         metrics = [(k, row[k]) for k in (keys.N_ITEMS, keys.F1)] + [(F1_CI, _ci(intervals.pairs.get(row["file"])))]
         metrics += [(k, row[k]) for k in (*_METRICS, *_CONFUSION, keys.TRUNCATED, keys.DURATION_SECONDS)]
         result_pages[row["file"]] = key_values(metrics, caption="metrics (rates rounded to 4 decimals)")
-    return HtmlParts("kit report", index, language_pages, result_pages, {F1_PLOT: plot})
+    return HtmlParts("kit report", index, language_pages, result_pages, {F1_PLOT: plot}, pages)
+
+
+MARK_LEGEND = ("vs next: ≠ when the items tell the run from the one ranked below it (the 95% interval of their "
+               "paired macro F1 difference excludes zero), ≈ when they do not; each mark links to the two runs' "
+               "comparison.")
+
+
+def _page_name(neighbour: NeighbourComparison) -> str:
+    return slug("compare", f"{neighbour.comparison.run_a}\0{neighbour.comparison.run_b}")
+
+
+def _mark(neighbour: NeighbourComparison, href: str) -> Cell:
+    """≠ or ≈, linked to the pair's page, the difference and its interval as the tooltip."""
+    macro = neighbour.comparison.macro_f1
+    if macro is None:
+        return Cell(titled_link(href, "?", "no language with the same items in both runs"))
+    text = "≠" if neighbour.distinguishable else "≈"
+    return Cell(titled_link(href, text, f"macro F1 minus the next run's: {interval_text(macro)}"))
+
+
+def _neighbour_page(neighbour: NeighbourComparison) -> tuple[str, str]:
+    """(title, body) of the page comparing rank N with rank N + 1."""
+    result = neighbour.comparison
+    command = f"kit compare {shlex.quote(result.run_a)} {shlex.quote(result.run_b)} --results RESULTS --html compare.html"
+    note = (f"The report reads each item's outcome, not its id: <code>{esc(command)}</code> lists the items "
+            "whose verdict flips, with their sentences and both answers, and gives the paired bootstrap.")
+    title = f"rank {neighbour.rank} vs rank {neighbour.rank + 1}: {result.run_a} vs {result.run_b}"
+    return title, comparison_body(result, flips_note=note)
+
+
+def _revision(revision: str) -> Cell:
+    """A revision cut to 12 characters, the whole of it as the tooltip (a 40-hex column pushes F1 off screen)."""
+    if len(revision) <= 12:
+        return Cell(f"<code>{esc(revision)}</code>")
+    return Cell(f'<code title="{esc(revision)}">{esc(revision[:12])}…</code>')

@@ -23,8 +23,13 @@ Files written to OUT (each atomically: temporary file in OUT, fsync, rename):
 `by_language.csv`, one row per language, sorted by language:
     language, runs (how many runs were counted), f1_mean, f1_min, f1_max over runs,
     best_run (highest f1, ties by run name)
-`summary.md`: the leaderboard as a Markdown table, languages covered, digests, decoding,
-    and the invalid files with their reasons.
+`neighbours.csv`, one row per run but the last, in leaderboard order: whether the items tell it
+    from the next run (kit.results.kinds.lrb.neighbours):
+    rank, run, next_run, languages (compared: both runs, the same items)
+    f1_diff, f1_low, f1_high  the paired macro F1 difference (run minus next) and its 95% interval
+    distinguishable    yes when the interval excludes zero, else no
+`summary.md`: the leaderboard as a Markdown table, which neighbouring ranks the items tell apart,
+    languages covered, digests, decoding, and the invalid files with their reasons.
 `heatmap_f1.png`: F1 per run (rows, leaderboard order) x language (columns), colour scale
     0..1, cells annotated when the grid is small enough.
 
@@ -43,6 +48,8 @@ from pathlib import Path
 from kit.errors import MissingExtraError
 from kit.files import write_bytes_atomic, write_text_atomic
 from kit.results import keys
+from kit.results.kinds.lrb.neighbours import METHOD as NEIGHBOUR_METHOD
+from kit.results.kinds.lrb.neighbours import NeighbourComparison, neighbour_comparisons
 from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
 from kit.results.tables import csv_text, digest_lines, markdown_table, md_code, md_text, rate, seconds, text
 
@@ -51,6 +58,7 @@ AGGREGATES = "aggregates.csv"
 BY_LANGUAGE = "by_language.csv"
 SUMMARY = "summary.md"
 HEATMAP = "heatmap_f1.png"
+NEIGHBOURS = "neighbours.csv"
 
 _CONFUSION = (keys.TRUE_POSITIVE, keys.FALSE_POSITIVE, keys.TRUE_NEGATIVE, keys.FALSE_NEGATIVE, keys.UNPARSED)
 _RUN_FIELDS = (keys.MODEL_ID, keys.MODEL_REVISION, keys.BACKEND, keys.TASK)
@@ -62,6 +70,7 @@ AGGREGATE_COLUMNS = (
     keys.TRUNCATED, keys.DURATION_SECONDS, "file",
 )
 BY_LANGUAGE_COLUMNS = (keys.LANGUAGE, "runs", "f1_mean", "f1_min", "f1_max", "best_run")
+NEIGHBOUR_COLUMNS = ("rank", keys.RUN, "next_run", "languages", "f1_diff", "f1_low", "f1_high", "distinguishable")
 
 HEATMAP_DPI = 100
 HEATMAP_ANNOTATE_MAX_CELLS = 400
@@ -124,12 +133,25 @@ def by_language_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]
 # --------------------------------------------------------------------------- summary
 
 
+def neighbour_rows(neighbours: Sequence[NeighbourComparison]) -> list[dict[str, str]]:
+    """One formatted row per neighbouring pair of ranks (NEIGHBOUR_COLUMNS)."""
+    rows = []
+    for n in neighbours:
+        macro = n.comparison.macro_f1
+        rows.append({"rank": str(n.rank), keys.RUN: n.comparison.run_a, "next_run": n.comparison.run_b,
+                     "languages": str(len(n.comparison.languages)),
+                     "f1_diff": rate(macro.diff) if macro else "", "f1_low": rate(macro.low) if macro else "",
+                     "f1_high": rate(macro.high) if macro else "", "distinguishable": "yes" if n.distinguishable else "no"})
+    return rows
+
+
 def summary_markdown(
     leaderboard: Sequence[Mapping[str, str]],
     languages: Sequence[Mapping[str, str]],
     records: Sequence[CheckpointRecord],
+    neighbours: Sequence[Mapping[str, str]] = (),
 ) -> str:
-    """The Markdown summary: leaderboard table, languages, digests, decoding, invalid files."""
+    """The Markdown summary: leaderboard table, neighbouring ranks, languages, digests, decoding, invalid files."""
     valid = [r for r in records if r.valid]
     invalid = [r for r in records if not r.valid]
     lines = [
@@ -146,6 +168,7 @@ def summary_markdown(
         "",
         *markdown_table(LEADERBOARD_COLUMNS, leaderboard),
         "",
+        *_neighbour_section(neighbours),
         "## Languages",
         "",
         *markdown_table(BY_LANGUAGE_COLUMNS, languages),
@@ -162,8 +185,19 @@ def summary_markdown(
     notices = [(r.name, n) for r in valid for n in r.notices]
     if notices:
         lines += ["", "## Notices", ""] + [f"- {md_code(name)}: {md_text(n)}" for name, n in notices]
-    lines += ["", "## Files", "", ", ".join(f"`{n}`" for n in (LEADERBOARD, AGGREGATES, BY_LANGUAGE, HEATMAP))]
+    files = (LEADERBOARD, AGGREGATES, BY_LANGUAGE, *((NEIGHBOURS,) if neighbours else ()), HEATMAP)
+    lines += ["", "## Files", "", ", ".join(f"`{n}`" for n in files)]
     return "\n".join(lines) + "\n"
+
+
+def _neighbour_section(neighbours: Sequence[Mapping[str, str]]) -> list[str]:
+    if not neighbours:
+        return []
+    apart = sum(row["distinguishable"] == "yes" for row in neighbours)
+    return ["## Neighbouring ranks", "",
+            f"Whether the items tell each run from the next one: {apart} of {len(neighbours)} neighbouring pairs are "
+            f"distinguishable. {md_text(NEIGHBOUR_METHOD)}.", "",
+            *markdown_table(NEIGHBOUR_COLUMNS, neighbours), ""]
 
 
 def _coverage_note(valid: Sequence[CheckpointRecord]) -> list[str]:
@@ -247,6 +281,7 @@ def write_lrb_report(records: Sequence[CheckpointRecord], out_dir: Path) -> Repo
     run_order = [row[keys.RUN] for row in leaderboard]
     language_order = [row[keys.LANGUAGE] for row in languages]
     png = heatmap_png(run_order, language_order, {(r.run, r.language): float(r.metrics[keys.F1]) for r in valid})
+    neighbours = neighbour_rows(neighbour_comparisons(valid, run_order))
 
     out_dir = Path(out_dir)
     files = {"leaderboard": out_dir / LEADERBOARD, "aggregates": out_dir / AGGREGATES,
@@ -254,6 +289,9 @@ def write_lrb_report(records: Sequence[CheckpointRecord], out_dir: Path) -> Repo
     write_text_atomic(files["leaderboard"], csv_text(LEADERBOARD_COLUMNS, leaderboard))
     write_text_atomic(files["aggregates"], csv_text(AGGREGATE_COLUMNS, aggregate_rows(valid)))
     write_text_atomic(files["by_language"], csv_text(BY_LANGUAGE_COLUMNS, languages))
-    write_text_atomic(files["summary"], summary_markdown(leaderboard, languages, records))
+    if neighbours:
+        files["neighbours"] = out_dir / NEIGHBOURS
+        write_text_atomic(files["neighbours"], csv_text(NEIGHBOUR_COLUMNS, neighbours))
+    write_text_atomic(files["summary"], summary_markdown(leaderboard, languages, records, neighbours))
     write_bytes_atomic(files["heatmap"], png)
     return ReportFiles(files, pairs=len(valid), invalid=len(records) - len(valid))

@@ -1,0 +1,160 @@
+"""Paired statistics of two lrb runs on the same items, from the items' joint confusion cells.
+
+Each item falls in one of 25 joint cells (A's confusion cell, B's confusion cell). Resampling the
+items with replacement is drawing those 25 counts from a multinomial with the observed joint
+frequencies: the same distribution as resampling item ids and scoring both runs on each draw, at a
+cost that does not grow with the number of items. F1 per draw is kit.results.intervals.f1_of_cells
+(lrb's formula); accuracy counts the true positives and true negatives. `kit compare` and the
+report's marks between neighbouring ranks both draw here, with the same seed for the same two runs
+and language, so the two give the same interval for the same pair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kit.errors import MissingExtraError
+from kit.results import keys
+from kit.results.intervals import CONFIDENCE, f1_of_cells
+
+CELLS = (keys.TRUE_POSITIVE, keys.FALSE_POSITIVE, keys.TRUE_NEGATIVE, keys.FALSE_NEGATIVE, keys.UNPARSED)
+CELL_INDEX = {cell: i for i, cell in enumerate(CELLS)}
+_RIGHT = (True, False, True, False, False)     # tp and tn are right answers; unparsed is wrong
+
+
+def numpy() -> Any:
+    """numpy, or a MissingExtraError naming the report extra."""
+    try:
+        import numpy as np
+    except ImportError as exc:
+        raise MissingExtraError("kit's paired bootstrap", "numpy", "report") from exc
+    return np
+
+
+def seed(*parts: str) -> int:
+    """A 64-bit seed from text parts (the two runs and the language): the same inputs, the same draws."""
+    text = "\0".join(parts)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big")
+
+
+_CELL_DIGIT = {(keys.YES, keys.YES): "0", (keys.NO, keys.YES): "1", (keys.NO, keys.NO): "2", (keys.YES, keys.NO): "3"}
+
+
+def item_outcomes(predictions: Sequence[Any]) -> tuple[str, str] | None:
+    """A checkpoint's items in short: (sha256 of "id<TAB>expected" lines in item id order, each item's
+    confusion cell as one digit, index into CELLS, in the same order). Two checkpoints with one digest
+    hold the same items with the same labels, so their digit strings pair item by item. None when an
+    item is not a well-formed lrb prediction."""
+    try:
+        items = sorted((p[keys.ITEM_ID], p[keys.EXPECTED], p.get(keys.PREDICTED)) for p in predictions)
+        digest = hashlib.sha256("\n".join(f"{i}\t{e}" for i, e, _ in items).encode("utf-8", "surrogatepass"))
+        # (expected, predicted) -> cell; anything else (null, unparsed) is unparsed, as confusion_cell has it
+        cells = "".join(_CELL_DIGIT.get((e, p), "4") for _, e, p in items)
+    except (TypeError, KeyError, AttributeError):
+        return None
+    return digest.hexdigest(), cells
+
+
+def joint_of_outcomes(cells_a: str, cells_b: str) -> list[int]:
+    """The 25 joint cell counts of two digit strings of item_outcomes that share one digest."""
+    return joint_counts(map(int, cells_a), map(int, cells_b))
+
+
+def joint_counts(cells_a: Iterable[int], cells_b: Iterable[int]) -> list[int]:
+    """The 25 joint cell counts (index 5 * A's cell + B's cell) of items given as cell indexes."""
+    counts = [0] * 25
+    for a, b in zip(cells_a, cells_b):
+        counts[5 * a + b] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class PairedLanguage:
+    """One language's paired figures: item count, F1 and accuracy of each run, McNemar's discordant
+    counts, and the bootstrap draws of the F1 and accuracy differences (A minus B)."""
+
+    items: int
+    f1_a: float
+    f1_b: float
+    accuracy_a: float
+    accuracy_b: float
+    only_a_right: int
+    only_b_right: int
+    f1_draws: Any
+    accuracy_draws: Any
+
+
+def paired_language(joint: Sequence[int], resamples: int, rng_seed: int) -> PairedLanguage:
+    """The paired figures of one language from its 25 joint cell counts, `resamples` draws seeded by `rng_seed`."""
+    np = numpy()
+    joint_array = np.asarray(joint, dtype=np.int64)
+    n = int(joint_array.sum())
+    rng = np.random.default_rng(rng_seed)
+    draws = rng.multinomial(n, joint_array / n, size=resamples).reshape(resamples, 5, 5)
+    observed = joint_array.reshape(1, 5, 5)
+    right = np.array(_RIGHT)
+
+    def scores(grid):
+        cells_a, cells_b = grid.sum(axis=2), grid.sum(axis=1)
+        return (f1_of_cells(np, cells_a), f1_of_cells(np, cells_b),
+                cells_a[:, right].sum(axis=1) / n, cells_b[:, right].sum(axis=1) / n)
+
+    f1_a, f1_b, acc_a, acc_b = (float(v[0]) for v in scores(observed))
+    draw_f1_a, draw_f1_b, draw_acc_a, draw_acc_b = scores(draws)
+    grid = observed[0]
+    only_a = int(grid[np.ix_(right, ~right)].sum())
+    only_b = int(grid[np.ix_(~right, right)].sum())
+    return PairedLanguage(n, f1_a, f1_b, acc_a, acc_b, only_a, only_b, draw_f1_a - draw_f1_b, draw_acc_a - draw_acc_b)
+
+
+def percentile_interval(draws: Any) -> tuple[float, float]:
+    """The central CONFIDENCE percentile interval of the draws."""
+    np = numpy()
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def macro_draws(draws: Sequence[Any]) -> Any:
+    """Each draw's mean over the languages' draws (given in language order)."""
+    np = numpy()
+    return np.mean(np.stack(list(draws)), axis=0)
+
+
+def _f1_gradient(tp: float, fp: float, fn: float) -> tuple[float, float, float, float]:
+    """F1 = 2tp / (2tp + fp + fn) (lrb's formula, which is this wherever it is not 0) and its partial
+    derivatives by tp, fp and fn; all 0 when no item is a tp, fp or fn."""
+    d = 2 * tp + fp + fn
+    if d == 0:
+        return 0.0, 0.0, 0.0, 0.0
+    return 2 * tp / d, 2 * (fp + fn) / d ** 2, -2 * tp / d ** 2, -2 * tp / d ** 2
+
+
+def normal_differences(joint: Sequence[int]) -> tuple[float, float, float, float]:
+    """(F1 A - F1 B, its variance, accuracy A - accuracy B, its variance) of one language from its 25
+    joint cell counts, by the delta method: the normal approximation of what the paired bootstrap
+    draws, at the cost of one pass over the cells. The variance is that of resampling the items."""
+    n = sum(joint)
+    if n == 0:
+        return 0.0, 0.0, 0.0, 0.0
+    p = [c / n for c in joint]
+    marg_a = [sum(p[5 * a + b] for b in range(5)) for a in range(5)]
+    marg_b = [sum(p[5 * a + b] for a in range(5)) for b in range(5)]
+    f1_a, *grad_a = _f1_gradient(marg_a[0], marg_a[1], marg_a[3])
+    f1_b, *grad_b = _f1_gradient(marg_b[0], marg_b[1], marg_b[3])
+
+    def per_cell(grad: Sequence[float], cell: int) -> float:   # d F1 / d p of an item in this cell
+        return {0: grad[0], 1: grad[1], 3: grad[2]}.get(cell, 0.0)
+
+    f1_g = [per_cell(grad_a, k // 5) - per_cell(grad_b, k % 5) for k in range(25)]
+    acc_g = [float(_RIGHT[k // 5]) - float(_RIGHT[k % 5]) for k in range(25)]
+
+    def variance(g: Sequence[float]) -> float:
+        mean = sum(pk * gk for pk, gk in zip(p, g))
+        return max(0.0, sum(pk * gk * gk for pk, gk in zip(p, g)) - mean * mean) / n
+
+    acc_diff = sum(pk * gk for pk, gk in zip(p, acc_g))
+    return f1_a - f1_b, variance(f1_g), acc_diff, variance(acc_g)

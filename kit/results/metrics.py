@@ -80,7 +80,11 @@ def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]
 
 def compute_metrics(predictions: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The `metrics` section for these predictions: rates, `n_items` and `confusion`."""
-    c = confusion_counts(predictions)
+    return metrics_of_counts(confusion_counts(predictions))
+
+
+def metrics_of_counts(c: Mapping[str, int]) -> dict[str, Any]:
+    """The `metrics` section of these five confusion cell counts (see compute_metrics)."""
     tp, fp = c[keys.TRUE_POSITIVE], c[keys.FALSE_POSITIVE]
     tn, fn = c[keys.TRUE_NEGATIVE], c[keys.FALSE_NEGATIVE]
     n_items = sum(c.values())

@@ -20,7 +20,8 @@ from statistics import NormalDist
 from kit.results import keys
 from kit.results.intervals import CONFIDENCE
 from kit.results.kinds.lrb.compare import Comparison, Difference, LanguageComparison, holm, mcnemar_exact
-from kit.results.kinds.lrb.paired import CELLS, joint_of_outcomes, normal_differences
+from kit.results.kinds.lrb.paired import CELLS, discordant, joint_of_outcomes, marginals, normal_differences
+from kit.results.metrics import metrics_of_counts
 from kit.results.records import CheckpointRecord, groups
 
 _Z = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2)
@@ -29,7 +30,6 @@ METHOD = (f"{CONFIDENCE:.0%} normal (delta-method) interval of the paired differ
           "items, its variance the sum of theirs over the count squared; exact McNemar test on per-item "
           "correctness (two-sided binomial test at 1/2, scipy.stats.binomtest), Holm-corrected across "
           "languages; kit compare gives the paired bootstrap and the flipped items")
-_RIGHT_CELLS = {CELLS.index(keys.TRUE_POSITIVE), CELLS.index(keys.TRUE_NEGATIVE)}
 
 
 @dataclass(frozen=True)
@@ -88,23 +88,11 @@ def _language(lang: str, joint: Sequence[int]) -> tuple[LanguageComparison, floa
     """One language's comparison from its joint cells, with the variances of its two differences."""
     n = sum(joint)
     _, var_f1, _, var_acc = normal_differences(joint)
-    cells_a = [sum(joint[5 * a + b] for b in range(5)) for a in range(5)]
-    cells_b = [sum(joint[5 * a + b] for a in range(5)) for b in range(5)]
-    f1_a, f1_b = _f1(cells_a), _f1(cells_b)
-    acc_a = sum(cells_a[k] for k in _RIGHT_CELLS) / n
-    acc_b = sum(cells_b[k] for k in _RIGHT_CELLS) / n
-    only_a = sum(joint[5 * a + b] for a in _RIGHT_CELLS for b in range(5) if b not in _RIGHT_CELLS)
-    only_b = sum(joint[5 * a + b] for b in _RIGHT_CELLS for a in range(5) if a not in _RIGHT_CELLS)
-    return (LanguageComparison(lang, n, _normal(f1_a, f1_b, var_f1), _normal(acc_a, acc_b, var_acc), only_a, only_b,
-                               mcnemar_exact(only_a, only_b)), var_f1, var_acc)
-
-
-def _f1(cells: Sequence[int]) -> float:
-    """lrb's F1 of (tp, fp, tn, fn, unparsed) counts (kit.results.metrics.compute_metrics's order of operations)."""
-    tp, fp, fn = cells[0], cells[1], cells[3]
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    metrics_a, metrics_b = (metrics_of_counts(dict(zip(CELLS, cells))) for cells in marginals(joint))
+    only_a, only_b = discordant(joint)
+    return (LanguageComparison(lang, n, _normal(metrics_a[keys.F1], metrics_b[keys.F1], var_f1),
+                               _normal(metrics_a[keys.ACCURACY], metrics_b[keys.ACCURACY], var_acc),
+                               only_a, only_b, mcnemar_exact(only_a, only_b)), var_f1, var_acc)
 
 
 def _normal(a: float, b: float, variance: float) -> Difference:

@@ -71,6 +71,20 @@ def joint_counts(cells_a: Iterable[int], cells_b: Iterable[int]) -> list[int]:
     return counts
 
 
+def marginals(joint: Sequence[int]) -> tuple[list[int], list[int]]:
+    """A's and B's five confusion cell counts (CELLS order) from the 25 joint cell counts."""
+    return ([sum(joint[5 * a + b] for b in range(5)) for a in range(5)],
+            [sum(joint[5 * a + b] for a in range(5)) for b in range(5)])
+
+
+def discordant(joint: Sequence[int]) -> tuple[int, int]:
+    """McNemar's counts from the 25 joint cell counts: items only A got right, items only B got right."""
+    cells = range(5)
+    only_a = sum(joint[5 * a + b] for a in cells for b in cells if _RIGHT[a] and not _RIGHT[b])
+    only_b = sum(joint[5 * a + b] for a in cells for b in cells if _RIGHT[b] and not _RIGHT[a])
+    return only_a, only_b
+
+
 @dataclass(frozen=True)
 class PairedLanguage:
     """One language's paired figures: item count, F1 and accuracy of each run, McNemar's discordant
@@ -104,9 +118,7 @@ def paired_language(joint: Sequence[int], resamples: int, rng_seed: int) -> Pair
 
     f1_a, f1_b, acc_a, acc_b = (float(v[0]) for v in scores(observed))
     draw_f1_a, draw_f1_b, draw_acc_a, draw_acc_b = scores(draws)
-    grid = observed[0]
-    only_a = int(grid[np.ix_(right, ~right)].sum())
-    only_b = int(grid[np.ix_(~right, right)].sum())
+    only_a, only_b = discordant(joint)
     return PairedLanguage(n, f1_a, f1_b, acc_a, acc_b, only_a, only_b, draw_f1_a - draw_f1_b, draw_acc_a - draw_acc_b)
 
 
@@ -141,10 +153,9 @@ def normal_differences(joint: Sequence[int]) -> tuple[float, float, float, float
     if n == 0:
         return 0.0, 0.0, 0.0, 0.0
     p = [c / n for c in joint]
-    marg_a = [sum(p[5 * a + b] for b in range(5)) for a in range(5)]
-    marg_b = [sum(p[5 * a + b] for a in range(5)) for b in range(5)]
-    f1_a, *grad_a = _f1_gradient(marg_a[0], marg_a[1], marg_a[3])
-    f1_b, *grad_b = _f1_gradient(marg_b[0], marg_b[1], marg_b[3])
+    cells_a, cells_b = marginals(joint)
+    f1_a, *grad_a = _f1_gradient(*(cells_a[k] / n for k in (0, 1, 3)))
+    f1_b, *grad_b = _f1_gradient(*(cells_b[k] / n for k in (0, 1, 3)))
 
     def per_cell(grad: Sequence[float], cell: int) -> float:   # d F1 / d p of an item in this cell
         return {0: grad[0], 1: grad[1], 3: grad[2]}.get(cell, 0.0)

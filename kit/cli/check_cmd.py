@@ -59,6 +59,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     from kit.images.built import load_lock
     from kit.plan import select_pairs
     from kit.results.check import RULES, run_checks
+    from kit.results.store import archive_note
 
     if images_lock != DEFAULT_IMAGES_LOCK and not images_lock.exists():
         raise ConfigError(f"--images-lock {images_lock}: no such file",
@@ -72,13 +73,14 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     verdict = "PASS" if not failed else "FAIL"
     data = {"verdict": verdict, "checkpoints": len(inp.checkpoints), "expected": len(expected),
             "rules": {r.name: {"description": r.description, "findings": [vars(f) for f in findings[r.name]]}
-                      for r in RULES}, "not_proven": NOT_PROVEN}
-    render(Outcome("check", data, _lines(findings, failed, verdict, len(inp.checkpoints), len(expected)),
+                      for r in RULES}, "not_proven": NOT_PROVEN, "not_counted": archive_note(results)}
+    render(Outcome("check", data, _lines(findings, failed, verdict, len(inp.checkpoints), len(expected),
+                                         data["not_counted"]),
                    failed=bool(failed)), as_json)
 
 
-def _lines(findings, failed, verdict: str, checkpoints: int, expected: int):
-    """Each rule's verdict, each finding, and the total."""
+def _lines(findings, failed, verdict: str, checkpoints: int, expected: int, not_counted: str | None = None):
+    """Each rule's verdict, each finding, the total, and what the archive holds that was not checked."""
     from kit.results.check import RULES
 
     for rule in RULES:
@@ -87,4 +89,6 @@ def _lines(findings, failed, verdict: str, checkpoints: int, expected: int):
     for f in failed:
         yield f.line()
     yield f"{verdict}: {checkpoints} checkpoints, {expected} expected pairs, {len(failed)} findings"
+    if not_counted:
+        yield not_counted
     yield NOT_PROVEN

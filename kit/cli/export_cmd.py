@@ -22,7 +22,9 @@ def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
 
     lrb: the land-use relevance benchmark's result files, which its loader reads
     (OUTPUT/<language>/<run>.json): its metadata keys only (a variant run's name as
-    run_id), unparsed as null, metrics recomputed. Nothing is written when a checkpoint
+    run_id), unparsed as null, metrics recomputed. A file lrb itself wrote (no kit
+    provenance) comes back byte for byte, in the place it had (lrb's top level or a
+    batch folder); RESULTS/archive/ is left out, as lrb's discovery leaves it out. Nothing is written when a checkpoint
     is invalid or not an lrb one, or when two checkpoints would give one lrb file
     different contents (lrb's top-level copy of a run and its copy in a batch folder);
     they are listed and the exit code is 1. Byte-equal copies give the file once, said.
@@ -36,7 +38,8 @@ def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
     done = export_lrb(results, output)
     render(Outcome("export", {"format": fmt, "written": [str(p) for p in done.written],
                               "refused": {str(p): reasons for p, reasons in done.refused.items()},
-                              "same_as": {str(p): str(kept) for p, kept in done.same_as.items()}},
+                              "same_as": {str(p): str(kept) for p, kept in done.same_as.items()},
+                              "not_counted": done.not_counted},
                    _lines(done, output), failed=bool(done.refused)), as_json)
 
 
@@ -50,3 +53,5 @@ def _lines(done, output: Path):
             yield f"  {path}: the same lrb file as {kept}, written once"
     else:
         yield f"nothing written: {len(done.refused)} checkpoint(s) cannot be exported"
+    if done.not_counted:
+        yield done.not_counted

@@ -59,6 +59,8 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
     if common.roster_to_use(roster):
         project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
         expect = PlanExpectations(project.benchmark, list(project.roster.run))
+    elif benchmark is not None:   # no roster: every file held to the benchmark (kit.results.benchmark_rule)
+        expect = PlanExpectations(common.benchmark_or_roster(benchmark, None))
     out = output or results / "report"
     with ResultsTree(results, sections=True) as tree:   # validated checkpoints, kept for the next command
         written = write_report(results, out, runs=list(models) or None, expect=expect, include_stale=include_stale,
@@ -68,8 +70,10 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
             "roster_checked": expect is not None,
             "invalid": [{"path": str(r.path), "reasons": list(r.reasons)} for r in written.invalid],
             "stale": [{"path": str(r.path), "reasons": list(r.reasons)} for r in written.stale],
-            "stale_included": written.stale_included}
-    render(Outcome("report", data, partial(_print_text, written, files, expect is not None),
+            "stale_included": written.stale_included,
+            "batches": {name: str(path) for name, path in written.batches.items()},
+            "not_counted": written.not_counted}
+    render(Outcome("report", data, partial(_print_text, written, files, bool(expect and expect.runs)),
                    failed=bool(written.invalid)), as_json)
 
 
@@ -81,8 +85,12 @@ def _print_text(written, files: dict[str, str], roster_checked: bool) -> None:
         click.echo(f"{role:<14} {path}")
     if "html" in files:
         click.echo(f"HTML report: {files['html']} (open it in a browser; the folder can be copied as is)")
+    for name, index in written.batches.items():
+        click.echo(f"batch {name}: its own report, {index}")
     click.echo(f"{written.pairs} pairs counted; {len(written.stale)} stale ({stale_note}); "
                f"{len(written.invalid)} invalid, listed in the summary")
+    if written.not_counted:
+        click.echo(written.not_counted)
     if not roster_checked:
         click.echo("no roster: checkpoints were not held to today's runs (pass --roster to find stale ones)")
     for r in written.invalid:

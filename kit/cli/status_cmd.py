@@ -63,6 +63,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     """
     from kit.config.project import load_project
     from kit.results.status import count_states
+    from kit.results.store import archive_note
     from kit.results.tree import ResultsTree
 
     errors: list[str] = []   # only a site can leave its checkpoints unread
@@ -86,18 +87,23 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
             statuses = tree.pair_states(pairs, PlanExpectations(project.benchmark, runs))
             cached = tree.from_cache
     else:
+        from kit.results.identity import PlanExpectations
+
+        dataset = common.benchmark_or_roster(benchmark, None)
         with ResultsTree(common.results_folder(results)) as tree:
-            statuses = tree.scan()
+            statuses = tree.scan(PlanExpectations(dataset) if dataset else None)
             cached = tree.from_cache
     counts = count_states(statuses)
+    note = archive_note(results) if not (site_names or all_sites) else None
     title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
     render(Outcome("status", {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses],
-                              "from_cache": cached},
-                   lambda: _print_tables(title, statuses, counts, every_pair, cached, results), errors=errors), as_json)
+                              "from_cache": cached, "not_counted": note},
+                   lambda: _print_tables(title, statuses, counts, every_pair, cached, results, note), errors=errors),
+           as_json)
 
 
 def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair: bool, cached: int | None,
-                  results: Path) -> None:
+                  results: Path, note: str | None = None) -> None:
     """Print the run table and the pairs not complete (or, with --pairs, every pair), then the counts and
     how many verdicts came from kit's cache."""
     from rich.console import Console
@@ -111,6 +117,8 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
         if problems:
             console.print(_pair_table("pairs not complete (every pair: --pairs)", problems, results))
     click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    if note:
+        click.echo(note)
     if cached:
         click.echo(f"{cached} verdicts from kit's cache of files unchanged since they were validated "
                    "(`kit verify` reads every file again)")

@@ -197,6 +197,7 @@ class PlanExpectations:
         self._fingerprints: dict[str, str | None] = {}
         self._run_parts: dict[str, tuple[dict[str, Any], str]] = {}
         self._in_order: dict[str, list[Any] | None] = {}
+        self._digests: dict[str, str] | None = None
 
     def covers(self, pair: "Pair") -> bool:
         """True when the pair's run is one of the runs and its language one of the benchmark's."""
@@ -221,6 +222,17 @@ class PlanExpectations:
         if language not in self.dataset.languages:
             return None
         return LazyExpected(self, language, {keys.BENCHMARK_SHA256: self.dataset.pinned_sha256(language)})
+
+    def language_of_digest(self, digest: object) -> str | None:
+        """The language whose data file the benchmark pins with this sha256 (None: no file has it);
+        what a checkpoint that names no language (lrb's single-language files) is held to."""
+        if self._digests is None:
+            self._digests = {}
+            for language in self.dataset.languages:
+                pinned = self.dataset.pinned_sha256(language)
+                if pinned:
+                    self._digests.setdefault(pinned, language)
+        return self._digests.get(digest) if isinstance(digest, str) else None
 
     def language_data(self, language: str) -> tuple[tuple[str, ...], Mapping[str, Any] | None]:
         """The benchmark's item ids and answers of a language, read once."""

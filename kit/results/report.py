@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kit.config.names import run_from_stem
@@ -23,12 +23,14 @@ from kit.results import keys
 from kit.results.keys import PairState
 from kit.plan import Pair
 from kit.results.checkpoint import CheckpointState, ValidateAll, validate_each_with_outcomes, without_predictions
-from kit.results.identity import PlanExpectations
+from kit.results.benchmark_rule import validate_held
+from kit.results.identity import Expectation, PlanExpectations
 from kit.results.kinds import kind_name, result_kind
 from kit.results.kinds.base import ResultKind
 from kit.outputs import write_output
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, groups, select_runs
-from kit.results.store import file_language, iter_checkpoint_files
+from kit.results.store import archive_note, collection_of, file_language, iter_checkpoint_files
+from kit.results.report_batches import BATCHES_DIR, link_batches, write_batches_index
 from kit.results.html_report import write_html_report
 from kit.results.verdicts import default_verdict_dirs
 
@@ -53,14 +55,18 @@ class ReportOutcome:
     invalid: list[CheckpointRecord]
     stale: list[CheckpointRecord]
     stale_included: bool
+    batches: dict[str, Path] = field(default_factory=dict)   # lrb's batch folder -> the HTML index of its report
+    not_counted: str | None = None   # why files under RESULTS/archive/ were left out (kit.results.store.archive_note)
 
 
 def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = None,
                         validate_all: ValidateAll = validate_each_with_outcomes) -> list[CheckpointRecord]:
-    """Every `RESULTS/<language>/<run>.json`, validated (against `expect` for the pairs it plans) by
-    `validate_all` (kit.results.checkpoint.ValidateAll: one at a time, or a cache's), sorted by path;
-    invalid and stale ones carry reasons. Records keep no predictions, only their truncated count and
-    item outcomes (when `validate_all` kept them)."""
+    """Every checkpoint of RESULTS (kit.results.store.iter_checkpoint_files: lrb's archive left out),
+    validated by `validate_all` (kit.results.checkpoint.ValidateAll: one at a time, or a cache's): a
+    planned pair against its run as it is now, every other file held to `expect`'s benchmark by the rule
+    every command follows (kit.results.benchmark_rule); sorted by path; invalid and stale ones carry
+    reasons. Records keep no predictions, only their truncated count and item outcomes (when
+    `validate_all` kept them)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise ConfigError(
@@ -68,15 +74,16 @@ def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = Non
             fix="point at the folder holding <language>/<run>.json checkpoints (e.g. results/)",
         )
     paths = iter_checkpoint_files(results_dir)
-    return [_record(results_dir, path, st)
-            for path, st in zip(paths, validate_all([(path, _job(path, expect)) for path in paths]))]
+    states = validate_held([(path, results_dir) for path in paths], validate_all, expect,
+                           (lambda path: _planned(path, expect)) if expect is not None else None)
+    return [_record(results_dir, path, st) for path, st in zip(paths, states)]
 
 
-def _job(path: Path, expect: PlanExpectations | None) -> dict:
+def _planned(path: Path, expect: PlanExpectations) -> Expectation | None:
     # validate_checkpoint always checks metadata.run against the file name and metadata.language
-    # against the folder; ids, labels and identity only for a pair the roster plans.
+    # against the folder; a pair the roster plans is held to its run as well.
     pair = Pair(run_from_stem(path.stem), path.parent.name)
-    return {"expect": expect(pair) if expect is not None and expect.covers(pair) else None}
+    return expect(pair) if expect.covers(pair) else None
 
 
 def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRecord:
@@ -84,7 +91,8 @@ def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRec
     data = st.data if st.state in (PairState.COMPLETE, PairState.STALE) else None
     language = file_language(results_dir, path, (st.data or {}).get(keys.METADATA))
     return CheckpointRecord(path, language, st.state, tuple(st.reasons), tuple(st.notices), data,
-                            truncated_count=st.truncated, outcomes=st.outcomes if data is not None else None)
+                            truncated_count=st.truncated, outcomes=st.outcomes if data is not None else None,
+                            collection=collection_of(results_dir, path, language))
 
 
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,
@@ -107,26 +115,52 @@ replaced) unless `own_output` is False: then OUT is a folder of another output b
     records = select_runs(found, runs)
     valid = [r for r in records if r.valid]
     if not valid:   # nothing to report: the folder is refused, as bad input (exit 2)
+        archived = archive_note(results_dir)
         raise ConfigError(
-            f"no complete checkpoint under {str(results_dir)!r} ({len(records)} invalid or stale)",
+            f"no complete checkpoint under {str(results_dir)!r} ({len(records)} invalid or stale)"
+            + (f"; {archived}" if archived else ""),
             fix="run `kit status` to see why, or point at the folder holding <language>/<run>.json",
         )
+    collections = {name: members for name, members in groups(records, lambda r: r.collection)}
+    kinds = {name: _kind_of(members) for name, members in collections.items() if any(r.valid for r in members)}
+    verdict_dirs = default_verdict_dirs(results_dir) if verdicts is None else verdicts
+    out_dir = Path(out_dir)
+    if not own_output:   # a part of another output (a release's stage)
+        files, batches = _fill_all(collections, kinds, out_dir, verdict_dirs)
+    else:
+        with write_output(out_dir, "report", force_needed=False, legacy=_legacy_report) as out:
+            files, batches = _fill_all(collections, kinds, out.stage, verdict_dirs)
+        files = {role: out_dir / path.relative_to(out.stage) for role, path in files.items()}
+        batches = {name: out_dir / path.relative_to(out.stage) for name, path in batches.items()}
+    return ReportOutcome(files, len(valid), [r for r in records if r.state == PairState.INVALID],
+                         [r for r in stale if r.run in {x.run for x in records}], include_stale,
+                         batches=batches, not_counted=archive_note(results_dir))
+
+
+def _kind_of(records: list[CheckpointRecord]) -> ResultKind:
+    """The one benchmark kind of a collection's complete checkpoints; a ConfigError when kinds are mixed."""
+    valid = [r for r in records if r.valid]
     by_kind = groups(valid, lambda r: kind_name(r.data))
     if len(by_kind) > 1:
         (a_kind, a), (b_kind, b) = by_kind[0], by_kind[1]
         raise ConfigError(f"cannot report {a_kind} checkpoints ({a[0].name}) with {b_kind} ones ({b[0].name})",
                           fix=SEPARATE.format(a=a[0].run, b=b[0].run) + ", or keep each benchmark in its own results folder")
-    kind = result_kind(by_kind[0][0], str(valid[0].path))
-    verdict_dirs = default_verdict_dirs(results_dir) if verdicts is None else verdicts
-    out_dir = Path(out_dir)
-    if not own_output:   # a part of another output (a release's stage)
-        files = _fill(records, kind, out_dir, verdict_dirs)
-    else:
-        with write_output(out_dir, "report", force_needed=False, legacy=_legacy_report) as out:
-            files = _fill(records, kind, out.stage, verdict_dirs)
-        files = {role: out_dir / path.relative_to(out.stage) for role, path in files.items()}
-    return ReportOutcome(files, len(valid), [r for r in records if r.state == PairState.INVALID],
-                         [r for r in stale if r.run in {x.run for x in records}], include_stale)
+    return result_kind(by_kind[0][0], str(valid[0].path))
+
+
+def _fill_all(collections: dict[str, list[CheckpointRecord]], kinds: dict[str, ResultKind], folder: Path,
+              verdict_dirs: Sequence[Path]) -> tuple[dict[str, Path], dict[str, Path]]:
+    """The report of the tree's own checkpoints in `folder`, and of each of lrb's batch folders in
+    folder/batches/<batch>/, as lrb keeps a leaderboard per folder: (files by role, each batch's HTML
+    index). Without a complete checkpoint of its own, the tree gets an index of its batches."""
+    batches = {name: _fill(collections[name], kinds[name], folder / BATCHES_DIR / name, verdict_dirs)["html"]
+               for name in sorted(kinds) if name}
+    if "" in kinds:
+        files = _fill(collections[""], kinds[""], folder, verdict_dirs)
+        if batches:
+            link_batches(folder, batches)
+        return files, batches
+    return write_batches_index(folder, batches, collections.get("", [])), batches
 
 
 def _fill(records: list[CheckpointRecord], kind: ResultKind, folder: Path,

@@ -15,8 +15,9 @@ from kit.config.names import run_from_stem
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.keys import PairState
+from kit.results.benchmark_rule import validate_held
 from kit.results.checkpoint import ValidateAll, validate_each
-from kit.results.identity import Expected
+from kit.results.identity import Expected, PlanExpectations
 from kit.results.store import checkpoint_path, file_language, iter_checkpoint_files
 
 
@@ -68,11 +69,14 @@ def pair_states(
     return out
 
 
-def scan_results(results: Path, validate_all: ValidateAll = validate_each) -> list[PairStatus]:
-    """Without a plan: every checkpoint file found, validated on its own (with `validate_all`, as pair_states)."""
+def scan_results(results: Path, validate_all: ValidateAll = validate_each,
+                 benchmark: PlanExpectations | None = None) -> list[PairStatus]:
+    """Without a plan: every checkpoint file found (RESULTS/archive/ left out, as lrb's discovery does),
+    validated on its own (with `validate_all`, as pair_states) and, with `benchmark`, held to it by the
+    rule every command follows (kit.results.benchmark_rule)."""
     out = []
     paths = iter_checkpoint_files(results)
-    for path, st in zip(paths, validate_all([(path, {}) for path in paths])):
+    for path, st in zip(paths, validate_held([(path, Path(results)) for path in paths], validate_all, benchmark)):
         metadata = (st.data or {}).get(keys.METADATA)
         pair = Pair(run_from_stem(path.stem), file_language(results, path, metadata))
         out.append(PairStatus(pair, st.state, path, list(st.reasons), list(st.notices)))

@@ -65,20 +65,70 @@ SYSTEMS_DIR = "systems"
 NON_LANGUAGE_DIRS = frozenset({SYSTEMS_DIR, "report", "logs"})
 
 
+# lrb keeps results it no longer counts under RESULTS/archive/ (its active readers skip every archive
+# subtree: tests/unit/test_archive_boundary.py there); kit's commands skip it too and say how many files
+# they left there (archive_note). Pointing a command at a folder inside the archive reads that folder.
+ARCHIVE_DIR = "archive"
+
+
 def iter_checkpoint_files(results: Path) -> list[Path]:
-    """Every RESULTS/<language>/<run>.json, and every RESULTS/<run>.json (lrb's single-language layout,
-    still that of its archive), sorted; temporary files and non-language folders are skipped."""
+    """Every RESULTS/<language>/<run>.json, every RESULTS/<run>.json (lrb's top-level results) and
+    every RESULTS/<batch>/<run>.json (lrb's batch folders), sorted; temporary files, non-language
+    folders and RESULTS/archive/ (lrb's discovery leaves it out: archived_files) are skipped."""
     results = Path(results)
     if not results.is_dir():
         return []
     return sorted(p for pattern in ("*.json", "*/*.json") for p in results.glob(pattern)
-                  if not p.name.startswith(".") and p.parent.name not in NON_LANGUAGE_DIRS and p.is_file())
+                  if not p.name.startswith(".") and p.parent.name not in NON_LANGUAGE_DIRS
+                  and not (p.parent.name == ARCHIVE_DIR and p.parent.parent == results) and p.is_file())
+
+
+def archived_files(results: Path) -> list[Path]:
+    """The result files under RESULTS/archive/, at any depth, sorted: left out of every count, as lrb's
+    own discovery leaves them out."""
+    archive = Path(results) / ARCHIVE_DIR
+    if not archive.is_dir() or archive.is_symlink():
+        return []
+    return sorted(p for p in archive.rglob("*.json") if not p.name.startswith(".") and p.is_file())
+
+
+def archive_note(results: Path) -> str | None:
+    """One line saying how many files under RESULTS/archive/ were not counted and how to read them; None
+    when there are none."""
+    archived = archived_files(results)
+    if not archived:
+        return None
+    archive = Path(results) / ARCHIVE_DIR
+    folders = sorted({p.relative_to(archive).parts[0] for p in archived if p.parent != archive})
+    where = f" (in {', '.join(folders)})" if folders else ""
+    return (f"{len(archived)} file(s) under {archive.as_posix()}/ not counted{where}, as lrb's discovery leaves "
+            "its archive out; point the command at a folder inside it to read them")
+
+
+def collection_of(results: Path, path: Path, language: str) -> str:
+    """The collection a checkpoint belongs to, as lrb's leaderboards group files: "" for the tree's own
+    (kit's RESULTS/<language>/ folders and lrb's top-level files, lrb's active leaderboard), else the
+    batch folder it lies in (lrb's qwen3-20260913/, strict-8-tokens/: each has its own leaderboard).
+    A folder named like the file's language is a language folder, not a batch."""
+    folder = Path(path).parent
+    if folder == Path(results) or folder.name == language:
+        return ""
+    return folder.name
 
 
 # BCP 47's code for an undetermined language: that of an lrb file recording none (lrb's single-language
 # archive) that sits at the top of RESULTS or in a folder not named like a language (a dated batch).
 UNDETERMINED_LANGUAGE = "und"
 _LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
+
+
+def language_folder(results: Path, path: Path) -> str | None:
+    """The name of the folder a checkpoint lies in when that folder is a language folder of RESULTS
+    (RESULTS/fr/...: named like a language code), else None (a top-level file, a batch folder)."""
+    folder = Path(path).parent
+    if folder != Path(results) and _LANGUAGE_CODE.fullmatch(folder.name):
+        return folder.name
+    return None
 
 
 def file_language(results: Path, path: Path, metadata: Any) -> str:
@@ -88,7 +138,4 @@ def file_language(results: Path, path: Path, metadata: Any) -> str:
     recorded = metadata.get(keys.LANGUAGE) if isinstance(metadata, dict) else None
     if isinstance(recorded, str) and recorded:
         return recorded
-    folder = Path(path).parent
-    if folder != Path(results) and _LANGUAGE_CODE.fullmatch(folder.name):
-        return folder.name
-    return UNDETERMINED_LANGUAGE
+    return language_folder(results, path) or UNDETERMINED_LANGUAGE

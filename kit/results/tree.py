@@ -11,7 +11,7 @@ from typing import Any
 from kit.plan import Pair
 from kit.results.cache import CheckpointCache
 from kit.results.checkpoint import CheckpointState
-from kit.results.identity import Expected
+from kit.results.identity import Expected, PlanExpectations
 from kit.results.status import PairStatus, pair_states, scan_results
 
 
@@ -51,6 +51,7 @@ class ResultsTree:
         """Every planned pair's state from its checkpoint (kit.results.status.pair_states)."""
         return pair_states(self.root, pairs, expect, self._cache.validate_all)
 
-    def scan(self) -> list[PairStatus]:
-        """Every checkpoint file of the tree, each validated on its own (no plan)."""
-        return scan_results(self.root, self._cache.validate_all)
+    def scan(self, benchmark: PlanExpectations | None = None) -> list[PairStatus]:
+        """Every checkpoint file of the tree, each validated on its own (no plan), and held to `benchmark`
+        when given (kit.results.benchmark_rule)."""
+        return scan_results(self.root, self._cache.validate_all, benchmark)

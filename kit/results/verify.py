@@ -6,25 +6,26 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from kit.config.dataset import Dataset
 from kit.errors import ConfigError
-from kit.results import keys
-from kit.results.checkpoint import CheckpointState, verify_files
+from kit.results.benchmark_rule import validate_held
+from kit.results.checkpoint import CheckpointState, without_predictions
 from kit.results.identity import PlanExpectations
-from kit.results.keys import PairState
-from kit.results.store import NON_LANGUAGE_DIRS, UNDETERMINED_LANGUAGE, file_language
+from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS
 from kit.results.tree import ResultsTree
+
+# the notice of a file verified under a tree's archive/ folder
+ARCHIVED_NOTICE = "archived: lrb's discovery, and kit's status, report and export of this tree, leave archive/ out"
 
 
 def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tuple[Path, CheckpointState]]:
     """(file, state) for every checkpoint file given or under a folder given, in order: a folder is a
     results tree (its files share its cache), a file belongs to the tree two levels up. With `dataset`,
-    each file is also held to its language's file (digest, ids, labels) and a sound file of a language
-    the benchmark does not define is invalid. A ConfigError when no file is found."""
+    each file is held to it (kit.results.benchmark_rule: the rule every command follows). Files under a
+    tree's archive/ are verified and say so. A ConfigError when no file is found."""
     files: list[Path] = []
     roots: dict[Path, Path] = {}     # file -> the results tree its cache is kept for
     for p in paths:
@@ -38,8 +39,6 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
     if not files:
         raise ConfigError(f"no checkpoint files under {', '.join(map(str, paths))}",
                           fix="pass *.json files or folders holding them")
-    # what each language's files are held to, read only when a file is validated (not on a cached verdict)
-    expect_of = lru_cache(maxsize=None)(PlanExpectations(dataset).of_language) if dataset else None
     trees = {root: ResultsTree(root) for root in dict.fromkeys(roots.values())}
 
     def validate_all(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
@@ -52,28 +51,24 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
         return out
 
     try:
-        outcomes = verify_files(files, (lambda path: expect_of(path.parent.name)) if expect_of else (lambda path: None),
-                                validate_all)
+        states = validate_held([(path, roots[path]) for path in files], validate_all,
+                               PlanExpectations(dataset) if dataset else None)
     finally:
         for tree in trees.values():
             tree.save()
-    if dataset:
-        outcomes = [(p, _outside_benchmark(dataset, p, st)) for p, st in outcomes]
-    return outcomes
+    return [(path, _archived(roots[path], path, without_predictions(st))) for path, st in zip(files, states)]
 
 
-def _outside_benchmark(dataset: Dataset, path: Path, state: CheckpointState) -> CheckpointState:
-    """The state, made invalid when a sound file is of a language the benchmark does not define, by its
-    folder's name (a sound file's metadata.language is its folder's); an lrb file of undetermined
-    language (kit.results.store.file_language) is left as it is: nothing names its language."""
-    if state.state != PairState.COMPLETE:
+def _archived(root: Path, path: Path, state: CheckpointState) -> CheckpointState:
+    """The state with a notice when the file lies under the tree's archive/ folder, which lrb's discovery
+    (and kit's status, report and export of the tree) leave out."""
+    try:
+        inside = path.relative_to(root).parts[0] == ARCHIVE_DIR
+    except (ValueError, IndexError):
         return state
-    language = file_language(path.parent.parent, path, (state.data or {}).get(keys.METADATA))
-    if language == UNDETERMINED_LANGUAGE or language in dataset.languages:
+    if not inside:
         return state
-    known = ", ".join(dataset.languages[:5]) + (", ..." if len(dataset.languages) > 5 else "")
-    return replace(state, state=PairState.INVALID, reasons=[
-        f"language {language!r} is not one of the benchmark's {len(dataset.languages)} ({known})"])
+    return replace(state, notices=[*state.notices, ARCHIVED_NOTICE])
 
 
 def json_files(root: Path, skip_dirs: frozenset[str] | set[str]) -> list[Path]:

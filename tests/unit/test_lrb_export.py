@@ -109,22 +109,37 @@ def _language_less(root: Path, folder: str, predicted: str) -> Path:
     return path
 
 
-def test_two_results_for_one_lrb_file_are_refused_not_one_dropped(tmp_path):
+def test_lrb_s_top_level_and_batch_copies_come_back_in_their_places_byte_for_byte(tmp_path):
     root = _results(tmp_path)
     top, batch = _language_less(root, "", "yes"), _language_less(root, "strict-8-tokens", "no")
     out = tmp_path / "out"
     done = export_lrb(root, out)
-    assert set(done.refused) == {top, batch}, done.refused
-    assert all("the same lrb file" in r[0] for r in done.refused.values()), done.refused
-    assert done.written == [] and not out.exists()
+    assert done.refused == {} and len(done.written) == 4, (done.refused, done.written)
+    for source in (top, batch, root / "en" / "org__a.json", root / "en" / "org__b.json"):
+        assert (out / source.relative_to(root)).read_bytes() == source.read_bytes()
+    assert "language" not in json.loads((out / top.name).read_text(encoding="utf-8"))["metadata"]
 
 
-def test_two_byte_equal_results_give_one_file_and_say_so(tmp_path):
+def test_a_file_not_in_lrb_s_own_bytes_is_written_as_lrb_writes_it(tmp_path):
     root = _results(tmp_path)
-    top, batch = _language_less(root, "", "yes"), _language_less(root, "strict-8-tokens", "yes")
+    compact = root / "en" / "org__a.json"   # the same result, written compactly: not lrb's bytes
+    data = json.loads(compact.read_text(encoding="utf-8"))
+    compact.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "out"
+    done = export_lrb(root, out)
+    assert done.refused == {} and len(done.written) == 2
+    written = (out / "en" / "org__a.json").read_bytes()
+    assert written != compact.read_bytes()
+    assert written == (json.dumps(json.loads(written), indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
+    assert json.loads(written)["predictions"] == data["predictions"]
+
+
+def test_lrb_s_archive_is_not_exported_and_said(tmp_path):
+    root = _results(tmp_path)
+    _language_less(root / "archive" / "old", "", "yes")
     done = export_lrb(root, tmp_path / "out")
-    assert done.refused == {} and len(done.written) == 3, (done.refused, done.written)
-    assert set(done.same_as.items()) <= {(top, batch), (batch, top)} and len(done.same_as) == 1
+    assert len(done.written) == 2 and done.not_counted.startswith("1 file(s) under ")
+    assert not (tmp_path / "out" / "archive").exists()
 
 
 def test_status_pairs_names_the_file_of_two_copies_of_one_pair(tmp_path):

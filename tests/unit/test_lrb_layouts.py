@@ -32,34 +32,86 @@ def archive(tmp_path: Path) -> Path:
     return Path(shutil.copytree(LRB_ARCHIVE, tmp_path / "historical-single-language"))
 
 
+def _runs_in(folder: Path) -> list[str]:
+    """The run each lrb file of a folder (not below it) is named after, as lrb's read_runs finds them."""
+    return sorted(json.loads(p.read_text(encoding="utf-8"))[keys.METADATA][keys.MODEL_ID] for p in folder.glob("*.json"))
+
+
 def test_the_archive_counts_its_top_level_file_and_invents_no_language(archive: Path) -> None:
     statuses = scan_results(archive)
-    assert sorted(s.pair.run for s in statuses) == [
-        "LiquidAI/LFM2.5-350M", "Qwen/Qwen3-4B", "Qwen/Qwen3-4B-Instruct-2507", "google/gemma-4-E4B-it"]
+    batches = [d for d in archive.iterdir() if d.is_dir()]
+    assert sorted(s.pair.run for s in statuses) == sorted(
+        [*_runs_in(archive), *(run for batch in batches for run in _runs_in(batch))])
+    assert "LiquidAI/LFM2.5-350M" in _runs_in(archive) and len(batches) >= 2
     assert {s.pair.language for s in statuses} == {UNDETERMINED_LANGUAGE}
     assert {s.state for s in statuses} == {PairState.COMPLETE}
 
 
-def test_the_archive_report_has_lrb_s_published_scores(archive: Path, tmp_path: Path) -> None:
-    files = report.write_report(archive, tmp_path / "out").files
-    with files["leaderboard"].open(newline="", encoding="utf-8") as fh:
-        f1 = {row["run"]: row["f1"] for row in csv.DictReader(fh)}
-    # the archive README's table: lrb's own scores of these four runs
-    assert f1 == {"Qwen/Qwen3-4B-Instruct-2507": "0.8606", "google/gemma-4-E4B-it": "0.8205",
-                  "Qwen/Qwen3-4B": "0.7586", "LiquidAI/LFM2.5-350M": "0.6838"}
-    with files["by_language"].open(newline="", encoding="utf-8") as fh:
+def _f1_of(leaderboard: Path) -> dict[str, str]:
+    with leaderboard.open(newline="", encoding="utf-8") as fh:
+        return {row["run"]: row["f1"] for row in csv.DictReader(fh)}
+
+
+def test_the_archive_report_has_lrb_s_published_scores_one_leaderboard_per_folder(archive: Path,
+                                                                                   tmp_path: Path) -> None:
+    done = report.write_report(archive, tmp_path / "out")
+    # lrb's read_runs: the top level's files alone, then each batch folder's own leaderboard
+    assert sorted(_f1_of(done.files["leaderboard"])) == _runs_in(archive)
+    assert sorted(done.batches) == sorted(d.name for d in archive.iterdir() if d.is_dir())
+    found = dict(_f1_of(done.files["leaderboard"]))
+    for name, index in done.batches.items():
+        board = _f1_of(index.parent / "leaderboard.csv")
+        assert sorted(board) == _runs_in(archive / name)
+        found.update(board)
+    # the archive README's table: lrb's own scores of these runs
+    assert {k: found[k] for k in ("Qwen/Qwen3-4B-Instruct-2507", "google/gemma-4-E4B-it", "Qwen/Qwen3-4B",
+                                  "LiquidAI/LFM2.5-350M")} == {
+        "Qwen/Qwen3-4B-Instruct-2507": "0.8606", "google/gemma-4-E4B-it": "0.8205", "Qwen/Qwen3-4B": "0.7586",
+        "LiquidAI/LFM2.5-350M": "0.6838"}
+    with done.files["by_language"].open(newline="", encoding="utf-8") as fh:
         assert [row["language"] for row in csv.DictReader(fh)] == [UNDETERMINED_LANGUAGE]
+    summary = done.files["summary"].read_text(encoding="utf-8")
+    assert all(f"batches/{name}/index.html" in summary for name in done.batches)
 
 
-def test_one_run_at_the_top_and_in_a_batch_is_refused_naming_both(archive: Path, tmp_path: Path) -> None:
+def test_one_run_at_the_top_and_in_a_batch_is_counted_in_each_leaderboard(archive: Path, tmp_path: Path) -> None:
     shutil.copy(archive / BATCH_FILE, archive / BATCH_FILE.name)
+    done = report.write_report(archive, tmp_path / "out")
+    assert "Qwen/Qwen3-4B" in _f1_of(done.files["leaderboard"])
+    assert "Qwen/Qwen3-4B" in _f1_of(done.batches[BATCH_FILE.parent.name].parent / "leaderboard.csv")
+
+
+def test_one_run_twice_in_one_collection_is_refused_naming_both(archive: Path, tmp_path: Path) -> None:
+    (archive / UNDETERMINED_LANGUAGE).mkdir()
+    shutil.copy(archive / TOP_FILE, archive / UNDETERMINED_LANGUAGE / TOP_FILE)
     with pytest.raises(ConfigError) as err:
         report.write_report(archive, tmp_path / "out")
     line = str(err.value)
-    assert "'Qwen/Qwen3-4B' twice" in line and str(archive / BATCH_FILE) in line and "one folder at a time" in line
+    assert "'LiquidAI/LFM2.5-350M' twice" in line and str(archive / TOP_FILE) in line
     assert not (tmp_path / "out").exists()
-    # one folder at a time is a flat lrb folder of its own
-    assert len(report.write_report(archive / BATCH_FILE.parent, tmp_path / "batch").files) > 0
+
+
+def test_a_tree_of_batches_only_gets_an_index_of_their_reports(archive: Path, tmp_path: Path) -> None:
+    (archive / TOP_FILE).unlink()
+    done = report.write_report(archive, tmp_path / "out")
+    assert "leaderboard" not in done.files and done.batches
+    index = done.files["html"].read_text(encoding="utf-8")
+    assert all(f'href="batches/{name}/index.html"' in index for name in done.batches)
+    assert all(index_file.is_file() for index_file in done.batches.values())
+
+
+def test_lrb_s_archive_folder_is_left_out_and_said(archive: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(archive, results / "archive" / archive.name)
+    shutil.copy(archive / TOP_FILE, results / TOP_FILE)
+    assert [p.name for p in iter_checkpoint_files(results)] == [TOP_FILE]
+    archived = len(list((results / "archive").rglob("*.json")))
+    done = report.write_report(results, tmp_path / "out")
+    assert done.pairs == 1 and done.not_counted.startswith(f"{archived} file(s) under {results.as_posix()}/archive/")
+    assert [s.pair.run for s in scan_results(results)] == ["LiquidAI/LFM2.5-350M"]
+    (results / TOP_FILE).unlink()
+    with pytest.raises(ConfigError, match=f"{archived} file\\(s\\) under .*archive/ not counted"):
+        report.write_report(results, tmp_path / "out2")
 
 
 def test_a_file_s_language(tmp_path: Path) -> None:
@@ -78,7 +130,8 @@ def test_top_level_files_are_listed_hidden_and_report_folders_are_not(archive: P
     (archive / "report").mkdir()
     (archive / "report" / "x.json").write_text("{}", encoding="utf-8")
     names = [p.relative_to(archive).as_posix() for p in iter_checkpoint_files(archive)]
-    assert TOP_FILE in names and BATCH_FILE.as_posix() in names and len(names) == 4
+    assert TOP_FILE in names and BATCH_FILE.as_posix() in names
+    assert len(names) == len(list(archive.glob("*.json"))) + len(list(archive.glob("*/*.json"))) - 2   # less .partial.json and report/x.json
 
 
 SCORE_IDENTITY = {keys.MODEL_ID: "org/reranker", keys.RUN: "org/reranker", keys.DECODING: "score",
@@ -169,8 +222,8 @@ def test_verify_against_a_benchmark_fails_a_language_it_does_not_define(lrb_benc
                            env={"KIT_NO_CACHE": "1"})
     assert r.exit_code == 1
     assert "language 'xx' is not one of the benchmark's 85 (af, am, ar, az, be, ...)" in r.output
-    # lrb's archive file names no language: nothing to hold it to
-    assert f"OK    {archive / TOP_FILE}" in r.output
+    # lrb's archive file names no language: held to the language file of its digest, which this benchmark lacks
+    assert f"FAIL  {archive / TOP_FILE}: metadata.benchmark_sha256 ac185e51835eb626... is the digest of none" in r.output
 
 
 @pytest.mark.parametrize(("key", "value", "reason"), [

@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from conftest_checkpoints import LRB_FILES, predictions_of
+from conftest_checkpoints import LRB_ARCHIVE, LRB_FILES, predictions_of
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,8 +17,22 @@ from kit.results.metrics import compute_metrics, metrics_equal
 Y, N, U = keys.YES, keys.NO, keys.UNPARSED
 
 
-def test_the_four_lrb_fixtures_are_present():
-    assert len(LRB_FILES) == 4
+def test_every_lrb_fixture_is_the_file_its_notice_records():
+    """tests/fixtures/lrb/NOTICE.md names each copied file with its size and sha256: a file edited, or one
+    added without its row, fails here (and the archive's four original runs are among them)."""
+    import hashlib
+    import re
+
+    fixtures = LRB_ARCHIVE.parents[2]   # tests/fixtures/lrb
+    rows = {m["path"]: (int(m["size"]), m["sha"]) for m in re.finditer(
+        r"^\| `(?P<path>[^`]+)` \| `[0-9a-f]+` \| (?P<size>\d+) \| `(?P<sha>[0-9a-f]{64})` \|$",
+        (fixtures / "NOTICE.md").read_text(encoding="utf-8"), re.M)}
+    files = sorted(p for p in (fixtures / "results").rglob("*") if p.is_file())
+    assert len(LRB_FILES) >= 4 and len(files) > len(LRB_FILES)
+    for path in files:
+        rel = path.relative_to(fixtures).as_posix()
+        body = path.read_bytes()
+        assert rows.get(rel) == (len(body), hashlib.sha256(body).hexdigest()), rel
 
 
 @pytest.mark.parametrize("path", LRB_FILES, ids=lambda p: p.name)

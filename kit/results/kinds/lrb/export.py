@@ -28,6 +28,7 @@ the same pairs replaced), and a folder holding anything kit did not export there
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from typing import Any
 
 from kit.config.roster import split_variant
 from kit.errors import ConfigError
-from kit.files import write_bytes_atomic
+from kit.files import name_part, write_bytes_atomic
 from kit.outputs import check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
@@ -46,7 +47,10 @@ from kit.results.kinds import kind_of
 from kit.results.kinds.lrb import LRB
 from kit.results.metrics import compute_metrics, verdict
 from kit.results.records import recorded_run
-from kit.results.store import checkpoint_path, dumps_checkpoint, file_language, iter_checkpoint_files
+from kit.config.names import run_file_stem
+from kit.results.store import (
+    UNDETERMINED_LANGUAGE, archive_note, checkpoint_path, dumps_checkpoint, file_language, iter_checkpoint_files,
+)
 
 # lrb's metadata record: the keys it requires, and the optional ones copied when a file has them
 LRB_REQUIRED = (
@@ -74,6 +78,7 @@ class LrbExport:
     written: list[Path] = field(default_factory=list)
     refused: dict[Path, list[str]] = field(default_factory=dict)
     same_as: dict[Path, Path] = field(default_factory=dict)   # a checkpoint whose lrb file another's equals
+    not_counted: str | None = None   # why files under RESULTS/archive/ were left out (kit.results.store.archive_note)
 
 
 def export_lrb(results: Path, out: Path) -> LrbExport:
@@ -86,8 +91,8 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
         raise ConfigError(f"{results}: no checkpoint files (RESULTS/<language>/<run>.json)",
                           fix="pass the results folder of a sweep")
     check_output(out, "export", force_needed=False, inputs=[results])
-    export = LrbExport()
-    converted: dict[Path, dict[str, Any]] = {}
+    export = LrbExport(not_counted=archive_note(results))
+    made: dict[Path, tuple[Path, bytes]] = {}
     for path in files:
         state = validate_checkpoint(path)
         if state.state != PairState.COMPLETE or state.data is None:
@@ -97,14 +102,20 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
         if sealed:
             export.refused[path] = sealed
             continue
+        kept = lrb_own_bytes(path, state.data)
+        if kept is not None:   # lrb's own file, only read here: lrb's bytes back, in lrb's place
+            made[path] = (path.relative_to(results), kept)
+            continue
+        language = file_language(results, path, state.data.get(keys.METADATA))
         try:
-            converted[path] = lrb_result(state.data, file_language(results, path, state.data.get(keys.METADATA)))
+            data = lrb_result(state.data, language)
         except ValueError as exc:
             export.refused[path] = [str(exc)]
+            continue
+        made[path] = (_destination(Path(), data, path.parent.relative_to(results)), lrb_bytes(path, data))
     if export.refused:
         return export
-    files = _one_source_each(export, {path: (_destination(Path(), data), lrb_bytes(path, data))
-                                      for path, data in converted.items()})
+    files = _one_source_each(export, made)
     if export.refused:
         return export
     with write_output(out, "export", force_needed=False, update=True, inputs=[results]) as folder:
@@ -134,10 +145,28 @@ def _one_source_each(export: LrbExport, made: dict[Path, tuple[Path, bytes]]) ->
     return {rel: made[sources[0]][1] for rel, sources in by_file.items()}
 
 
-def _destination(out: Path, data: Mapping[str, Any]) -> Path:
-    """Where lrb keeps result `data` under `out`: <language>/<run_id or model_id>.json."""
+def _destination(out: Path, data: Mapping[str, Any], folder: Path) -> Path:
+    """Where lrb keeps result `data` under `out`: <language>/<run_id or model_id>.json, or, for a result
+    that names no language, the `folder` its checkpoint lay in (lrb's top level or a batch folder)."""
     meta = data[keys.METADATA]
-    return checkpoint_path(out, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE])
+    run = meta.get(keys.RUN_ID) or meta[keys.MODEL_ID]
+    if keys.LANGUAGE not in meta:
+        return out / folder / f"{name_part(run_file_stem(run), 'run name')}.json"
+    return checkpoint_path(out, run, meta[keys.LANGUAGE])
+
+
+def lrb_own_bytes(path: Path, data: Mapping[str, Any]) -> bytes | None:
+    """The bytes of a valid lrb checkpoint when it is a file as lrb writes it (no provenance block, which
+    kit's jobs write, and its bytes lrb's own serialisation of what they hold), which an export gives
+    back as they are; None for any other file, which is converted (lrb_result)."""
+    if kind_of(data) is not LRB or keys.PROVENANCE in data:
+        return None
+    body = path.read_bytes()
+    try:
+        same = dumps_checkpoint(json.loads(body)).encode("utf-8") == body
+    except ValueError:   # a value lrb's writer would refuse (NaN, a lone surrogate): not lrb's bytes
+        return None
+    return body if same else None
 
 
 def lrb_bytes(source: Path, data: dict[str, Any]) -> bytes:
@@ -204,7 +233,8 @@ def _metadata(meta: Mapping[str, Any], language: str, score: bool) -> dict[str, 
     out = {k: meta[k] for k in (*LRB_REQUIRED, *LRB_OPTIONAL) if k in meta}
     run = recorded_run(meta)
     out.setdefault(keys.MODEL_ID, split_variant(run)[0] if run else None)
-    out[keys.LANGUAGE] = meta.get(keys.LANGUAGE) or language
+    if meta.get(keys.LANGUAGE) or language != UNDETERMINED_LANGUAGE:   # lrb's single-language files name none
+        out[keys.LANGUAGE] = meta.get(keys.LANGUAGE) or language
     if run and run != out[keys.MODEL_ID]:
         out[keys.RUN_ID] = run
     for key in _TEXT_DEFAULTS:

@@ -72,3 +72,20 @@ def test_status_counts_every_active_file_and_names_the_archive(tree: Path, tmp_p
     assert f"{active} pairs: {active} complete" in r.stdout
     assert "under " in r.stdout and "archive/ not counted" in r.stdout
     assert "strict-8-tokens" in r.stdout   # the file column: lrb's two copies of one run read apart
+
+
+def test_lrb_s_newer_columns_match_its_batch_leaderboard(tree: Path, tmp_path: Path) -> None:
+    """qwen3-20260913/leaderboard.csv is one of lrb's newer tables: speed, engine, Wilson intervals and
+    McNemar against the top run; kit's leaderboard and aggregates give the same values."""
+    done = report.write_report(tree, tmp_path / "out")
+    folder = done.batches["qwen3-20260913"].parent
+    theirs = {r["model_id"]: r for r in _rows(tree / "qwen3-20260913" / "leaderboard.csv")}
+    board = {r["model_id"]: r for r in _rows(folder / "leaderboard.csv")}
+    aggregates = {r["model_id"]: r for r in _rows(folder / "aggregates.csv")}
+    newer = ("sentences_per_second", "runtime", "generation_mode", "accuracy_ci95", "precision_ci95", "recall_ci95")
+    assert board and set(board) < set(theirs)
+    for model, row in board.items():
+        assert {c: row[c] for c in newer} == {c: theirs[model][c] for c in newer}, model
+        assert aggregates[model]["mcnemar_top_run"] == theirs[model]["mcnemar_top_run"] == "Qwen/Qwen3-8B"
+        assert float(aggregates[model]["mcnemar_p_vs_top"]) == pytest.approx(
+            float(theirs[model]["mcnemar_p_vs_top"]), rel=1e-12), model

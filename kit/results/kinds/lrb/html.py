@@ -13,6 +13,7 @@ from kit.results.html_plots import f1_by_language_png
 from kit.results.intervals import METHOD, f1_intervals
 from kit.results.kinds.lrb.compare_html import comparison_body, interval_text
 from kit.results.kinds.lrb.neighbours import NeighbourComparison, neighbour_comparisons
+from kit.results.kinds.lrb.columns import CHECKPOINT_COLUMNS
 from kit.results.kinds.lrb.report import HEATMAP, aggregate_rows, by_language_rows, leaderboard_rows
 from kit.results.records import CheckpointRecord
 from kit.results.tables import rate
@@ -26,6 +27,9 @@ _CONFUSION = (keys.TRUE_POSITIVE, keys.FALSE_POSITIVE, keys.TRUE_NEGATIVE, keys.
 def _ci(bounds: tuple[float, float] | None) -> str:
     return "" if bounds is None else f"[{rate(bounds[0])}, {rate(bounds[1])}]"
 
+
+# lrb's newer run columns the HTML leaderboard shows, after the scores and the run's identity
+_SPEED = ("sentences_per_second", "runtime", "generation_mode")
 
 def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts:
     """The lrb sections of the HTML report for these records (complete ones counted)."""
@@ -46,10 +50,11 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
     # what a reader came for first (rank, run, F1, its interval, the mark), then the rest
     board = table(
         ("rank", "run", keys.F1, F1_CI, "vs next", "languages", keys.N_ITEMS, *_METRICS, keys.TRUNCATED,
-         keys.MODEL_ID, keys.MODEL_REVISION, keys.BACKEND, keys.TASK),
+         keys.MODEL_ID, keys.MODEL_REVISION, keys.BACKEND, keys.TASK, *_SPEED),
         ([n, row[keys.RUN], row[keys.F1], _ci(intervals.runs.get(row[keys.RUN])), marks.get(row[keys.RUN], ""),
           row["languages"], row[keys.N_ITEMS], *(row[m] for m in _METRICS), row[keys.TRUNCATED],
-          row[keys.MODEL_ID], _revision(row[keys.MODEL_REVISION]), row[keys.BACKEND], row[keys.TASK]]
+          row[keys.MODEL_ID], _revision(row[keys.MODEL_REVISION]), row[keys.BACKEND], row[keys.TASK],
+          *(row[c] for c in _SPEED)]
          for n, row in enumerate(leaderboard, 1)))
     by_language = table(
         (keys.LANGUAGE, "runs", "f1_mean", "f1_min", "f1_max", "best_run"),
@@ -78,6 +83,7 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
     for row in rows:
         metrics = [(k, row[k]) for k in (keys.N_ITEMS, keys.F1)] + [(F1_CI, _ci(intervals.pairs.get(row["file"])))]
         metrics += [(k, row[k]) for k in (*_METRICS, *_CONFUSION, keys.TRUNCATED, keys.DURATION_SECONDS)]
+        metrics += [(k, row[k]) for k in CHECKPOINT_COLUMNS if row[k]]   # lrb's newer columns it has
         result_pages[row["file"]] = key_values(metrics, caption="metrics (rates rounded to 4 decimals)")
     return HtmlParts("kit report", index, language_pages, result_pages, {F1_PLOT: plot}, pages)
 

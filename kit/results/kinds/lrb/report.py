@@ -16,10 +16,15 @@ Files written to OUT (each atomically: temporary file in OUT, fsync, rename):
                        macro means over the run's languages
     truncated          number of predictions with truncated=true, summed
     duration_seconds   summed over languages
+    then lrb's newer columns: speed, runtime, generation_mode, Wilson intervals
+                       (kit.results.kinds.lrb.columns: pooled over languages, or the
+                       checkpoint's own for a run of one language)
 `aggregates.csv`, one row per run x language, sorted by run then language:
     run, language, model_id, model_revision, backend, task, n_items, the seven metrics,
     true_positive, false_positive, true_negative, false_negative, unparsed (confusion),
-    truncated, duration_seconds, file (path relative to RESULTS)
+    truncated, duration_seconds, file (path relative to RESULTS), then lrb's newer columns
+    as lrb computes them per run and language (kit.results.kinds.lrb.columns): speed,
+    runtime, generation_mode, Wilson intervals, McNemar against the language's top run
 `by_language.csv`, one row per language, sorted by language:
     language, runs (how many runs were counted), f1_mean, f1_min, f1_max over runs,
     best_run (highest f1, ties by run name)
@@ -48,6 +53,7 @@ from pathlib import Path
 from kit.errors import MissingExtraError
 from kit.files import write_bytes_atomic, write_text_atomic
 from kit.results import keys
+from kit.results.kinds.lrb.columns import CHECKPOINT_COLUMNS, RUN_COLUMNS, checkpoint_columns, mcnemar_against_top, run_columns
 from kit.results.kinds.lrb.neighbours import METHOD as NEIGHBOUR_METHOD
 from kit.results.kinds.lrb.neighbours import NeighbourComparison, neighbour_comparisons
 from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
@@ -62,12 +68,14 @@ NEIGHBOURS = "neighbours.csv"
 
 _CONFUSION = (keys.TRUE_POSITIVE, keys.FALSE_POSITIVE, keys.TRUE_NEGATIVE, keys.FALSE_NEGATIVE, keys.UNPARSED)
 _RUN_FIELDS = (keys.MODEL_ID, keys.MODEL_REVISION, keys.BACKEND, keys.TASK)
-LEADERBOARD_COLUMNS = (
+# the scores (what summary.md's table shows), then lrb's newer columns (kit.results.kinds.lrb.columns)
+SUMMARY_COLUMNS = (
     keys.RUN, *_RUN_FIELDS, "languages", keys.N_ITEMS, *keys.METRIC_NAMES, keys.TRUNCATED, keys.DURATION_SECONDS,
 )
+LEADERBOARD_COLUMNS = (*SUMMARY_COLUMNS, *RUN_COLUMNS)
 AGGREGATE_COLUMNS = (
     keys.RUN, keys.LANGUAGE, *_RUN_FIELDS, keys.N_ITEMS, *keys.METRIC_NAMES, *_CONFUSION,
-    keys.TRUNCATED, keys.DURATION_SECONDS, "file",
+    keys.TRUNCATED, keys.DURATION_SECONDS, "file", *CHECKPOINT_COLUMNS,
 )
 BY_LANGUAGE_COLUMNS = (keys.LANGUAGE, "runs", "f1_mean", "f1_min", "f1_max", "best_run")
 NEIGHBOUR_COLUMNS = ("rank", keys.RUN, "next_run", "languages", "f1_diff", "f1_low", "f1_high", "distinguishable")
@@ -82,7 +90,9 @@ HEATMAP_ANNOTATE_MAX_CELLS = 400
 def aggregate_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]]:
     """One formatted row per complete checkpoint (run x language), sorted by run then language."""
     rows = []
-    for r in sorted((r for r in records if r.valid), key=lambda r: (r.run, r.language)):
+    valid = [r for r in records if r.valid]
+    top = mcnemar_against_top(valid)
+    for r in sorted(valid, key=lambda r: (r.run, r.language)):
         confusion = r.metrics.get(keys.CONFUSION) or {}
         row = {keys.RUN: r.run, keys.LANGUAGE: r.language}
         row.update({k: text(r.metadata.get(k) if k != keys.TASK else r.task) for k in _RUN_FIELDS})
@@ -92,6 +102,7 @@ def aggregate_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]]:
         row[keys.TRUNCATED] = str(r.truncated)
         row[keys.DURATION_SECONDS] = seconds(r.duration_seconds)
         row["file"] = r.name
+        row.update(checkpoint_columns(r, top))
         rows.append(row)
     return rows
 
@@ -109,6 +120,7 @@ def leaderboard_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]
             row[k] = rate(math.fsum(float(r.metrics[k]) for r in group) / len(group))
         row[keys.TRUNCATED] = str(sum(r.truncated for r in group))
         row[keys.DURATION_SECONDS] = seconds(math.fsum(r.duration_seconds for r in group))
+        row.update(run_columns(group))
         rows.append(row)
     return sorted(rows, key=lambda row: (-float(row[keys.F1]), row[keys.RUN]))
 
@@ -166,7 +178,7 @@ def summary_markdown(
         "Macro means over each run's languages; sorted by f1, then run.",
         *_coverage_note(valid),
         "",
-        *markdown_table(LEADERBOARD_COLUMNS, leaderboard),
+        *markdown_table(SUMMARY_COLUMNS, leaderboard),
         "",
         *_neighbour_section(neighbours),
         "## Languages",

@@ -9,7 +9,7 @@ import click
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
 from kit.errors import ConfigError
-from kit.results.evidence import NOT_PROVEN
+from kit.results.evidence import NOT_PROVEN, NOT_PROVEN_SIGNED
 
 # where `kit images build` records what it built, unless KIT_IMAGES_LOCK says otherwise
 DEFAULT_IMAGES_LOCK = Path("containers/images.lock.json")
@@ -26,9 +26,12 @@ DEFAULT_IMAGES_LOCK = Path("containers/images.lock.json")
 @click.option("--weights", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
               help="A Hugging Face cache with the staged weights manifests (a site's `weights`): each pair's recorded "
                    "weights must be its manifest's.")
+@click.option("--trusted-keys", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
+              help="Add the rule signed_by_trusted_key: each result signed by one of these public keys "
+                   "(JSON from kit keys export: one key or a list).")
 @common.json_option
 def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str, ...], languages: str | None,
-          images_lock: Path, weights: Path | None, as_json: bool) -> None:
+          images_lock: Path, weights: Path | None, trusted_keys: Path | None, as_json: bool) -> None:
     """The compliance checker: PASS only when every rule holds for the results tree.
 
     \b
@@ -47,6 +50,9 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
                               pair recorded and lists its weight file digests
       mllog_compliant         each :::MLLOG log passes mlperf-logging's compliance checker
                               with kit's ruleset (kit/defaults/mllog_ruleset.yaml)
+      signed_by_trusted_key   with --trusted-keys FILE: each checkpoint and its log are the
+                              bytes a trusted key signed (kit sign); a signature proves who
+                              published a result, not that the computation was honest
 
     Failures are listed one per line with rule, file and key. Exit 0 on PASS, 1 on FAIL.
 
@@ -58,7 +64,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     from kit.config.project import load_project
     from kit.images.built import load_lock
     from kit.plan import select_pairs
-    from kit.results.check import RULES, run_checks
+    from kit.results.check import rules_for, run_checks
     from kit.results.store import archive_note
 
     if images_lock != DEFAULT_IMAGES_LOCK and not images_lock.exists():
@@ -68,22 +74,28 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     runs = project.roster.select(models)
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
     image_ids = frozenset(img.image_id for img in load_lock(images_lock).images.values())
-    inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids, weights)
-    failed = [f for rule in RULES for f in findings[rule.name]]
+    trusted = None
+    if trusted_keys is not None:
+        from kit.results.signing import load_trusted_keys
+
+        trusted = load_trusted_keys(trusted_keys)
+    inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids, weights, trusted)
+    rules = rules_for(inp)
+    failed = [f for rule in rules for f in findings[rule.name]]
     verdict = "PASS" if not failed else "FAIL"
     data = {"verdict": verdict, "checkpoints": len(inp.checkpoints), "expected": len(expected),
             "rules": {r.name: {"description": r.description, "findings": [vars(f) for f in findings[r.name]]}
-                      for r in RULES}, "not_proven": NOT_PROVEN, "not_counted": archive_note(results)}
-    render(Outcome("check", data, _lines(findings, failed, verdict, len(inp.checkpoints), len(expected),
-                                         data["not_counted"]),
+                      for r in rules}, "not_proven": NOT_PROVEN_SIGNED if trusted is not None else NOT_PROVEN,
+            "not_counted": archive_note(results)}
+    render(Outcome("check", data, _lines(rules, findings, failed, verdict, len(inp.checkpoints), len(expected),
+                                         data["not_counted"], data["not_proven"]),
                    failed=bool(failed)), as_json)
 
 
-def _lines(findings, failed, verdict: str, checkpoints: int, expected: int, not_counted: str | None = None):
+def _lines(rules, findings, failed, verdict: str, checkpoints: int, expected: int, not_counted: str | None = None,
+           caveat: str = NOT_PROVEN):
     """Each rule's verdict, each finding, the total, and what the archive holds that was not checked."""
-    from kit.results.check import RULES
-
-    for rule in RULES:
+    for rule in rules:
         n = len(findings[rule.name])
         yield f"{'ok  ' if not n else 'FAIL'}  {rule.name:<22} {rule.description}" + (f" ({n})" if n else "")
     for f in failed:
@@ -91,4 +103,4 @@ def _lines(findings, failed, verdict: str, checkpoints: int, expected: int, not_
     yield f"{verdict}: {checkpoints} checkpoints, {expected} expected pairs, {len(failed)} findings"
     if not_counted:
         yield not_counted
-    yield NOT_PROVEN
+    yield caveat

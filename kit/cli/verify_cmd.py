@@ -8,7 +8,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
-from kit.results.evidence import NOT_PROVEN
+from kit.results.evidence import NOT_PROVEN, NOT_PROVEN_SIGNED
 
 
 @click.command()
@@ -16,8 +16,11 @@ from kit.results.evidence import NOT_PROVEN
 @click.option("--benchmark", type=click.Path(path_type=Path, exists=True), default=None,
               help="Also hold each file to this benchmark's language file: its digest, item ids and labels. "
                    "Default: the benchmark of roster.toml here, when there is one.")
+@click.option("--trusted-keys", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
+              help="Also require each file to be signed by one of these public keys (JSON from kit keys export: "
+                   "one key or a list), its envelope's statement naming the file's and its log's sha256.")
 @common.json_option
-def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> None:
+def verify(paths: tuple[Path, ...], benchmark: Path | None, trusted_keys: Path | None, as_json: bool) -> None:
     """Check each checkpoint on its own: it parses, matches its path, agrees with its own
     provenance record, and its metrics recompute exactly from its predictions; exit 1
     unless all pass.
@@ -26,6 +29,9 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
     files without metadata.language are accepted with a notice. With a benchmark (--benchmark,
     or the one roster.toml here names), each file must also be a result on it: the
     language file's digest, the item ids in order and every expected label.
+    With --trusted-keys, each file must also carry an envelope (kit sign) that one of those keys
+    signed, naming its bytes and its log's: a result rewritten consistently after it was signed
+    fails here. A signature proves who published a file, not that the computation was honest.
     Verdicts are remembered in the user cache folder (KIT_NO_CACHE=1: off; its files are sealed, so an edited cache is ignored); a changed file is
     always checked again.
 
@@ -37,13 +43,19 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, as_json: bool) -> No
     from kit.results.verify import verify_paths
 
     outcomes = verify_paths(list(paths), common.benchmark_or_roster(benchmark))
+    if trusted_keys is not None:
+        from kit.results.attest import held_to_keys
+        from kit.results.signing import load_trusted_keys
+
+        outcomes = held_to_keys(outcomes, load_trusted_keys(trusted_keys))
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
     data = [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices} for p, st in outcomes]
     # the text as one string, so one write: a release tree is thousands of lines
-    render(Outcome("verify", data, ("\n".join(_lines(outcomes, len(bad))),), failed=bool(bad)), as_json)
+    caveat = NOT_PROVEN_SIGNED if trusted_keys is not None else NOT_PROVEN
+    render(Outcome("verify", data, ("\n".join(_lines(outcomes, len(bad), caveat)),), failed=bool(bad)), as_json)
 
 
-def _lines(outcomes: list, bad: int):
+def _lines(outcomes: list, bad: int, caveat: str = NOT_PROVEN):
     """Each file's verdict (with its notices, or why it failed), then the totals."""
     for p, st in outcomes:
         if st.state == "complete":
@@ -51,7 +63,7 @@ def _lines(outcomes: list, bad: int):
         else:
             yield f"FAIL  {_shown(p)}: {'; '.join(st.reasons)}"
     yield f"{len(outcomes) - bad} verified, {bad} failed"
-    yield NOT_PROVEN
+    yield caveat
 
 
 def _shown(path: Path) -> str:

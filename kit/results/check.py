@@ -48,6 +48,7 @@ class CheckInput:
     runs: dict[str, Run] = field(default_factory=dict)
     checkpoints: dict[Path, CheckpointState] = field(default_factory=dict)
     weights: Path | None = None   # a Hugging Face cache holding the weights manifests (kit check --weights)
+    trusted_keys: list | None = None   # public keys a result must be signed by (kit check --trusted-keys)
 
     def complete(self) -> list[tuple[Path, dict]]:
         """The complete checkpoints and their data."""
@@ -262,11 +263,33 @@ RULES = (
 )
 
 
+def signed_by_trusted_key(inp: CheckInput) -> list[Finding]:
+    """Each checkpoint carries an envelope a trusted key signed, whose statement names its bytes and its
+    log's (kit.results.attest): a result rewritten after it was signed, or not signed, fails."""
+    from kit.results.attest import signature_reasons
+
+    return [Finding("signed_by_trusted_key", str(p), "signature", reason)
+            for p, st in sorted(inp.checkpoints.items()) if st.state in (PairState.COMPLETE, PairState.STALE)
+            for reason in signature_reasons(p, inp.trusted_keys or [])]
+
+
+SIGNED_RULE = Rule("signed_by_trusted_key", "each checkpoint and its log are signed by a trusted key (--trusted-keys)",
+                   signed_by_trusted_key)
+
+
+def rules_for(inp: CheckInput) -> tuple[Rule, ...]:
+    """The rules a check applies: RULES, and the signature rule when trusted keys were given."""
+    return (*RULES, SIGNED_RULE) if inp.trusted_keys is not None else RULES
+
+
 def run_checks(results: Path, benchmark: Dataset, runs: list[Run], expected: list[Pair],
-               image_ids: frozenset[str], weights: Path | None = None) -> tuple[CheckInput, dict[str, list[Finding]]]:
+               image_ids: frozenset[str], weights: Path | None = None,
+               trusted_keys: list | None = None) -> tuple[CheckInput, dict[str, list[Finding]]]:
     """Validate every checkpoint of the tree against the plan of `runs`, then apply every rule
-    (`weights`: a cache whose manifests the recorded weights are checked against); rule name -> findings."""
-    inp = CheckInput(Path(results), benchmark, expected, image_ids, {r.name: r for r in runs}, weights=weights)
+    (`weights`: a cache whose manifests the recorded weights are checked against; `trusted_keys`: the
+    public keys every result must be signed by); rule name -> findings."""
+    inp = CheckInput(Path(results), benchmark, expected, image_ids, {r.name: r for r in runs}, weights=weights,
+                     trusted_keys=trusted_keys)
     expect = PlanExpectations(benchmark, runs)
     planned = {checkpoint_path(results, p.run, p.language): p for p in expected}
     for path in iter_checkpoint_files(results):
@@ -277,7 +300,7 @@ def run_checks(results: Path, benchmark: Dataset, runs: list[Run], expected: lis
             # a file at the top of RESULTS has no language folder (lrb's single-language layout)
             inp.checkpoints[path] = validate_checkpoint(
                 path, language=path.parent.name if path.parent != Path(results) else None)
-    return inp, {rule.name: rule.check(inp) for rule in RULES}
+    return inp, {rule.name: rule.check(inp) for rule in rules_for(inp)}
 
 
 

@@ -32,6 +32,8 @@ KIT_ONLY_METADATA = (keys.RUN, keys.BACKEND, keys.TASK, keys.OPTIONS, keys.MANIF
 NOT_PROVEN = ("what this does not prove: someone who can edit both a checkpoint and its log can rewrite the answers, "
               "metrics and logged digest consistently, and no check here can tell; the cache and lrb files are "
               "trusted as documented in docs/checkpoint-format.md (evidence policy)")
+NOT_PROVEN_SIGNED = ("what this does not prove: that the computation was honest; a signature proves who published "
+                     "a result and that it has not changed since (kit reproduce reruns a result)")
 LEGACY_NOTICE = "legacy evidence: an lrb file (no provenance, no log; its verdicts are lrb's own)"
 
 

@@ -37,13 +37,24 @@ def mllog_path(checkpoint: Path) -> Path:
     return Path(checkpoint).with_suffix(".mllog")
 
 
+# the signed statement of a checkpoint (kit.results.attest) sits beside it as <stem>.intoto.jsonl (the SLSA
+# convention for attestation files), a name no checkpoint glob (*.json) matches
+ENVELOPE_SUFFIX = ".intoto.jsonl"
+
+
+def envelope_path(checkpoint: Path) -> Path:
+    """The envelope file of a checkpoint: <stem>.intoto.jsonl beside it."""
+    checkpoint = Path(checkpoint)
+    return checkpoint.with_name(checkpoint.stem + ENVELOPE_SUFFIX)
+
+
 # The hidden folder of a language folder that keeps checkpoints replaced by a rerun (stale, or invalid
 # with --force) with their logs: RESULTS/<language>/.superseded/<stem>.<UTC time>.json
 SUPERSEDED_DIR = ".superseded"
 
 
 def set_aside(checkpoint: Path) -> Path | None:
-    """Move a checkpoint and its log into the language folder's .superseded/ (time-stamped), so
+    """Move a checkpoint, its log and its signed statement into the language folder's .superseded/ (time-stamped), so
     that a rerun never destroys a result; the new place, or None when there is no checkpoint."""
     checkpoint = Path(checkpoint)
     if not checkpoint.is_file() or checkpoint.is_symlink():
@@ -52,9 +63,11 @@ def set_aside(checkpoint: Path) -> Path | None:
     keep.mkdir(exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     target = keep / f"{checkpoint.stem}.{stamp}.json"
-    log = mllog_path(checkpoint)
+    log, envelope = mllog_path(checkpoint), envelope_path(checkpoint)
     if log.is_file() and not log.is_symlink():
         os.replace(log, target.with_suffix(".mllog"))
+    if envelope.is_file() and not envelope.is_symlink():   # its statement goes with it, never to the rerun
+        os.replace(envelope, envelope_path(target))
     os.replace(checkpoint, target)
     return target
 

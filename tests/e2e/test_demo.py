@@ -130,3 +130,40 @@ def test_readme_compare_block_runs_on_the_demo(first_demo, demo_env):
     assert data["flips"] and all(flip["sentence"] for flip in data["flips"])   # the roster's benchmark read
     board = (root / "kit-demo" / "results" / "report" / "index.html").read_text(encoding="utf-8")
     assert "vs next" in board and ("≈</a>" in board or "≠</a>" in board)
+
+
+def test_readme_signed_results_block_runs_on_a_copy_of_the_demo(first_demo, demo_env, tmp_path):
+    """README's "Signed results" block, as written, on a copy of `kit demo`'s results: every result signed
+    and verified against the published key; one rewritten consistently afterwards then fails."""
+    import re
+    import shlex
+    import shutil
+    from pathlib import Path
+
+    from kit.results.metrics import compute_metrics
+
+    root, env = demo_env
+    shutil.copytree(root / "kit-demo", tmp_path / "kit-demo", ignore=shutil.ignore_patterns("release", "report"))
+    env = {**env, "KIT_KEYS_DIR": str(tmp_path / "keys")}
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Signed results.*?```bash\n(.*?)```", readme, re.S).group(1)
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
+    assert [shlex.split(line)[:2] for line in lines] == [["kit", "keys"], ["kit", "sign"], ["kit", "keys"],
+                                                         ["kit", "verify"]]
+    for line in lines:
+        argv, out = shlex.split(line.split(">")[0]), line.split(">")[1].strip() if ">" in line else None
+        r = kit(*argv[1:], cwd=tmp_path, env=env)
+        assert r.returncode == 0, (line, r.stdout, r.stderr)
+        if out:
+            (tmp_path / out).write_text(r.stdout, encoding="utf-8")
+    assert "6 verified, 0 failed" in r.stdout and "signed after the fact" in r.stdout
+    checkpoint = iter_checkpoint_files(tmp_path / "kit-demo" / "results")[0]
+    data = json.loads(checkpoint.read_text(encoding="utf-8"))
+    for item in data["predictions"]:   # every answer made right, consistently: what unsigned checks accept
+        item.update({"predicted": item["expected"], "raw_output": item["expected"], "parse_mode": "exact",
+                     "truncated": False})
+    data["metrics"] = compute_metrics(data["predictions"])
+    checkpoint.write_text(json.dumps(data, sort_keys=True, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    assert kit("verify", str(checkpoint), cwd=tmp_path, env=env).returncode == 0   # unsigned checks accept it
+    r = kit(*shlex.split(lines[-1])[1:], cwd=tmp_path, env=env)
+    assert r.returncode == 1 and "(the file changed after it was signed)" in r.stdout, r.stdout

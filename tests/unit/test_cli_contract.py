@@ -95,6 +95,9 @@ BAD = {
     "weights stage": ["--roster", "missing.toml"],
     "weights push": ["--site", "nancy", "--sites-file", "missing.toml"],
     "weights verify": ["--model", "org/m", "--roster", "missing.toml"],
+    "keys init": ["--dir", "/dev/null"],
+    "keys export": ["--ssh-key", "missing.pub"],
+    "sign": ["missing-results"],
 }
 
 

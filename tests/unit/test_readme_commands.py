@@ -47,6 +47,10 @@ SKIP = {
     "kit compare kit-demo/tiny-llama kit-demo/tiny-reranker --results kit-demo/results --roster kit-demo/roster.toml "
     "--html kit-demo/compare.html":
         "needs `kit demo`'s results: tests/e2e/test_demo.py",
+    "kit keys init": "makes a key in the user's config folder: tests/e2e/test_demo.py runs the block with KIT_KEYS_DIR",
+    "kit sign kit-demo/results": "needs `kit demo`'s results: tests/e2e/test_demo.py",
+    "kit keys export > kit-demo/my-key.pub.json": "needs `kit keys init`: tests/e2e/test_demo.py",
+    "kit verify kit-demo/results --trusted-keys kit-demo/my-key.pub.json": "needs `kit demo`'s results: tests/e2e/test_demo.py",
 }
 MUST_RUN = (
     "kit run --site lyon --model LiquidAI/LFM2.5-2.6B --array 85 --dry-run",

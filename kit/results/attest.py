@@ -1,0 +1,172 @@
+"""Signed evidence of a result: an in-toto Statement (v1) whose subjects are a checkpoint and its
+:::MLLOG log by sha256 and whose predicate holds the result's provenance, in a DSSE envelope signed
+with the user's key (kit.results.signing), kept beside the checkpoint as <stem>.intoto.jsonl
+(kit.results.store.envelope_path: one envelope, one line).
+
+A signature proves who published a file and that it has not changed since; it does not prove the
+computation was honest (a rerun, `kit reproduce`, is that evidence). A result whose checkpoint,
+metrics and log were rewritten together passes `kit check` without a signature, and fails
+`kit check --trusted-keys` and `kit verify --trusted-keys`: its bytes are no longer the ones signed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import kit
+from kit.files import file_sha256, write_text_atomic
+from kit.results import keys
+from kit.results.signing import SigningKey
+from kit.results.store import envelope_path, mllog_path
+
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+RESULT_PREDICATE = "urn:kit-sweep:attestation:result:v1"
+# how a statement says it was signed
+BY_THE_JOB, AFTER_THE_FACT = "by the job that wrote it", "after the fact"
+_MAX_ENVELOPE_BYTES = 16 << 20
+
+
+def subject_name(path: Path) -> str:
+    """A file as a statement names it: its folder and its name (en/org__model.json), so that a statement
+    of one language's result does not pass for another's."""
+    path = Path(path)
+    return f"{path.parent.name}/{path.name}"
+
+
+def result_statement(checkpoint: Path, data: Mapping[str, Any], key: SigningKey, *, when: str) -> dict[str, Any]:
+    """The in-toto Statement of one checkpoint: its file and its log (when there) by sha256, and the
+    result's identity and provenance as recorded, with who signed it, when and how (`when`)."""
+    checkpoint = Path(checkpoint)
+    subjects = [{"name": subject_name(checkpoint), "digest": {"sha256": file_sha256(checkpoint)}}]
+    log = mllog_path(checkpoint)
+    if log.is_file():
+        subjects.append({"name": subject_name(log), "digest": {"sha256": file_sha256(log)}})
+    meta = data.get(keys.METADATA) or {}
+    result = {k: meta.get(k) for k in (keys.RUN, keys.RUN_ID, keys.MODEL_ID, keys.MODEL_REVISION, keys.LANGUAGE,
+                                       keys.BENCHMARK_SHA256, keys.MANIFEST_SHA256, keys.PROMPT_SHA256) if k in meta}
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": RESULT_PREDICATE,
+        "predicate": {
+            "result": result,
+            "provenance": data.get(keys.PROVENANCE),   # None for an lrb file: it records none
+            "signing": {"signed": when, "keyid": key.keyid, "key": key.source.split(" ", 1)[0],
+                        "signed_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "kit_version": kit.__version__,
+                        "proves": "who published these files and that they have not changed since; "
+                                  "not that the computation was honest (kit reproduce is that evidence)"},
+        },
+    }
+
+
+def sign_result(checkpoint: Path, data: Mapping[str, Any], key: SigningKey, *, when: str = AFTER_THE_FACT) -> Path:
+    """Sign one checkpoint: its statement in a DSSE envelope signed with `key`, written atomically beside it."""
+    from securesystemslib.dsse import Envelope
+
+    statement = result_statement(checkpoint, data, key, when=when)
+    payload = json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    envelope = Envelope(payload, PAYLOAD_TYPE, {})
+    envelope.sign(key.signer)
+    path = envelope_path(checkpoint)
+    write_text_atomic(path, json.dumps(envelope.to_dict(), sort_keys=True, separators=(",", ":")) + "\n")
+    return path
+
+
+def signature_reasons(checkpoint: Path, trusted: Sequence[Any]) -> list[str]:
+    """Why a checkpoint is not signed evidence under the `trusted` public keys (empty: a trusted key
+    signed a statement naming this checkpoint's bytes, and its log's). Each reason names the envelope
+    file and the field."""
+    checkpoint = Path(checkpoint)
+    where = envelope_path(checkpoint)
+    statement, reasons = read_statement(where, trusted)
+    if statement is None:
+        return reasons
+    subjects = {s.get("name"): s for s in statement.get("subject") or [] if isinstance(s, Mapping)}
+    out = []
+    for path in (checkpoint, mllog_path(checkpoint)):
+        name = subject_name(path)
+        subject = subjects.get(name)
+        if subject is None:
+            if path.is_file():
+                out.append(f"{where.name}: its statement names no subject {name!r} (a statement of another file)")
+            continue
+        if not path.is_file():
+            out.append(f"{where.name}: subject {name!r} is signed but the file is not there")
+            continue
+        recorded = (subject.get("digest") or {}).get("sha256") if isinstance(subject.get("digest"), Mapping) else None
+        actual = file_sha256(path)
+        if recorded != actual:
+            out.append(f"{where.name}: subject {name!r} digest.sha256 {str(recorded)[:16]}... is not the file's "
+                       f"{actual[:16]}... (the file changed after it was signed)")
+    return out
+
+
+def read_statement(where: Path, trusted: Sequence[Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """The statement of an envelope file once a trusted key's signature over it verifies, else None and why."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.exceptions import VerificationError
+
+    if not where.is_file():
+        return None, [f"unsigned: no {where.name} beside it (kit sign signs a result after the fact)"]
+    try:
+        if where.stat().st_size > _MAX_ENVELOPE_BYTES:
+            return None, [f"{where.name}: larger than {_MAX_ENVELOPE_BYTES >> 20} MiB, not an envelope kit wrote"]
+        envelope = Envelope.from_dict(json.loads(where.read_bytes()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return None, [f"{where.name}: not a DSSE envelope ({' '.join(str(exc).split())[:100]})"]
+    if envelope.payload_type != PAYLOAD_TYPE:
+        return None, [f"{where.name}: payloadType {envelope.payload_type!r} is not {PAYLOAD_TYPE!r}"]
+    try:
+        envelope.verify(list(trusted), 1)
+    except VerificationError:
+        signers = sorted({s.keyid[:16] for s in envelope.signatures.values()}) or ["no key"]
+        return None, [f"{where.name}: not signed by a trusted key (its signatures: {', '.join(signers)}; "
+                      "an untrusted key, or a payload changed after signing)"]
+    try:
+        statement = json.loads(envelope.payload)
+    except ValueError:
+        return None, [f"{where.name}: its payload is not JSON"]
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+        return None, [f"{where.name}: its payload is not an in-toto Statement v1 (_type)"]
+    if statement.get("predicateType") != RESULT_PREDICATE:
+        return None, [f"{where.name}: predicateType {statement.get('predicateType')!r} is not {RESULT_PREDICATE!r}"]
+    return statement, []
+
+
+def signed_notice(checkpoint: Path) -> str | None:
+    """A short line saying who signed a checkpoint and how (from its verified envelope's statement), for
+    an OK line; None when that cannot be read."""
+    try:
+        raw = json.loads(envelope_path(checkpoint).read_bytes())
+        statement = json.loads(base64.b64decode(raw["payload"]))
+        signing = statement["predicate"]["signing"]
+        return f"signed {signing['signed']} by key {signing['keyid'][:16]}..."
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def held_to_keys(outcomes: Sequence[tuple[Path, Any]], trusted: Sequence[Any]) -> list[tuple[Path, Any]]:
+    """(file, CheckpointState) outcomes with each complete one also held to the trusted keys: invalid,
+    with the reasons, unless signed evidence (signature_reasons); an OK one notes who signed it."""
+    from dataclasses import replace
+
+    from kit.results.keys import PairState
+
+    out = []
+    for path, state in outcomes:
+        if state.state == PairState.COMPLETE:
+            reasons = signature_reasons(path, trusted)
+            if reasons:
+                state = replace(state, state=PairState.INVALID, reasons=reasons)
+            else:
+                note = signed_notice(path)
+                state = replace(state, notices=[*state.notices, note]) if note else state
+        out.append((path, state))
+    return out

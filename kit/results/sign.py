@@ -1,0 +1,52 @@
+"""`kit sign`: sign every complete checkpoint of a results tree after the fact (kit.results.attest), on
+the user's machine, with the user's key; the statements say so (signed "after the fact", by which key)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.errors import ConfigError
+from kit.results.attest import AFTER_THE_FACT, sign_result
+from kit.results.checkpoint import validate_checkpoint
+from kit.results.evidence import evidence_reasons
+from kit.results.keys import PairState
+from kit.results.signing import SigningKey
+from kit.results.store import envelope_path, iter_checkpoint_files
+
+
+@dataclass
+class SignOutcome:
+    """What `kit sign` did: envelopes written, checkpoints already signed (left), ones not signed and why."""
+
+    signed: list[Path] = field(default_factory=list)
+    already: list[Path] = field(default_factory=list)
+    refused: dict[Path, list[str]] = field(default_factory=dict)
+
+
+def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOutcome:
+    """Sign each complete checkpoint of RESULTS (lrb's archive left out, as everywhere) that has no
+    envelope yet (every one with `force`); a checkpoint that is not complete, or whose evidence is not
+    whole (kit.results.evidence), is not signed: a signature must not vouch for a broken result."""
+    results = Path(results)
+    if not results.is_dir():
+        raise ConfigError(f"{results}: no such results folder", fix="pass the folder holding <language>/<run>.json")
+    files = iter_checkpoint_files(results)
+    if not files:
+        raise ConfigError(f"{results}: no checkpoint files", fix="pass the results folder of a sweep")
+    out = SignOutcome()
+    for path in files:
+        if envelope_path(path).exists() and not force:
+            out.already.append(path)
+            continue
+        state = validate_checkpoint(path)
+        if state.state != PairState.COMPLETE or state.data is None:
+            out.refused[path] = state.reasons or [state.state]
+            continue
+        sealed = evidence_reasons(path, state.data, sealed=True)
+        if sealed:
+            out.refused[path] = sealed
+            continue
+        sign_result(path, state.data, key, when=AFTER_THE_FACT)
+        out.signed.append(path)
+    return out

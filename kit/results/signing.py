@@ -1,0 +1,188 @@
+"""The keys results are signed with, all offline and in the user's hands: kit's own Ed25519 key pair
+(`kit keys init`: the private key as unencrypted PKCS#8 PEM, mode 600, in the user's config folder)
+or an existing OpenSSH Ed25519 key (Grid'5000 and Slurm users have one on every frontend). Keys are
+read and used through securesystemslib (its CryptoSigner and SSlibKey, on `cryptography`); a public
+key travels as securesystemslib's key dictionary with its keyid, the form `kit keys export` prints
+and a trusted-keys file holds.
+
+A private key file that the group or others can read is refused, never used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kit.errors import ConfigError, MissingExtraError
+
+KEY_FILE = "ed25519.pem"
+PUBLIC_FILE = "ed25519.pub.json"
+
+
+def _sslib() -> Any:
+    try:
+        import securesystemslib.signer as signer
+    except ImportError as exc:
+        raise MissingExtraError("signing and checking signatures", "securesystemslib", "sign") from exc
+    return signer
+
+
+def key_folder() -> Path:
+    """Where `kit keys init` keeps the key pair: $KIT_KEYS_DIR, else the user's config folder/kit/keys."""
+    base = os.environ.get("KIT_KEYS_DIR")
+    if base:
+        return Path(base)
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("kit")) / "keys"
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A private key ready to sign (securesystemslib's signer), its public key and where it came from."""
+
+    signer: Any
+    public: Any      # securesystemslib SSlibKey
+    source: str      # "kit key <path>" or "ssh key <path>"
+
+    @property
+    def keyid(self) -> str:
+        """The public key's keyid (securesystemslib's: sha256 of its canonical dictionary)."""
+        return self.public.keyid
+
+
+def init_key(folder: Path | None = None, *, force: bool = False) -> Path:
+    """Make a new Ed25519 key pair in `folder` (key_folder()): the private key mode 600, the public key
+    beside it; refused when one is there (unless `force`). The private key's path."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    folder = Path(folder or key_folder())
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder}: not a folder, so no key can be kept in it", fix="pass a folder with --dir")
+    private = folder / KEY_FILE
+    if private.exists() and not force:
+        raise ConfigError(f"{private}: a signing key is already there",
+                          fix="keep it (kit keys export prints its public key), or pass --force to replace it")
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    tmp = folder / f".{KEY_FILE}.tmp"
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pem)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, private)
+    public = _sslib().SSlibKey.from_crypto(key.public_key())
+    (folder / PUBLIC_FILE).write_text(json.dumps(public_dict(public), indent=2) + "\n", encoding="utf-8")
+    return private
+
+
+def load_signing_key(key: Path | None = None, ssh_key: Path | None = None) -> SigningKey:
+    """The key to sign with: an OpenSSH Ed25519 private key (`ssh_key`), a PEM key file (`key`), or kit's
+    own (key_folder()). A ConfigError naming the file for a missing, loose, encrypted or non-Ed25519 key."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    if key is not None and ssh_key is not None:
+        raise ConfigError("--key and --ssh-key both given", fix="sign with one key: pass one of them")
+    path = Path(ssh_key or key or key_folder() / KEY_FILE)
+    body = _private_bytes(path, init_hint=key is None and ssh_key is None)
+    try:
+        if ssh_key is not None:
+            private = serialization.load_ssh_private_key(body, password=None)
+        else:
+            private = serialization.load_pem_private_key(body, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        if isinstance(exc, TypeError) or "encrypt" in str(exc).lower() or "password" in str(exc).lower():
+            raise ConfigError(f"{path}: the key is encrypted with a passphrase, which kit does not ask for",
+                              fix="sign with an unencrypted key kept mode 600 (kit keys init makes one)") from None
+        raise ConfigError(f"{path}: not a private key kit can read ({' '.join(str(exc).split())[:120]})",
+                          fix="pass an OpenSSH Ed25519 key with --ssh-key, or make kit's own with kit keys init") from None
+    if not isinstance(private, Ed25519PrivateKey):
+        raise ConfigError(f"{path}: a {type(private).__name__.removeprefix('_')} key, not an Ed25519 one",
+                          fix="sign with an Ed25519 key (ssh-keygen -t ed25519, or kit keys init)")
+    signer = _sslib().CryptoSigner(private)
+    return SigningKey(signer, signer.public_key, f"{'ssh' if ssh_key is not None else 'kit'} key {path}")
+
+
+def _private_bytes(path: Path, *, init_hint: bool) -> bytes:
+    """A private key file's bytes; a ConfigError when it is missing or the group or others can read it."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no signing key there",
+                          fix="make one with kit keys init" if init_hint else "pass the path of your private key")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{path}: not a regular file", fix="pass the private key file itself")
+    if st.st_mode & 0o077:
+        raise ConfigError(f"{path}: the private key is readable by group or others (mode {stat.S_IMODE(st.st_mode):o})",
+                          fix=f"chmod 600 {path}, then sign again")
+    return path.read_bytes()
+
+
+def public_dict(public: Any) -> dict[str, Any]:
+    """A public key as a release carries it: securesystemslib's key dictionary with its keyid."""
+    return {"keyid": public.keyid, **public.to_dict()}
+
+
+def public_of_ssh(path: Path) -> dict[str, Any]:
+    """The public key dictionary of an OpenSSH Ed25519 public key file (id_ed25519.pub)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        public = serialization.load_ssh_public_key(Path(path).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not an OpenSSH public key ({exc})", fix="pass a *.pub file such as "
+                                                                           "~/.ssh/id_ed25519.pub") from None
+    if not isinstance(public, Ed25519PublicKey):
+        raise ConfigError(f"{path}: not an Ed25519 public key", fix="use an Ed25519 key (ssh-keygen -t ed25519)")
+    return public_dict(_sslib().SSlibKey.from_crypto(public))
+
+
+def load_trusted_keys(path: Path) -> list[Any]:
+    """The public keys a trusted-keys file names (one key dictionary, or a JSON list of them, as
+    `kit keys export` prints them), as securesystemslib keys; a ConfigError naming the file and entry."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a JSON file of public keys ({exc})",
+                          fix="collect the output of kit keys export, one key or a JSON list of them") from None
+    entries = data if isinstance(data, list) else [data]
+    signer = _sslib()
+    keys: list[Any] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("keyid"), str):
+            raise ConfigError(f"{path}: entry {i} is not a public key with its keyid",
+                              fix="use the JSON kit keys export prints")
+        try:
+            key = _ed25519_key(signer, entry)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"{path}: entry {i} is not an Ed25519 public key ({exc})",
+                              fix="use the JSON kit keys export prints") from None
+        if key.keyid != entry["keyid"]:
+            raise ConfigError(f"{path}: entry {i}'s keyid {entry['keyid'][:16]}... is not the key's own "
+                              f"({key.keyid[:16]}...)", fix="export the key again with kit keys export")
+        keys.append(key)
+    if not keys:
+        raise ConfigError(f"{path}: no key in it", fix="add the output of kit keys export")
+    return keys
+
+
+def _ed25519_key(signer: Any, entry: dict[str, Any]) -> Any:
+    """An Ed25519 key dictionary as securesystemslib's key, its keyid computed from the key itself."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    if entry.get("keytype") != "ed25519" or entry.get("scheme") != "ed25519":
+        raise ValueError(f"keytype {entry.get('keytype')!r}, scheme {entry.get('scheme')!r}; kit signs with ed25519")
+    raw = bytes.fromhex(entry["keyval"]["public"])
+    return signer.SSlibKey.from_crypto(Ed25519PublicKey.from_public_bytes(raw))

@@ -1,0 +1,179 @@
+"""Signed evidence (kit.results.signing, kit.results.attest; `kit keys`, `kit sign`, `--trusted-keys`):
+a result rewritten consistently after it was signed (answers, metrics and log together, which every
+unsigned check accepts) fails `kit verify --trusted-keys` and `kit check --trusted-keys`, naming it;
+so do a wrong key, a tampered envelope, a statement of another file and an unsigned result; a
+private key the group or others can read is refused before anything is signed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
+from conftest_checkpoints import rewrite, seal  # noqa: E402
+from inprocess import kit_in_process as kit  # noqa: E402
+from test_hostile_inputs import refused  # noqa: E402
+from test_stale_and_edited import sweep  # noqa: E402,F401
+
+from kit.results import keys  # noqa: E402
+from kit.results.metrics import compute_metrics  # noqa: E402
+
+EN, DE = "results/en/org__model-a.json", "results/de/org__model-a.json"
+ENVELOPE = "results/en/org__model-a.intoto.jsonl"
+
+
+def signer(root: Path, name: str) -> dict[str, str]:
+    """The environment of a user whose kit key lives in ROOT/<name> (made on first use), and the
+    trusted-keys file ROOT/<name>.pub.json holding its public key."""
+    env = {"KIT_KEYS_DIR": str(root / name), "KIT_NO_CACHE": "1"}
+    if not (root / name / "ed25519.pem").exists():
+        assert kit("keys", "init", cwd=root, env=env).returncode == 0
+        r = kit("keys", "export", cwd=root, env=env)
+        assert r.returncode == 0, r.stderr
+        (root / f"{name}.pub.json").write_text(r.stdout, encoding="utf-8")
+    return env
+
+
+def verify_line(root: Path, trusted: str, env: dict[str, str]) -> tuple[int, str]:
+    r = kit("verify", EN, "--trusted-keys", trusted, cwd=root, env=env)
+    return r.returncode, r.stdout
+
+
+def forge(root: Path) -> None:
+    """Every answer rewritten to "no", the metrics recomputed and the log resealed: a consistent rewrite."""
+    def answers(data: dict) -> None:
+        for item in data[keys.PREDICTIONS]:
+            item[keys.PREDICTED] = item[keys.RAW_OUTPUT] = keys.NO
+        data[keys.METRICS] = compute_metrics(data[keys.PREDICTIONS])
+
+    before = (root / EN).read_bytes()
+    rewrite(root / EN, answers)
+    assert (root / EN).read_bytes() != before
+    seal(root / EN)
+
+
+def test_a_signed_result_verifies_and_a_consistent_forgery_does_not(sweep):
+    env = signer(sweep, "alice")
+    r = kit("sign", "results", cwd=sweep, env=env)
+    assert r.returncode == 0 and "2 signed" in r.stdout, r.stdout + r.stderr
+    statement = json.loads(base64.b64decode(json.loads((sweep / ENVELOPE).read_text())["payload"]))
+    assert {s["name"] for s in statement["subject"]} == {"en/org__model-a.json", "en/org__model-a.mllog"}
+    assert statement["predicate"]["signing"]["signed"] == "after the fact"
+    code, out = verify_line(sweep, "alice.pub.json", env)
+    assert code == 0 and "signed after the fact by key" in out, out
+
+    forge(sweep)
+    assert kit("verify", EN, cwd=sweep, env=env).returncode == 0   # unsigned checks see nothing wrong
+    code, out = verify_line(sweep, "alice.pub.json", env)
+    assert code == 1 and f"FAIL  {EN}: org__model-a.intoto.jsonl: subject 'en/org__model-a.json' digest.sha256" in out
+    assert "(the file changed after it was signed)" in out
+    r = kit("check", "results", "--languages", "de,en", "--trusted-keys", "alice.pub.json", "--json",
+            cwd=sweep, env=env)
+    findings = json.loads(r.stdout)["data"]["rules"]["signed_by_trusted_key"]["findings"]
+    assert r.returncode == 1 and [f["path"] for f in findings] == [str(Path("results/en/org__model-a.json"))] * 2
+    # without --trusted-keys the rule is not applied, and not shown as passed
+    r = kit("check", "results", "--languages", "de,en", "--json", cwd=sweep, env=env)
+    assert "signed_by_trusted_key" not in json.loads(r.stdout)["data"]["rules"]
+
+
+def test_a_result_signed_by_another_key_is_not_trusted(sweep):
+    mallory, alice = signer(sweep, "mallory"), signer(sweep, "alice")
+    assert kit("sign", "results", cwd=sweep, env=mallory).returncode == 0
+    code, out = verify_line(sweep, "alice.pub.json", alice)
+    assert code == 1 and "not signed by a trusted key" in out, out
+    # both keys trusted: accepted
+    both = json.loads((sweep / "alice.pub.json").read_text()), json.loads((sweep / "mallory.pub.json").read_text())
+    (sweep / "both.json").write_text(json.dumps(list(both)))
+    assert verify_line(sweep, "both.json", alice)[0] == 0
+
+
+def test_a_tampered_envelope_and_a_statement_of_another_file_fail(sweep):
+    env = signer(sweep, "alice")
+    assert kit("sign", "results", cwd=sweep, env=env).returncode == 0
+    envelope = json.loads((sweep / ENVELOPE).read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["subject"][0]["digest"]["sha256"] = "0" * 64
+    (sweep / ENVELOPE).write_text(json.dumps({**envelope, "payload": base64.b64encode(
+        json.dumps(statement).encode()).decode()}))
+    code, out = verify_line(sweep, "alice.pub.json", env)
+    assert code == 1 and "not signed by a trusted key" in out and "payload changed after signing" in out
+    # de's genuine envelope put beside en's checkpoint
+    (sweep / ENVELOPE).write_bytes((sweep / DE).with_name("org__model-a.intoto.jsonl").read_bytes())
+    code, out = verify_line(sweep, "alice.pub.json", env)
+    assert code == 1 and "its statement names no subject 'en/org__model-a.json' (a statement of another file)" in out
+    (sweep / ENVELOPE).write_text("{not json")
+    code, out = verify_line(sweep, "alice.pub.json", env)
+    assert code == 1 and "org__model-a.intoto.jsonl: not a DSSE envelope" in out
+
+
+def test_an_unsigned_result_fails_when_keys_are_trusted(sweep):
+    env = signer(sweep, "alice")
+    code, out = verify_line(sweep, "alice.pub.json", env)
+    assert code == 1 and "unsigned: no org__model-a.intoto.jsonl beside it" in out
+
+
+def test_a_private_key_others_can_read_is_refused_before_signing(sweep):
+    env = signer(sweep, "alice")
+    os.chmod(sweep / "alice" / "ed25519.pem", 0o644)
+    r = kit("sign", "results", cwd=sweep, env=env)
+    refused(r, "readable by group or others (mode 644)")
+    assert "chmod 600" in r.stderr and not (sweep / ENVELOPE).exists()
+
+
+def test_an_openssh_ed25519_key_signs_and_its_public_key_is_trusted(sweep):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private, public = sweep / "id_ed25519", sweep / "id_ed25519.pub"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                          serialization.NoEncryption()))
+    private.chmod(0o600)
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                     serialization.PublicFormat.OpenSSH))
+    env = {"KIT_KEYS_DIR": str(sweep / "none"), "KIT_NO_CACHE": "1"}
+    assert kit("sign", "results", "--ssh-key", str(private), cwd=sweep, env=env).returncode == 0
+    r = kit("keys", "export", "--ssh-key", str(public), cwd=sweep, env=env)
+    (sweep / "ssh.pub.json").write_text(r.stdout)
+    assert verify_line(sweep, "ssh.pub.json", env)[0] == 0
+
+
+def test_an_encrypted_key_and_a_bad_trusted_keys_file_are_one_line_errors(sweep):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    locked = sweep / "locked.pem"
+    locked.write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.BestAvailableEncryption(b"pw")))
+    locked.chmod(0o600)
+    refused(kit("sign", "results", "--key", str(locked), cwd=sweep), "encrypted with a passphrase")
+    env = signer(sweep, "alice")
+    (sweep / "bad.json").write_text(json.dumps({"keyid": "ab" * 32, "keytype": "ed25519", "scheme": "ed25519",
+                                                "keyval": {"public": json.loads(
+                                                    (sweep / "alice.pub.json").read_text())["keyval"]["public"]}}))
+    refused(kit("verify", EN, "--trusted-keys", "bad.json", cwd=sweep, env=env), "is not the key's own")
+    (sweep / "bad.json").write_text("[]")
+    refused(kit("verify", EN, "--trusted-keys", "bad.json", cwd=sweep, env=env), "no key in it")
+
+
+def test_keys_init_keeps_an_existing_key_and_sign_skips_what_is_signed(sweep):
+    env = signer(sweep, "alice")
+    refused(kit("keys", "init", cwd=sweep, env=env), "a signing key is already there")
+    assert (sweep / "alice" / "ed25519.pem").stat().st_mode & 0o777 == 0o600
+    assert kit("sign", "results", cwd=sweep, env=env).returncode == 0
+    r = kit("sign", "results", cwd=sweep, env=env)
+    assert "0 signed" in r.stdout and "2 already signed" in r.stdout
+    (sweep / EN).with_suffix(".mllog").unlink()
+    r = kit("sign", "results", "--force", cwd=sweep, env=env)
+    assert r.returncode == 1 and f"NOT SIGNED  {Path(EN)}" in r.stdout and "log org__model-a.mllog is missing" in r.stdout
+
+
+@pytest.mark.parametrize("command", [["keys", "init", "--help"], ["sign", "--help"], ["keys", "export", "--help"]])
+def test_the_help_says_what_a_signature_proves(sweep, command):
+    r = kit(*command, cwd=sweep)
+    assert r.returncode == 0 and ("Ed25519" in r.stdout or "signature" in r.stdout.lower())

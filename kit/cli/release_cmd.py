@@ -20,10 +20,13 @@ from kit.cli.outcome import Outcome, render
 @click.option("--license", "license_id", default="mit", show_default=True,
               help="The card's licence id (Hub front matter) for the results.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT when it is a release kit wrote before, unchanged since.")
+@click.option("--public-keys", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
+              help="The public keys that signed the results (kit keys export: one or a JSON list): shipped as keys.json, "
+                   "and every signed result must verify under them.")
 @common.unpinned_option
 @common.json_option
 def release(results: Path, output: Path, roster: Path, benchmark: Path | None, name: str | None, license_id: str,
-            force: bool, allow_unpinned: bool, as_json: bool) -> None:
+            force: bool, public_keys: Path | None, allow_unpinned: bool, as_json: bool) -> None:
     """Write a release folder the way lrb publishes one, from a results tree.
 
     \b
@@ -34,7 +37,9 @@ def release(results: Path, output: Path, roster: Path, benchmark: Path | None, n
       leaderboard.csv ...  the report (as `kit report` writes it)
       data/train.csv       one row per item per run-language (gold, prediction, score)
       <language>/<run>.json  lrb's own result files (as `kit export lrb` writes them)
-      checkpoints/         kit's checkpoints and logs, for `kit reproduce`
+      checkpoints/         kit's checkpoints, logs and signed statements (kit sign),
+                           for `kit reproduce` and `kit verify --trusted-keys`
+      keys.json            with --public-keys: the signers' public keys
       REPRODUCE.md         the reviewer's guide
 
     With a roster (roster.toml here, or --roster) the expected pairs are the planned
@@ -58,8 +63,13 @@ def release(results: Path, output: Path, roster: Path, benchmark: Path | None, n
     elif benchmark is not None:
         project = load_project(None, benchmark, roster_required=False)
     runs = list(project.roster.run) if project is not None else None
+    keys = None
+    if public_keys is not None:
+        from kit.results.signing import load_trusted_keys
+
+        keys = load_trusted_keys(public_keys)
     done = build_release(results, output, benchmark=project.benchmark if project is not None else None, runs=runs,
-                         name=name, license_id=license_id, force=force)
+                         name=name, license_id=license_id, force=force, public_keys=keys)
     render(Outcome("release", done.as_dict(), _lines(output, done)), as_json)
 
 

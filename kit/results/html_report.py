@@ -156,7 +156,7 @@ def _result_page(record: CheckpointRecord, parts: HtmlParts, links: PageLinks, v
     flat = dict(flatten(provenance)) if isinstance(provenance, dict) else {}
     body = [table(("run", keys.LANGUAGE, "file"), [[record.run, Cell(link(links.language(record.language) or links.index(),
                                                                           record.language)), record.name]]),
-            parts.results.get(record.name, ""), _compliance(record)]
+            parts.results.get(record.name, ""), _compliance(record), _signature(record)]
     body.append("<h2>Reproduce</h2>\n<p>From the folder <code>kit report</code> ran in (REPRODUCE.md, section 4); "
                 "a result out of its workspace also needs <code>--benchmark DIR --weights DIR</code>:</p>\n"
                 f"<pre>{esc(shlex.join(['kit', 'reproduce', str(record.path)]))}</pre>\n")
@@ -174,6 +174,23 @@ def _result_page(record: CheckpointRecord, parts: HtmlParts, links: PageLinks, v
     if record.notices:
         body.append("<h2>Notices</h2>\n<ul>\n" + "".join(f"<li>{esc(n)}</li>\n" for n in record.notices) + "</ul>\n")
     return page(f"{record.run} [{record.language}]", "".join(body), nav)
+
+
+def _signature(record: CheckpointRecord) -> str:
+    """Whether the result carries a signed statement (kit sign), as its envelope says; the report has no
+    trusted keys, so it says how to check it."""
+    from kit.results.attest import signed_notice
+    from kit.results.store import envelope_path
+
+    head = "<h2>Signature</h2>\n"
+    where = envelope_path(record.path)
+    if not where.is_file():
+        return head + "<p>Unsigned: no signed statement beside the checkpoint (<code>kit sign</code> makes one).</p>\n"
+    said = signed_notice(record.path) or "an envelope whose statement could not be read"
+    check = shlex.join(["kit", "verify", str(record.path), "--trusted-keys", "KEYS.json"])
+    return head + (f"<p>{esc(said)}, in <code>{esc(where.name)}</code>; not checked here: check it against the "
+                   f"signer's public key with</p>\n<pre>{esc(check)}</pre>\n<p class=\"note\">A signature proves who "
+                   "published a result and that it has not changed since, not that the computation was honest.</p>\n")
 
 
 def _compliance(record: CheckpointRecord) -> str:

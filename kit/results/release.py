@@ -6,7 +6,9 @@ RELEASE/
   leaderboard.csv ...    kit's report of the complete checkpoints (kit.results.report.write_report)
   data/train.csv         one row per item per run-language: ids, gold, prediction, score
   <language>/<run>.json  lrb's own result files (kit.results.kinds.lrb.export)
-  checkpoints/           kit's checkpoints and :::MLLOG logs as written, for `kit reproduce`
+  checkpoints/           kit's checkpoints, :::MLLOG logs and signed statements as written, for `kit reproduce`
+                         and `kit verify checkpoints --trusted-keys keys.json`
+  keys.json              the signers' public keys (kit release --public-keys)
   REPRODUCE.md           kit's reviewer guide, when kit runs from its source tree
   .kit-output.json       what kit wrote (hidden: never published), so --force replaces only a release
 
@@ -40,6 +42,8 @@ from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text
 ITEM_COLUMNS = ("run", "model_id", "language", "item_id", "expected", "predicted", "correct", "score_yes",
                 "parse_mode", "truncated")
 _REPRODUCE_GUIDE = Path(__file__).resolve().parents[2] / "REPRODUCE.md"
+# the public keys of a release's signers (kit release --public-keys), what a reviewer verifies it with
+KEYS_FILE = "keys.json"
 
 
 @dataclass
@@ -59,9 +63,12 @@ class ReleaseOutcome:
 
 
 def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: list[Any] | None = None,
-                  name: str | None = None, license_id: str = "mit", force: bool = False) -> ReleaseOutcome:
+                  name: str | None = None, license_id: str = "mit", force: bool = False,
+                  public_keys: list[Any] | None = None) -> ReleaseOutcome:
     """Write the release folder of RESULTS to RELEASE. `benchmark` (a loaded lrb benchmark) gives the prompt
-    texts; `runs` (roster runs) the planned pairs; without them, every run found times every language found."""
+    texts; `runs` (roster runs) the planned pairs; without them, every run found times every language found.
+    Each checkpoint's signed statement (kit sign) goes with it; with `public_keys` (the signers' keys,
+    shipped as keys.json) every signed result must verify under them, or nothing is written."""
     results, release = Path(results), Path(release)
     _check_places(results, release, force)
     states, planned = _read_states(results, benchmark, runs)
@@ -72,12 +79,18 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
     _refuse_links(complete)
     datas = {s.path: json.loads(s.path.read_text(encoding="utf-8")) for s in complete}
     _refuse_edited(complete, datas)
+    signatures = _signatures(complete, public_keys)
     prompts = _prompts(datas, benchmark, results)
     covered = coverage(states)
     done = all(c.done for c in covered)
     title = name or (getattr(benchmark, "name", None) if benchmark is not None else None) or results.resolve().name
     with write_output(release, "release", force=force, inputs=[results]) as out:
-        _fill(out.stage, results, complete, datas, prompts, covered, done, planned, title, license_id, benchmark, runs)
+        if public_keys is not None:   # first, so that the card's list of files names it
+            from kit.results.signing import public_dict
+
+            write_text_atomic(out.stage / KEYS_FILE, json.dumps([public_dict(k) for k in public_keys], indent=2) + "\n")
+        _fill(out.stage, results, complete, datas, prompts, covered, done, planned, title, license_id, benchmark, runs,
+              signatures)
         files = sorted(p.relative_to(out.stage).as_posix() for p in out.stage.rglob("*") if p.is_file())
     left = {str(s.path): list(s.reasons) for s in states if s.state == PairState.STALE}
     return ReleaseOutcome(release, files, done, covered, left)
@@ -139,6 +152,27 @@ def _refuse_edited(complete: list[Any], datas: dict[Path, dict]) -> None:
                           fix="rerun the pair (kit shard --force), or restore the file its job wrote, then release again")
 
 
+def _signatures(complete: list[Any], public_keys: list[Any] | None) -> dict[Path, str]:
+    """How each checkpoint is signed, as the card says it; with `public_keys`, a ConfigError for the first
+    signed one whose signature or statement does not verify under them (none is shipped that would fail)."""
+    from kit.results.attest import signature_reasons, signed_notice
+    from kit.results.store import envelope_path
+
+    out = {}
+    for s in complete:
+        if not envelope_path(s.path).is_file():
+            out[s.path] = "unsigned"
+            continue
+        if public_keys is not None:
+            reasons = signature_reasons(s.path, public_keys)
+            if reasons:
+                raise ConfigError(f"{s.path}: {reasons[0]}", fix="sign it again (kit sign --force) or pass the key that "
+                                                                 "signed it with --public-keys, then release again")
+        note = signed_notice(s.path) or "signed (its statement could not be read)"
+        out[s.path] = note + ("" if public_keys is not None else " (not checked: no --public-keys given)")
+    return out
+
+
 def _prompts(datas: dict[Path, dict], benchmark: Any, results: Path) -> list[CardPrompt]:
     """Every prompt the checkpoints used, read from the benchmark folder and matched by sha256."""
     wanted: dict[str, tuple[str, set[str]]] = {}
@@ -170,11 +204,11 @@ def _prompts(datas: dict[Path, dict], benchmark: Any, results: Path) -> list[Car
 
 def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict], prompts: list[CardPrompt],
           covered: list[Coverage], done: bool, planned: bool, title: str, license_id: str, benchmark: Any,
-          runs: list[Any] | None) -> None:
+          runs: list[Any] | None, signatures: dict[Path, str]) -> None:
     """Write every file of the release into the empty folder `tmp`."""
     from kit.results.kinds.lrb.export import lrb_bytes, lrb_result
     from kit.results.report import write_report
-    from kit.results.store import checkpoint_path
+    from kit.results.store import checkpoint_path, envelope_path
 
     expect = None
     if benchmark is not None and runs:
@@ -193,8 +227,8 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
         # made durable together when the folder is renamed into place (kit.files.replace_folder)
         write_bytes_atomic(checkpoint_path(tmp, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]),
                            lrb_bytes(s.path, lrb), durable=False)   # a value JSON cannot hold: a one-line error
-        for source in (s.path, s.path.with_suffix(".mllog")):
-            if source.is_file():
+        for source in (s.path, s.path.with_suffix(".mllog"), envelope_path(s.path)):
+            if source.is_file() and not source.is_symlink():
                 write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes(),
                                    durable=False)
     write_text_atomic(tmp / VIEWER_FILE, _items_csv(complete, datas))
@@ -205,7 +239,7 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
     status_line = ("Complete snapshot." if done else
                    "Snapshot in progress, not the final release (see `SNAPSHOT_STATUS.md`).")
     pairs = [CardPair(s.pair.run, s.pair.language, datas[s.path][keys.METADATA], datas[s.path][keys.METRICS],
-                      datas[s.path].get(keys.PROVENANCE) or {}) for s in complete]
+                      datas[s.path].get(keys.PROVENANCE) or {}, signatures.get(s.path, "unsigned")) for s in complete]
     languages = {s.pair.language for s in complete}
     top = {"README.md", *(p.name + ("/" if p.is_dir() else "") for p in tmp.iterdir() if p.name not in languages)}
     listed = [*sorted(top - {"data/"}), VIEWER_FILE, "<language>/<run>.json"]

@@ -25,6 +25,7 @@ class CardPair:
     metadata: Mapping[str, Any]
     metrics: Mapping[str, Any]
     provenance: Mapping[str, Any]
+    signed: str = "unsigned"   # how its checkpoint is signed (kit.results.release._signatures)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ def dataset_card(name: str, license_id: str, pairs: Sequence[CardPair], prompts:
         _by_language(pairs, languages),
         _prompts(prompts),
         _reproducibility(pairs, reproduce_guide),
+        _signatures(pairs),
         "## Files\n\n" + "\n".join(f"- {md_code(f)}" for f in files) + "\n",
     ]
     return "\n".join(part for part in parts if part)
@@ -153,6 +155,21 @@ def _reproducibility(pairs: Sequence[CardPair], reproduce_guide: bool) -> str:
         f"To rerun one result in its pinned image and compare, follow {guide}:\n",
         "```bash\nkit reproduce checkpoints/<language>/<run>.json   # REPRODUCED, WITHIN TOLERANCE or DIFFERENT\n```\n",
         "Exact equality is expected only on the same GPU model, runtime and batch mode.\n",
+    ])
+
+
+def _signatures(pairs: Sequence[CardPair]) -> str:
+    """The card's section saying which results are signed, by which key, and how to check them offline."""
+    signed = sum(p.signed != "unsigned" for p in pairs)
+    rows = [[md_code(p.run), md_code(p.language), p.signed] for p in sorted(pairs, key=lambda p: (p.run, p.language))]
+    return "\n".join([
+        "## Signatures\n",
+        f"{signed} of {len(pairs)} results carry a signed in-toto statement (`checkpoints/<language>/<run>.intoto.jsonl`: "
+        "the checkpoint and its log by sha256, in a DSSE envelope). A signature proves who published a result and "
+        "that it has not changed since, not that the computation was honest (`kit reproduce` reruns it). Check them "
+        "offline with the signers' public keys (`keys.json`, when the release carries it):\n",
+        "```bash\nkit verify checkpoints --trusted-keys keys.json\n```\n",
+        _table(["run", "language", "signature"], rows),
     ])
 
 

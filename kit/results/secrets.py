@@ -35,6 +35,7 @@ from typing import IO, Any
 from urllib.parse import unquote
 
 from kit.errors import ConfigError
+from kit.results.store import ENVELOPE_SUFFIX
 
 CHUNK = 16 << 20         # a file is scanned in blocks of this size...
 OVERLAP = 64 << 10       # ...each overlapping the one before, so a secret across a border is seen whole
@@ -102,11 +103,48 @@ def _safe_name(name: str) -> str:
 
 
 def scan_file(path: Path, rel: str) -> list[Finding]:
-    """Findings in one file's content, archives unpacked (a ConfigError past UNPACKED_LIMIT)."""
+    """Findings in one file's content, archives unpacked (a ConfigError past UNPACKED_LIMIT); a signed
+    statement kit wrote (a DSSE envelope, kit.results.attest) is scanned as envelope_text gives it."""
     budget = [UNPACKED_LIMIT]
     shown = safe_path(rel)
+    if rel.endswith(ENVELOPE_SUFFIX) and os.path.getsize(path) <= CHUNK:
+        text = envelope_text(Path(path).read_bytes())
+        if text is not None:
+            return list(_scan_blocks(io.BytesIO(text.encode("utf-8", "surrogatepass")), shown, shown, None))
     with open(path, "rb") as fh:
         return list(_scan_stream(fh, shown, shown, 0, budget))
+
+
+# the length of an Ed25519 signature, the only kind kit signs with (kit.results.signing)
+_SIGNATURE_BYTES = 64
+
+
+def envelope_text(body: bytes) -> str | None:
+    """The text of a DSSE envelope to scan, or None when `body` is not one in kit's form: the envelope
+    with each signature left out, then its payload decoded. A signature is public by design and as random
+    as a key, so the entropy detector would take it for one; only an Ed25519 signature (64 bytes, not
+    text) is left out: anything else in its place is scanned as the rest is."""
+    import json
+
+    try:
+        envelope = json.loads(body)
+        payload = base64.b64decode(envelope["payload"], validate=True)
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return None
+    signatures = envelope.get("signatures") if isinstance(envelope, dict) else None
+    if set(envelope) != {"payload", "payloadType", "signatures"} or not isinstance(signatures, list):
+        return None
+    for item in signatures:
+        if not isinstance(item, dict) or set(item) != {"keyid", "sig"} or not isinstance(item["sig"], str):
+            return None
+        try:
+            raw = base64.b64decode(item["sig"], validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        if len(raw) != _SIGNATURE_BYTES or len(_PRINTABLE.findall(raw)) >= 0.9 * len(raw):
+            return None
+    shown = {**envelope, "payload": "", "signatures": [{"keyid": i["keyid"], "sig": ""} for i in signatures]}
+    return json.dumps(shown, ensure_ascii=False) + "\n" + payload.decode("utf-8", "replace")
 
 
 def refuse_secrets(findings: list[Finding], folder: Path) -> None:

@@ -33,6 +33,7 @@ from kit.worker.jobinfo import job_info
 from kit.worker.kinds import worker_kind
 from kit.worker.kinds.base import Engine, PairInput, PairRunner
 from kit.worker.mllog import PairLog
+from kit.worker.signing import sign_in_job
 from kit.worker.record import pair_metadata
 from kit.worker.signals import Terminated
 from kit.worker.system import system_description, write_system_description
@@ -286,4 +287,5 @@ def _run_pair(runner: PairRunner, run: Run, language: str, benchmark: Dataset, r
         # pending and reruns), never a checkpoint whose log lacks its run_stop
         log.commit()
         write_bytes_atomic(path, text)
-    progress(f"{run.name} [{language}]: {out.summary} in {out.speed['duration_seconds']:.1f}s -> {path}")
+    signed = sign_in_job(path, ckpt)
+    progress(f"{run.name} [{language}]: {out.summary} in {out.speed['duration_seconds']:.1f}s -> {path}; {signed}")

@@ -85,6 +85,37 @@ def test_worker_is_deterministic_and_keeps_invalid_files(first_demo, demo_env):
     assert json.loads(path.read_text())["predictions"] == a["predictions"]
 
 
+def test_a_job_signs_what_it_wrote_when_it_can_reach_a_key(first_demo, demo_env, tmp_path):
+    """kit shard (the host runtime's worker) with KIT_SIGNING_KEY_PATH: each pair signed "by the job that
+    wrote it", verified against the key's public half; without the variable, unsigned and said so; a
+    key others can read leaves the pair written and unsigned, saying why."""
+    import base64
+    import os
+
+    root, env = demo_env
+    env = {**env, "HF_HUB_CACHE": str(root / "cache" / f"demo-{DEMO_VERSION}" / "hub"), "KIT_KEYS_DIR": str(tmp_path)}
+    demo = root / "kit-demo"
+    assert kit("keys", "init", cwd=demo, env=env).returncode == 0
+    (tmp_path / "pub.json").write_text(kit("keys", "export", cwd=demo, env=env).stdout)
+    args = ("shard", "--model", "kit-demo/tiny-llama", "--languages", "en")
+    r = kit(*args, "--results", "signed", cwd=demo, env={**env, "KIT_SIGNING_KEY_PATH": str(tmp_path / "ed25519.pem")})
+    assert r.returncode == 0 and "signed by the job with key" in r.stdout + r.stderr, r.stdout + r.stderr
+    envelope = json.loads((demo / "signed/en/kit-demo__tiny-llama.intoto.jsonl").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    assert statement["predicate"]["signing"]["signed"] == "by the job that wrote it"
+    provenance = json.loads((demo / "signed/en/kit-demo__tiny-llama.json").read_text())["provenance"]
+    assert statement["predicate"]["provenance"] == provenance and provenance["model"]["revision"]
+    r = kit("verify", "signed", "--trusted-keys", str(tmp_path / "pub.json"), cwd=demo, env=env)
+    assert r.returncode == 0 and "signed by the job that wrote it" in r.stdout, r.stdout
+    r = kit(*args, "--results", "unsigned", cwd=demo, env=env)
+    assert r.returncode == 0 and "unsigned (KIT_SIGNING_KEY_PATH not set" in r.stdout + r.stderr
+    assert not (demo / "unsigned/en/kit-demo__tiny-llama.intoto.jsonl").exists()
+    os.chmod(tmp_path / "ed25519.pem", 0o644)
+    r = kit(*args, "--results", "loose", cwd=demo, env={**env, "KIT_SIGNING_KEY_PATH": str(tmp_path / "ed25519.pem")})
+    assert r.returncode == 0 and "unsigned (" in r.stdout + r.stderr and "chmod 600" in r.stdout + r.stderr
+    assert (demo / "loose/en/kit-demo__tiny-llama.json").is_file()
+
+
 def test_readme_release_block_runs_on_the_demo(first_demo, demo_env):
     """README's "Release and publish" commands, as written, after `kit demo` (the fast tier skips them)."""
     import re

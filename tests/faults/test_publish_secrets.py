@@ -155,3 +155,36 @@ def test_an_archive_that_cannot_be_unpacked_is_one_line(release):
     good = _zip("notes.txt", "".join(map(str, range(5000))).encode())   # a few KiB of deflated data
     (release / "data" / "broken.zip").write_bytes(good[:100] + b"\xff" * 200 + good[300:])
     refused(publish(release), "broken.zip", "cannot unpack")
+
+
+def _envelope(release: Path, statement: dict, sig: bytes | None = None) -> Path:
+    """A signed statement as kit sign writes it (a real Ed25519 signature unless `sig` is given)."""
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import CryptoSigner
+
+    envelope = Envelope(json.dumps(statement).encode(), "application/vnd.in-toto+json", {})
+    envelope.sign(CryptoSigner.generate_ed25519())
+    body = envelope.to_dict()
+    if sig is not None:
+        body["signatures"][0]["sig"] = base64.b64encode(sig).decode()
+    path = release / "checkpoints" / "en" / "org__tiny.intoto.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body) + "\n")
+    return path
+
+
+def test_a_signed_statement_goes_up_and_a_credential_inside_it_does_not(release):
+    statement = {"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "en/org__tiny.json",
+                 "digest": {"sha256": "3f" * 32}}], "predicate": {"signing": {"keyid": "ab" * 32}}}
+    _envelope(release, statement)
+    r = publish(release)
+    assert r.returncode == 0, r.stdout + r.stderr   # the signature's entropy is no credential
+    statement["predicate"]["note"] = f"token {HF}"
+    _envelope(release, statement)
+    refused(publish(release), "org__tiny.intoto.jsonl")
+    # a credential in a signature's place, or a signature of another length, is scanned as any text
+    del statement["predicate"]["note"]
+    _envelope(release, statement, sig=HF.encode().ljust(64, b"0"))
+    refused(publish(release), "org__tiny.intoto.jsonl")
+    _envelope(release, statement, sig=bytes(range(200, 256)) * 2)
+    refused(publish(release), "org__tiny.intoto.jsonl")

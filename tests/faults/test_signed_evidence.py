@@ -177,3 +177,38 @@ def test_keys_init_keeps_an_existing_key_and_sign_skips_what_is_signed(sweep):
 def test_the_help_says_what_a_signature_proves(sweep, command):
     r = kit(*command, cwd=sweep)
     assert r.returncode == 0 and ("Ed25519" in r.stdout or "signature" in r.stdout.lower())
+
+
+def test_a_release_carries_the_signatures_and_verifies_offline_from_its_own_folder(sweep):
+    env = signer(sweep, "alice")
+    assert kit("sign", "results", cwd=sweep, env=env).returncode == 0
+    r = kit("release", "results", "-o", "release", "--public-keys", "alice.pub.json", cwd=sweep, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    release = sweep / "release"
+    assert (release / "checkpoints" / "en" / "org__model-a.intoto.jsonl").is_file()
+    card = (release / "README.md").read_text(encoding="utf-8")
+    assert "## Signatures" in card and "2 of 2 results carry a signed in-toto statement" in card
+    assert "signed after the fact by key" in card and "not checked" not in card and "- `keys.json`" in card
+    # a reviewer with nothing but kit and the release folder
+    r = kit("verify", "checkpoints", "--trusted-keys", "keys.json", cwd=release, env=env)
+    assert r.returncode == 0 and "2 verified, 0 failed" in r.stdout, r.stdout
+    # the signatures' entropy is no credential: the release goes up, envelopes and keys with it
+    r = kit("publish", "me/results", "release", "--dry-run", "--json", cwd=sweep, env=env)
+    assert r.returncode == 0, r.stderr
+    assert {"keys.json", "checkpoints/en/org__model-a.intoto.jsonl"} <= set(json.loads(r.stdout)["data"]["files"])
+    # the report's result page says it is signed, and how to check it
+    r = kit("report", "results", "-o", "report", cwd=sweep, env=env)
+    pages = "".join(p.read_text(encoding="utf-8") for p in (sweep / "report" / "pages").glob("result-*.html"))
+    assert "<h2>Signature</h2>" in pages and "signed after the fact by key" in pages and "--trusted-keys" in pages
+
+
+def test_a_release_refuses_a_signature_that_does_not_verify(sweep):
+    env, other = signer(sweep, "alice"), signer(sweep, "mallory")
+    assert kit("sign", "results", cwd=sweep, env=other).returncode == 0
+    r = kit("release", "results", "-o", "release", "--public-keys", "alice.pub.json", cwd=sweep, env=env)
+    refused(r, "not signed by a trusted key")
+    assert not (sweep / "release").exists()
+    # without --public-keys the envelopes travel, said unchecked
+    r = kit("release", "results", "-o", "release", cwd=sweep, env=env)
+    assert r.returncode == 0 and "not checked: no --public-keys given" in (sweep / "release" / "README.md").read_text()
+    assert not (sweep / "release" / "keys.json").exists()

@@ -76,7 +76,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     image_ids = frozenset(img.image_id for img in load_lock(images_lock).images.values())
     trusted = None
     if trusted_keys is not None:
-        from kit.results.signing import load_trusted_keys
+        from kit.signing import load_trusted_keys
 
         trusted = load_trusted_keys(trusted_keys)
     inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids, weights, trusted)

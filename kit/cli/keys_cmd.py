@@ -36,7 +36,7 @@ def init(force: bool, folder: Path | None, as_json: bool) -> None:
     Example:
       kit keys init && kit keys export > my-key.pub.json
     """
-    from kit.results.signing import PUBLIC_FILE, init_key, load_signing_key
+    from kit.signing import PUBLIC_FILE, init_key, load_signing_key
 
     private = init_key(folder, force=force)
     key = load_signing_key(private)
@@ -61,7 +61,7 @@ def export(ssh_public: Path | None, folder: Path | None, as_json: bool) -> None:
       kit keys export > my-key.pub.json
       kit keys export --ssh-key ~/.ssh/id_ed25519.pub
     """
-    from kit.results.signing import KEY_FILE, key_folder, load_signing_key, public_dict, public_of_ssh
+    from kit.signing import KEY_FILE, key_folder, load_signing_key, public_dict, public_of_ssh
 
     if ssh_public:
         data = public_of_ssh(ssh_public)

@@ -65,7 +65,7 @@ def release(results: Path, output: Path, roster: Path, benchmark: Path | None, n
     runs = list(project.roster.run) if project is not None else None
     keys = None
     if public_keys is not None:
-        from kit.results.signing import load_trusted_keys
+        from kit.signing import load_trusted_keys
 
         keys = load_trusted_keys(public_keys)
     done = build_release(results, output, benchmark=project.benchmark if project is not None else None, runs=runs,

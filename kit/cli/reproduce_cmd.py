@@ -32,16 +32,22 @@ from kit.cli.outcome import Outcome, render
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=Path("reproduce"), show_default=True,
               help="Folder for the verdict (reproduce-<run>-<lang>.md and .json), beside earlier ones; one holding "
                    "files kit did not write is refused.")
+@click.option("--trusted-keys", type=click.Path(path_type=Path, dir_okay=False, exists=True), default=None,
+              help="Require the image's provenance statements (kit images build/convert) to be signed by one of "
+                   "these public keys (JSON from kit keys export), and to be there.")
 @common.json_option
 def reproduce(result: Path, runtime: str | None, image: str | None, image_dirs: tuple[Path, ...], images_lock: Path,
               allow_other_image: bool, benchmark: Path | None, weights: Path | None, batch_size: int | None,
-              tolerance: str | None, against: Path | None, output: Path, as_json: bool) -> None:
+              tolerance: str | None, against: Path | None, output: Path, trusted_keys: Path | None,
+              as_json: bool) -> None:
     """Rerun one result in the same pinned image and say whether it reproduced.
 
     Resolves the recorded image (a local Docker image with the recorded id, or a SIF/sqsh
     whose sha256 matches; a mismatch is refused unless --allow-other-image), the model
     snapshot at the recorded revision (weight sha256 checked) and the dataset file (digest
-    checked); reruns exactly that pair with the recorded settings; compares. A result inside a
+    checked); checks the image's provenance statements when it has them (a SIF's names its
+    sha256 and the image, the build's the image and its lock; --trusted-keys: signed by one of
+    those keys, and required); reruns exactly that pair with the recorded settings; compares. A result inside a
     kit workspace (a roster.toml above its results folder, as `kit run` and `kit demo` leave
     it) reruns on that roster's benchmark and the weights of the site it ran at, unless
     --benchmark and --weights say otherwise.
@@ -64,9 +70,14 @@ def reproduce(result: Path, runtime: str | None, image: str | None, image_dirs: 
     from kit.repro.reproduce import RerunOptions, reproduce
 
     dirs = tuple(image_dirs) or (Path(os.environ.get("KIT_IMAGES_DIR", "build/images")),)
+    keys = None
+    if trusted_keys is not None:
+        from kit.signing import load_trusted_keys
+
+        keys = load_trusted_keys(trusted_keys)
     options = RerunOptions(runtime=runtime, image=image, image_dirs=dirs, images_lock=images_lock,
                            allow_other_image=allow_other_image, benchmark=benchmark, weights=weights,
-                           batch_size=batch_size)
+                           batch_size=batch_size, trusted_keys=keys)
     done = reproduce(result, options, parse_tolerance(tolerance), output, against=against, say=common.say)
     render(Outcome("reproduce", done.data, _lines(done), failed=done.comparison.verdict == DIFFERENT), as_json)
 
@@ -81,4 +92,6 @@ def _lines(done):
         yield f"  setting differs from the record: {line}"
     if not done.resolved.matches_record:
         yield f"  image: {done.resolved.note}"
+    if done.resolved.provenance:
+        yield f"  image provenance: {done.resolved.provenance}"
     yield f"verdict: {done.files[1]}\n         {done.files[0]}"

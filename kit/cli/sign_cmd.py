@@ -34,7 +34,7 @@ def sign(results: Path, key_file: Path | None, ssh_key: Path | None, force: bool
       kit sign results --ssh-key ~/.ssh/id_ed25519
     """
     from kit.results.sign import sign_tree
-    from kit.results.signing import load_signing_key
+    from kit.signing import load_signing_key
 
     key = load_signing_key(key_file, ssh_key)
     done = sign_tree(common.results_folder(results), key, force=force)

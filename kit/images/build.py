@@ -11,10 +11,12 @@ from pathlib import Path
 import kit
 from kit.errors import ConfigError, ImageError
 from kit.images import engine
+from kit.images.attest import build_attestation_path, build_statement, write_attestation
 from kit.images.built import GPU_ARCHS_LABEL, BuiltImage, ImagesLock, host_lock, update_lock
 from kit.images.context import write_context
 from kit.images.progress import Progress
 from kit.images.spec import Target, input_sha256, kit_commit
+from kit.signing import signing_key_for_tools
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,8 @@ def _drop_build_stages(image_id: str, seen: list[str], progress: Progress, *, bu
 def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
     """Build the image, record it in the lock of built images, and return the record."""
     commit = kit_commit(t.root)
+    started = datetime.now(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    key = signing_key_for_tools()   # before the build: an unusable key is refused before an hour's work
     args = build_args(t, opts, commit)
     preflight(t, args["BASE_IMAGE"])
     progress = Progress(f"kit images build {t.name}" + (f" --variant {t.variant}" if t.variant else "")
@@ -155,5 +159,9 @@ def build(t: Target, opts: BuildOptions, lock_path: Path) -> BuiltImage:
         lock.images[t.name] = record
 
     update_lock(lock_path, change)
-    progress.done(f"built {t.tag} {image_id[:19]} ({(attrs.get('Size') or 0) / 1e6:.0f} MB), recorded in {lock_path}")
+    said = write_attestation(build_attestation_path(lock_path, t.name),
+                             build_statement(record, t.spec.dockerfile, t.spec.lock, started), key)
+    progress.done(f"built {t.tag} {image_id[:19]} ({(attrs.get('Size') or 0) / 1e6:.0f} MB), recorded in {lock_path}; "
+                  f"{said}")
     return record
+

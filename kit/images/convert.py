@@ -10,10 +10,12 @@ from pathlib import Path
 from kit.errors import ConfigError, ImageError
 from kit.files import file_sha256
 from kit.images import engine
+from kit.images.attest import artifact_attestation_path, artifact_statement, write_attestation
 from kit.images.built import Artifact, BuiltImage, ImagesLock, update_lock
 from kit.images.progress import Progress
 from kit.images.sif import build_sif
 from kit.images.sqsh import build_sqsh
+from kit.signing import signing_key_for_tools
 
 FORMS = ("sif", "sqsh")
 
@@ -62,6 +64,7 @@ def convert(built: BuiltImage, forms: tuple[str, ...], out_dir: Path, lock_path:
     """Make each artifact form in out_dir (unless it is up to date and not forced), record it in the
     lock, and return the records."""
     engine.image_attrs(built.image_id)  # fails early, naming the fix, if the image is gone
+    key = signing_key_for_tools()
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     made: dict[str, Artifact] = {}
@@ -79,7 +82,8 @@ def convert(built: BuiltImage, forms: tuple[str, ...], out_dir: Path, lock_path:
         made[form] = Artifact(file=dest.name, sha256=file_sha256(dest), bytes=dest.stat().st_size,
                               made_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
                               image_id=built.image_id, tool=tool)
-        progress.done(f"{dest.name} sha256 {made[form].sha256[:16]} ({made[form].bytes / 1e6:.0f} MB)")
+        said = write_attestation(artifact_attestation_path(dest), artifact_statement(built, form, made[form], dest), key)
+        progress.done(f"{dest.name} sha256 {made[form].sha256[:16]} ({made[form].bytes / 1e6:.0f} MB); {said}")
 
     def change(lock: ImagesLock) -> None:
         """Record the artifacts, unless the image was rebuilt meanwhile."""

@@ -34,6 +34,7 @@ class RerunOptions:
     benchmark: Path | None = None
     weights: Path | None = None
     batch_size: int | None = None
+    trusted_keys: list[Any] | None = None   # the public keys the image's provenance statements must be signed by
 
 
 @dataclass(frozen=True)
@@ -74,14 +75,18 @@ def rerun_here(result: Path, recorded: dict[str, Any], options: RerunOptions,
     The benchmark and weights default to those of the sweep the result lies in (its workspace)."""
     from kit.images.built import load_lock
     from kit.repro.rerun import rerun_pair
-    from kit.repro.resolve import check_weights, resolve_benchmark, resolve_image, sweep_inputs
+    from kit.repro.resolve import check_image_provenance, check_weights, resolve_benchmark, resolve_image, sweep_inputs
     from kit.weights.snapshot import resolve_snapshot
 
     meta = recorded[keys.METADATA]
     chosen = options.runtime or RUNTIME_OF_ARTIFACT.get(recorded[keys.PROVENANCE].get(keys.PROV_IMAGE, {}).get(keys.IMAGE_ARTIFACT),
                                                        "host")
-    resolved = resolve_image(recorded, chosen, lock=load_lock(options.images_lock), search=list(options.image_dirs),
+    lock = load_lock(options.images_lock)
+    resolved = resolve_image(recorded, chosen, lock=lock, search=list(options.image_dirs),
                              image=options.image, allow_other=options.allow_other_image)
+    resolved.provenance = check_image_provenance(resolved, lock, options.images_lock, options.trusted_keys,
+                                                 options.allow_other_image)
+    say(f"image provenance: {resolved.provenance}")
     sweep = sweep_inputs(result, recorded)
     bench = resolve_benchmark(recorded, options.benchmark or sweep.benchmark)
     weights = options.weights or sweep.weights

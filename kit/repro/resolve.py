@@ -35,6 +35,7 @@ class ResolvedImage:
     sha256: str | None
     matches_record: bool
     note: str
+    provenance: str = ""       # what its provenance statements say (check_image_provenance)
 
 
 def _docker_image_id(ref: str) -> str | None:
@@ -94,6 +95,40 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
     raise ImageError(f"no .{kind} with the recorded sha256 ({names}) for image {str(digest)[:19]} in "
                      f"{', '.join(map(str, search)) or '(no folder)'}",
                      fix=f"pass --images DIR holding it, or convert the image: kit images convert {backend} --to {kind}")
+
+
+def check_image_provenance(resolved: ResolvedImage, lock: ImagesLock, lock_path: Path,
+                           trusted: list[Any] | None = None, allow_other: bool = False) -> str:
+    """Check the recorded image's provenance statements (kit.images.attest) before it is trusted: a SIF's or
+    sqsh's statement names its sha256 and the image, the build's names the image and the lock file and
+    Dockerfile the lock records; with `trusted` keys each must be signed by one of them. An ImageError
+    when a link does not hold (or, with keys, when a statement is missing), unless `allow_other` (then said);
+    else a line saying what held."""
+    from kit.images.attest import trace_artifact, trace_build
+
+    if resolved.runtime == "host" or not resolved.matches_record or resolved.digest is None:
+        return "not checked: no recorded image is used"
+    built = next((b for b in lock.images.values() if b.image_id == resolved.digest), None)
+    if built is None:
+        if trusted is not None:
+            raise ImageError(f"the images lock {lock_path} has no build of image {resolved.digest[:19]}, so its "
+                             "provenance cannot be checked", fix="pass --images-lock with the lock the image was built "
+                                                                 "with, or leave --trusted-keys out")
+        return f"not checked: {lock_path} does not record image {resolved.digest[:19]}"
+    trace = (trace_artifact(Path(resolved.ref), built, lock_path, trusted) if resolved.runtime != "docker"
+             else trace_build(built, lock_path, trusted))
+    if trace.broken and allow_other:
+        return f"DOES NOT HOLD: {trace.broken[0]} (--allow-other-image)"
+    if trace.broken:
+        raise ImageError(f"the image's provenance does not hold: {trace.broken[0]}",
+                         fix="use the image its statements name (kit images convert again, or pull it again), "
+                             "or pass --allow-other-image to rerun in it anyway")
+    if trace.missing:
+        if trusted is not None:
+            raise ImageError(f"the image's provenance cannot be checked: {trace.missing}",
+                             fix="convert or build it again with a signing key (kit keys init), or leave --trusted-keys out")
+        return f"{'; '.join(trace.held) + '; ' if trace.held else ''}{trace.missing} (made before kit attested images)"
+    return "; ".join(trace.held) + ("; signed by a trusted key" if trusted is not None else "; signatures not checked")
 
 
 def check_weights(result: dict[str, Any], snapshot: Path) -> list[str]:

@@ -23,7 +23,7 @@ def verdict_data(result_path: Path, recorded: dict[str, Any], rerun: dict[str, A
         "metric_deltas": cmp.metric_deltas, "tolerance": vars(tolerance), "bounded": cmp.bounded,
         "differing_items": cmp.differing, "settings_differences": settings_diff,
         "image": {"runtime": image.runtime, "ref": image.ref, "matches_record": image.matches_record,
-                  "note": image.note},
+                  "note": image.note, "provenance": image.provenance},
         "environments": {"recorded": environment(recorded), "rerun": environment(rerun)},
         "note": EXACTNESS_NOTE,
     }

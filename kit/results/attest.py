@@ -1,6 +1,6 @@
 """Signed evidence of a result: an in-toto Statement (v1) whose subjects are a checkpoint and its
 :::MLLOG log by sha256 and whose predicate holds the result's provenance, in a DSSE envelope signed
-with the user's key (kit.results.signing), kept beside the checkpoint as <stem>.intoto.jsonl
+with the user's key (kit.signing), kept beside the checkpoint as <stem>.intoto.jsonl
 (kit.results.store.envelope_path: one envelope, one line).
 
 A signature proves who published a file and that it has not changed since; it does not prove the
@@ -11,8 +11,6 @@ metrics and log were rewritten together passes `kit check` without a signature, 
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,15 +19,12 @@ from typing import Any
 import kit
 from kit.files import file_sha256, write_text_atomic
 from kit.results import keys
-from kit.results.signing import SigningKey
+from kit.signing import STATEMENT_TYPE, SigningKey, envelope_line, open_envelope
 from kit.results.store import envelope_path, mllog_path
 
-PAYLOAD_TYPE = "application/vnd.in-toto+json"
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 RESULT_PREDICATE = "urn:kit-sweep:attestation:result:v1"
 # how a statement says it was signed
 BY_THE_JOB, AFTER_THE_FACT = "by the job that wrote it", "after the fact"
-_MAX_ENVELOPE_BYTES = 16 << 20
 
 
 def subject_name(path: Path) -> str:
@@ -68,14 +63,8 @@ def result_statement(checkpoint: Path, data: Mapping[str, Any], key: SigningKey,
 
 def sign_result(checkpoint: Path, data: Mapping[str, Any], key: SigningKey, *, when: str = AFTER_THE_FACT) -> Path:
     """Sign one checkpoint: its statement in a DSSE envelope signed with `key`, written atomically beside it."""
-    from securesystemslib.dsse import Envelope
-
-    statement = result_statement(checkpoint, data, key, when=when)
-    payload = json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    envelope = Envelope(payload, PAYLOAD_TYPE, {})
-    envelope.sign(key.signer)
     path = envelope_path(checkpoint)
-    write_text_atomic(path, json.dumps(envelope.to_dict(), sort_keys=True, separators=(",", ":")) + "\n")
+    write_text_atomic(path, envelope_line(result_statement(checkpoint, data, key, when=when), key))
     return path
 
 
@@ -85,9 +74,13 @@ def signature_reasons(checkpoint: Path, trusted: Sequence[Any]) -> list[str]:
     file and the field."""
     checkpoint = Path(checkpoint)
     where = envelope_path(checkpoint)
-    statement, reasons = read_statement(where, trusted)
+    if not where.is_file():
+        return [f"unsigned: no {where.name} beside it (kit sign signs a result after the fact)"]
+    statement, reasons = open_envelope(where, trusted)
     if statement is None:
         return reasons
+    if statement.get("predicateType") != RESULT_PREDICATE:
+        return [f"{where.name}: predicateType {statement.get('predicateType')!r} is not {RESULT_PREDICATE!r}"]
     subjects = {s.get("name"): s for s in statement.get("subject") or [] if isinstance(s, Mapping)}
     out = []
     for path in (checkpoint, mllog_path(checkpoint)):
@@ -108,47 +101,14 @@ def signature_reasons(checkpoint: Path, trusted: Sequence[Any]) -> list[str]:
     return out
 
 
-def read_statement(where: Path, trusted: Sequence[Any]) -> tuple[dict[str, Any] | None, list[str]]:
-    """The statement of an envelope file once a trusted key's signature over it verifies, else None and why."""
-    from securesystemslib.dsse import Envelope
-    from securesystemslib.exceptions import VerificationError
-
-    if not where.is_file():
-        return None, [f"unsigned: no {where.name} beside it (kit sign signs a result after the fact)"]
-    try:
-        if where.stat().st_size > _MAX_ENVELOPE_BYTES:
-            return None, [f"{where.name}: larger than {_MAX_ENVELOPE_BYTES >> 20} MiB, not an envelope kit wrote"]
-        envelope = Envelope.from_dict(json.loads(where.read_bytes()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        return None, [f"{where.name}: not a DSSE envelope ({' '.join(str(exc).split())[:100]})"]
-    if envelope.payload_type != PAYLOAD_TYPE:
-        return None, [f"{where.name}: payloadType {envelope.payload_type!r} is not {PAYLOAD_TYPE!r}"]
-    try:
-        envelope.verify(list(trusted), 1)
-    except VerificationError:
-        signers = sorted({s.keyid[:16] for s in envelope.signatures.values()}) or ["no key"]
-        return None, [f"{where.name}: not signed by a trusted key (its signatures: {', '.join(signers)}; "
-                      "an untrusted key, or a payload changed after signing)"]
-    try:
-        statement = json.loads(envelope.payload)
-    except ValueError:
-        return None, [f"{where.name}: its payload is not JSON"]
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
-        return None, [f"{where.name}: its payload is not an in-toto Statement v1 (_type)"]
-    if statement.get("predicateType") != RESULT_PREDICATE:
-        return None, [f"{where.name}: predicateType {statement.get('predicateType')!r} is not {RESULT_PREDICATE!r}"]
-    return statement, []
-
-
 def signed_notice(checkpoint: Path) -> str | None:
     """A short line saying who signed a checkpoint and how (from its verified envelope's statement), for
     an OK line; None when that cannot be read."""
+    statement, _ = open_envelope(envelope_path(checkpoint), None)
     try:
-        raw = json.loads(envelope_path(checkpoint).read_bytes())
-        statement = json.loads(base64.b64decode(raw["payload"]))
         signing = statement["predicate"]["signing"]
         return f"signed {signing['signed']} by key {signing['keyid'][:16]}..."
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
 
 

@@ -86,7 +86,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
     title = name or (getattr(benchmark, "name", None) if benchmark is not None else None) or results.resolve().name
     with write_output(release, "release", force=force, inputs=[results]) as out:
         if public_keys is not None:   # first, so that the card's list of files names it
-            from kit.results.signing import public_dict
+            from kit.signing import public_dict
 
             write_text_atomic(out.stage / KEYS_FILE, json.dumps([public_dict(k) for k in public_keys], indent=2) + "\n")
         _fill(out.stage, results, complete, datas, prompts, covered, done, planned, title, license_id, benchmark, runs,

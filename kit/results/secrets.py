@@ -115,7 +115,7 @@ def scan_file(path: Path, rel: str) -> list[Finding]:
         return list(_scan_stream(fh, shown, shown, 0, budget))
 
 
-# the length of an Ed25519 signature, the only kind kit signs with (kit.results.signing)
+# the length of an Ed25519 signature, the only kind kit signs with (kit.signing)
 _SIGNATURE_BYTES = 64
 
 

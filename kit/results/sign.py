@@ -11,7 +11,7 @@ from kit.results.attest import AFTER_THE_FACT, sign_result
 from kit.results.checkpoint import validate_checkpoint
 from kit.results.evidence import evidence_reasons
 from kit.results.keys import PairState
-from kit.results.signing import SigningKey
+from kit.signing import SigningKey
 from kit.results.store import envelope_path, iter_checkpoint_files
 
 

@@ -18,7 +18,7 @@ KEY_ENV = "KIT_SIGNING_KEY_PATH"
 @lru_cache(maxsize=4)
 def _job_key(value: str) -> tuple[Any, str]:
     """(the signing key or None, why not), read once per job for a KIT_SIGNING_KEY_PATH value."""
-    from kit.results.signing import load_signing_key
+    from kit.signing import load_signing_key
 
     path = Path(value).expanduser()
     try:

@@ -1,4 +1,4 @@
-"""Signed evidence (kit.results.signing, kit.results.attest; `kit keys`, `kit sign`, `--trusted-keys`):
+"""Signed evidence (kit.signing, kit.results.attest; `kit keys`, `kit sign`, `--trusted-keys`):
 a result rewritten consistently after it was signed (answers, metrics and log together, which every
 unsigned check accepts) fails `kit verify --trusted-keys` and `kit check --trusted-keys`, naming it;
 so do a wrong key, a tampered envelope, a statement of another file and an unsigned result; a

@@ -374,3 +374,16 @@ def test_run_preflight_asks_the_docker_engine_for_the_recorded_image_id(built, l
     assert stale.state == "missing" and "another build under that tag" in stale.detail
     (gone,) = check_site_images(site, {NAME: "kit/no-such-image:never"}, lock, dry_run=False)
     assert gone.state == "missing" and "is not in the docker engine of local" in gone.detail
+
+
+def test_the_sif_is_traced_to_its_lock_by_its_attestations(converted, lock_env):
+    """kit images build and convert wrote SLSA provenance statements: the SIF's names its sha256 and the
+    image, the build's names the image and the lock file and Dockerfile the lock records."""
+    from kit.images.attest import artifact_attestation_path, build_attestation_path, trace_artifact
+
+    lock = Path(lock_env["KIT_IMAGES_LOCK"])
+    sif = Path(lock_env["KIT_IMAGES_DIR"]) / converted.artifacts["sif"].file
+    assert artifact_attestation_path(sif).is_file() and build_attestation_path(lock, NAME).is_file()
+    trace = trace_artifact(sif, converted, lock)
+    assert trace.broken == () and trace.missing is None, trace
+    assert sum("as the lock records" in line for line in trace.held) == 2 and len(trace.held) == 5

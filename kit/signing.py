@@ -1,9 +1,11 @@
-"""The keys results are signed with, all offline and in the user's hands: kit's own Ed25519 key pair
-(`kit keys init`: the private key as unencrypted PKCS#8 PEM, mode 600, in the user's config folder)
-or an existing OpenSSH Ed25519 key (Grid'5000 and Slurm users have one on every frontend). Keys are
-read and used through securesystemslib (its CryptoSigner and SSlibKey, on `cryptography`); a public
-key travels as securesystemslib's key dictionary with its keyid, the form `kit keys export` prints
-and a trusted-keys file holds.
+"""Signing and checking signatures, all offline and in the user's hands: the keys (kit's own Ed25519
+key pair, `kit keys init`: the private key as unencrypted PKCS#8 PEM, mode 600, in the user's config
+folder; or an existing OpenSSH Ed25519 key, which Grid'5000 and Slurm users have on every frontend)
+and DSSE envelopes of in-toto statements signed with them. Keys and envelopes are read and made
+through securesystemslib (its CryptoSigner, SSlibKey and dsse.Envelope, on `cryptography`), imported
+when used; a public key travels as securesystemslib's key dictionary with its keyid, the form
+`kit keys export` prints and a trusted-keys file holds. What is signed (a result, an image build, an
+image conversion) is its caller's: kit.results.attest, kit.images.attest.
 
 A private key file that the group or others can read is refused, never used.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,3 +189,75 @@ def _ed25519_key(signer: Any, entry: dict[str, Any]) -> Any:
         raise ValueError(f"keytype {entry.get('keytype')!r}, scheme {entry.get('scheme')!r}; kit signs with ed25519")
     raw = bytes.fromhex(entry["keyval"]["public"])
     return signer.SSlibKey.from_crypto(Ed25519PublicKey.from_public_bytes(raw))
+
+
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+MAX_ENVELOPE_BYTES = 16 << 20
+
+
+def envelope_of(statement: dict[str, Any], key: SigningKey | None) -> dict[str, Any]:
+    """A DSSE envelope of an in-toto statement, signed with `key` (None: no signature, a statement
+    that traces but does not authenticate), as the dictionary its file holds."""
+    try:
+        from securesystemslib.dsse import Envelope
+    except ImportError as exc:
+        raise MissingExtraError("signing and checking signatures", "securesystemslib", "sign") from exc
+    payload = json.dumps(statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    envelope = Envelope(payload, PAYLOAD_TYPE, {})
+    if key is not None:
+        envelope.sign(key.signer)
+    return envelope.to_dict()
+
+
+def envelope_line(statement: dict[str, Any], key: SigningKey | None) -> str:
+    """The text of an envelope file (<name>.intoto.jsonl: one envelope, one line)."""
+    return json.dumps(envelope_of(statement, key), sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def open_envelope(where: Path, trusted: Sequence[Any] | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The in-toto statement of the envelope file `where`, once one of the `trusted` keys' signatures over
+    it verifies (`trusted` None: read without checking any signature); else None and why, each reason
+    naming the file."""
+    try:
+        from securesystemslib.dsse import Envelope
+        from securesystemslib.exceptions import VerificationError
+    except ImportError as exc:
+        raise MissingExtraError("signing and checking signatures", "securesystemslib", "sign") from exc
+    if not where.is_file():
+        return None, [f"unsigned: no {where.name}"]
+    try:
+        if where.stat().st_size > MAX_ENVELOPE_BYTES:
+            return None, [f"{where.name}: larger than {MAX_ENVELOPE_BYTES >> 20} MiB, not an envelope kit wrote"]
+        envelope = Envelope.from_dict(json.loads(where.read_bytes()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return None, [f"{where.name}: not a DSSE envelope ({' '.join(str(exc).split())[:100]})"]
+    if envelope.payload_type != PAYLOAD_TYPE:
+        return None, [f"{where.name}: payloadType {envelope.payload_type!r} is not {PAYLOAD_TYPE!r}"]
+    if trusted is not None:
+        try:
+            envelope.verify(list(trusted), 1)
+        except VerificationError:
+            signers = sorted({s.keyid[:16] for s in envelope.signatures.values()}) or ["none"]
+            return None, [f"{where.name}: not signed by a trusted key (its signatures: {', '.join(signers)}; "
+                          "an untrusted key, or a payload changed after signing)"]
+    try:
+        statement = json.loads(envelope.payload)
+    except ValueError:
+        return None, [f"{where.name}: its payload is not JSON"]
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+        return None, [f"{where.name}: its payload is not an in-toto Statement v1 (_type)"]
+    return statement, []
+
+
+def signing_key_for_tools() -> SigningKey | None:
+    """The key kit's own tools sign their statements with (image builds and conversions): the one
+    KIT_SIGNING_KEY_PATH names, else kit's own when `kit keys init` made one; None when there is none
+    (the statement is then written unsigned). A key that is there but unusable is a ConfigError."""
+    named = os.environ.get("KIT_SIGNING_KEY_PATH", "").strip()
+    if named:
+        path = Path(named).expanduser()
+        ssh = path.is_file() and path.read_bytes()[:35] == b"-----BEGIN OPENSSH PRIVATE KEY-----"
+        return load_signing_key(ssh_key=path) if ssh else load_signing_key(key=path)
+    own = key_folder() / KEY_FILE
+    return load_signing_key(own) if own.exists() else None

@@ -125,4 +125,5 @@ def environment(result: dict[str, Any]) -> dict[str, Any]:
         "cpu": hw.get(keys.HW_CPU), "kit": prov.get(keys.PROV_KIT_VERSION),
         "kit commit": prov.get(keys.PROV_KIT_COMMIT), "torch": pk.get("torch"), "transformers": pk.get("transformers"),
         "batch_size": result.get(keys.METADATA, {}).get(keys.BATCH_SIZE), "dtype": result.get(keys.METADATA, {}).get(keys.DTYPE),
+        "engine env": " ".join(f"{k}={v}" for k, v in sorted((prov.get(keys.PROV_ENGINE_ENV) or {}).items())) or None,
     }

@@ -31,13 +31,24 @@ def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int 
     return "\n".join(lines) + "\n"
 
 
+def recorded_engine_env(result: dict[str, Any]) -> dict[str, str]:
+    """The engine settings the result's job ran with (provenance.engine_env: vLLM's VLLM_* such as its CPU
+    KV-cache size, thread counts), which the rerun gets in any runtime; only string values of names that
+    are environment variable names are taken."""
+    recorded = (result.get(keys.PROVENANCE) or {}).get(keys.PROV_ENGINE_ENV)
+    if not isinstance(recorded, dict):
+        return {}
+    return {k: v for k, v in recorded.items()
+            if isinstance(k, str) and isinstance(v, str) and _ENV_NAME.fullmatch(k) and "\0" not in v}
+
+
 def run_in_image(image: ResolvedImage, kit_args: list[str], binds: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run `kit <kit_args>` in the resolved image (or on the host); (exit status, output)."""
     if image.runtime == "host":
         # the host's engine settings (vLLM's CPU KV-cache size, the visible GPUs) carry over
         kept = {k: v for k, v in os.environ.items()
                 if k in ("PATH", "HOME", "LANG", "USER", "CUDA_VISIBLE_DEVICES") or k.startswith("VLLM_CPU_")}
-        run_env = {**kept, **env}
+        run_env = {**kept, **env}   # the recorded engine settings (in env) win over this machine's
         proc = subprocess.run([sys.executable, "-m", "kit", *kit_args], capture_output=True, text=True, env=run_env,
                               timeout=3600)
         return proc.returncode, proc.stdout + proc.stderr
@@ -68,7 +79,8 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
                 "--force"]
     if not meta.get(keys.MODEL_REVISION):
         kit_args.append("--allow-unpinned")
-    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    env = {**recorded_engine_env(result),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
            "TRANSFORMERS_VERBOSITY": "error", "KIT_RUNTIME": image.runtime}
     if weights:
         env["HF_HUB_CACHE"] = str(Path(weights).resolve())
@@ -96,6 +108,7 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
     return json.loads(path.read_text(encoding="utf-8")), log
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit)|ERROR\b|error:)[^\n]*", re.M)
 
 

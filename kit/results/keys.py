@@ -48,6 +48,7 @@ PROV_DATA = "data"
 PROV_JOB = "job"
 PROV_HARDWARE = "hardware"
 PROV_PACKAGES = "packages"
+PROV_ENGINE_ENV = "engine_env"   # the environment variables that set the engine's behaviour, as the job had them
 PROV_UNKNOWN = "unknown"  # "section.key" -> why that fact is null
 # provenance.image
 IMAGE_BACKEND = "backend"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import platform
 import shutil
 import subprocess
@@ -175,10 +176,27 @@ def build_provenance(
         k.PROV_HARDWARE: hw,
         k.PROV_PACKAGES: {name: facts.at(k.PROV_PACKAGES, name, version, "not installed")
                           for name, version in sorted(packages.items())},
+        k.PROV_ENGINE_ENV: engine_environment(),
     }
     facts.unknown.update(unknown_extra or {})
     block[k.PROV_UNKNOWN] = dict(sorted(facts.unknown.items()))
     return block
+
+
+# Environment variables that change what an engine does or how much memory it takes (vLLM reads dozens of
+# VLLM_* settings, its CPU backend's KV-cache size among them; thread counts change CPU kernels' order of
+# summation). A rerun gets the recorded values (kit.repro.rerun); names that look like secrets never travel.
+ENGINE_ENV_PREFIXES = ("VLLM_",)
+ENGINE_ENV_NAMES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM", "CUBLAS_WORKSPACE_CONFIG")
+_SECRET_LIKE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|KEY", re.IGNORECASE)
+
+
+def engine_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The engine settings the job's environment holds (ENGINE_ENV_PREFIXES, ENGINE_ENV_NAMES), sorted;
+    a name that looks like a secret (VLLM_API_KEY) is left out."""
+    env = dict(os.environ if env is None else env)
+    return {name: value for name, value in sorted(env.items())
+            if (name.startswith(ENGINE_ENV_PREFIXES) or name in ENGINE_ENV_NAMES) and not _SECRET_LIKE.search(name)}
 
 
 def hardware_snapshot() -> dict[str, Any]:

@@ -83,3 +83,4 @@ def test_reproduce_checks_the_image_before_trusting_it(chain, tmp_path):
     assert "made before kit attested images" in check_image_provenance(resolved, images, lock)
     with pytest.raises(ImageError, match="cannot be checked"):
         check_image_provenance(resolved, images, lock, [key.public])
+

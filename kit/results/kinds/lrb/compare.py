@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,7 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resam
                       resamples)
 
 
+@lru_cache(maxsize=1 << 16)   # a report asks for every checkpoint against its language's top run: few counts repeat
 def mcnemar_exact(only_a_right: int, only_b_right: int) -> float:
     """The two-sided exact McNemar p-value: a binomial test of `only_a_right` out of the discordant
     items at probability 1/2 (1.0 when no item is discordant)."""

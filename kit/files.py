@@ -168,3 +168,19 @@ def replace_folder(staged: Path, dest: Path) -> None:
     _fsync_path(dest.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def owner_only_file(path: Path, what: str) -> None:
+    """A ConfigError unless `path` is a regular file that only its owner can read or write (mode 600 or
+    tighter): the one check for every secret kit reads from a file (a signing key, the HF token)."""
+    import stat
+
+    try:
+        st = Path(path).stat()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path} does not exist", fix=f"put the {what} there, mode 600") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{what} {path} is not a regular file", fix=f"pass the {what} file itself")
+    if st.st_mode & 0o077:
+        raise ConfigError(f"{what} {path} is open to group or others (mode {stat.S_IMODE(st.st_mode):o})",
+                          fix=f"chmod 600 {path}")

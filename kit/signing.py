@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError, MissingExtraError
+from kit.files import owner_only_file
 
 KEY_FILE = "ed25519.pem"
 PUBLIC_FILE = "ed25519.pub.json"
@@ -61,6 +61,7 @@ class SigningKey:
 def init_key(folder: Path | None = None, *, force: bool = False) -> Path:
     """Make a new Ed25519 key pair in `folder` (key_folder()): the private key mode 600, the public key
     beside it; refused when one is there (unless `force`). The private key's path."""
+    _sslib()   # securesystemslib and cryptography, or a MissingExtraError naming the extra
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -91,6 +92,7 @@ def init_key(folder: Path | None = None, *, force: bool = False) -> Path:
 def load_signing_key(key: Path | None = None, ssh_key: Path | None = None) -> SigningKey:
     """The key to sign with: an OpenSSH Ed25519 private key (`ssh_key`), a PEM key file (`key`), or kit's
     own (key_folder()). A ConfigError naming the file for a missing, loose, encrypted or non-Ed25519 key."""
+    _sslib()   # securesystemslib and cryptography, or a MissingExtraError naming the extra
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -119,16 +121,10 @@ def load_signing_key(key: Path | None = None, ssh_key: Path | None = None) -> Si
 
 def _private_bytes(path: Path, *, init_hint: bool) -> bytes:
     """A private key file's bytes; a ConfigError when it is missing or the group or others can read it."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
+    if not path.exists():
         raise ConfigError(f"{path}: no signing key there",
                           fix="make one with kit keys init" if init_hint else "pass the path of your private key")
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"{path}: not a regular file", fix="pass the private key file itself")
-    if st.st_mode & 0o077:
-        raise ConfigError(f"{path}: the private key is readable by group or others (mode {stat.S_IMODE(st.st_mode):o})",
-                          fix=f"chmod 600 {path}, then sign again")
+    owner_only_file(path, "private key")
     return path.read_bytes()
 
 
@@ -139,6 +135,7 @@ def public_dict(public: Any) -> dict[str, Any]:
 
 def public_of_ssh(path: Path) -> dict[str, Any]:
     """The public key dictionary of an OpenSSH Ed25519 public key file (id_ed25519.pub)."""
+    _sslib()   # securesystemslib and cryptography, or a MissingExtraError naming the extra
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 

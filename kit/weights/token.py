@@ -5,18 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from kit.errors import ConfigError
+from kit.files import owner_only_file
 
 
 def check_token_file(path: Path) -> None:
     """A ConfigError unless the HF token file exists and only its owner can read it."""
-    try:
-        mode = path.stat().st_mode & 0o777
-    except OSError:
-        raise ConfigError(f"HF token file {path} does not exist", fix="write the token there (chmod 600) or "
-                          "remove hf_token_file from the site") from None
-    if mode & 0o077:
-        raise ConfigError(f"HF token file {path} is readable by group or others (mode {mode:o})",
-                          fix=f"chmod 600 {path}")
+    owner_only_file(path, "HF token file")
 
 
 def read_token_file(path: Path) -> str:

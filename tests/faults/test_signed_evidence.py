@@ -121,7 +121,7 @@ def test_a_private_key_others_can_read_is_refused_before_signing(sweep):
     env = signer(sweep, "alice")
     os.chmod(sweep / "alice" / "ed25519.pem", 0o644)
     r = kit("sign", "results", cwd=sweep, env=env)
-    refused(r, "readable by group or others (mode 644)")
+    refused(r, "open to group or others (mode 644)")
     assert "chmod 600" in r.stderr and not (sweep / ENVELOPE).exists()
 
 

@@ -9,8 +9,9 @@ was built from (the lock file and Dockerfile by sha256, the base image, the buil
 commit). `trace_artifact` and `trace_build` follow it and say, link by link, whether it holds;
 `kit reproduce` does before it trusts an image.
 
-Files: the build's beside the images lock (<lock folder>/attestations/<backend>.build.intoto.jsonl,
-replaced with each build, as the lock keeps one image per backend); an artifact's beside the artifact
+Files: the build's beside the images lock (<lock folder>/attestations/<lock name>-<backend>.build.intoto.jsonl,
+e.g. containers/attestations/images.lock-gguf.build.intoto.jsonl, replaced with each build, as the lock
+keeps one image per backend); an artifact's beside the artifact
 (<file>.intoto.jsonl).
 """
 
@@ -37,8 +38,10 @@ SUFFIX = ".intoto.jsonl"
 
 
 def build_attestation_path(lock_path: Path, backend: str) -> Path:
-    """Where the build statement of a backend's image is kept: beside the images lock."""
-    return Path(lock_path).parent / ATTESTATIONS_DIR / f"{backend}.build{SUFFIX}"
+    """Where the build statement of a backend's image is kept: beside the images lock, named after the
+    lock too (two locks in one folder keep their own statements)."""
+    lock_path = Path(lock_path)
+    return lock_path.parent / ATTESTATIONS_DIR / f"{lock_path.name.removesuffix('.json')}-{backend}.build{SUFFIX}"
 
 
 def artifact_attestation_path(artifact: Path) -> Path:

@@ -5,7 +5,8 @@ RELEASE/
   SNAPSHOT_STATUS.md     complete or in progress, with each run's coverage (kit.results.snapshot_status)
   leaderboard.csv ...    kit's report of the complete checkpoints (kit.results.report.write_report)
   data/train.csv         one row per item per run-language: ids, gold, prediction, score
-  <language>/<run>.json  lrb's own result files (kit.results.kinds.lrb.export)
+  <language>/<run>.json  lrb's own result files (kit.results.kinds.lrb.export.lrb_file: a file lrb wrote comes
+                         as it is, in its place, its top level or a batch folder)
   checkpoints/           kit's checkpoints, :::MLLOG logs and signed statements as written, for `kit reproduce`
                          and `kit verify checkpoints --trusted-keys keys.json`
   keys.json              the signers' public keys (kit release --public-keys)
@@ -206,9 +207,9 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
           covered: list[Coverage], done: bool, planned: bool, title: str, license_id: str, benchmark: Any,
           runs: list[Any] | None, signatures: dict[Path, str]) -> None:
     """Write every file of the release into the empty folder `tmp`."""
-    from kit.results.kinds.lrb.export import lrb_bytes, lrb_result
+    from kit.results.kinds.lrb.export import lrb_file
     from kit.results.report import write_report
-    from kit.results.store import checkpoint_path, envelope_path
+    from kit.results.store import envelope_path
 
     expect = None
     if benchmark is not None and runs:
@@ -218,15 +219,13 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
     write_report(results, tmp, expect=expect, own_output=False)
     for s in complete:
         data = datas[s.path]
-        try:
-            lrb = lrb_result(data, s.pair.language)
+        try:   # as kit export lrb writes it: an lrb file as it is, in its place; a kit checkpoint converted
+            rel, body = lrb_file(results, s.path, data)
         except ValueError as exc:   # a file lrb's loader would refuse: no release that cannot be read back
             raise ConfigError(f"{s.path}: {exc}", fix="mend that key in the file (or leave the file out of RESULTS), "
                                                       "then release again") from None
-        meta = lrb[keys.METADATA]
         # made durable together when the folder is renamed into place (kit.files.replace_folder)
-        write_bytes_atomic(checkpoint_path(tmp, meta.get(keys.RUN_ID) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]),
-                           lrb_bytes(s.path, lrb), durable=False)   # a value JSON cannot hold: a one-line error
+        write_bytes_atomic(tmp / rel, body, durable=False)   # a value JSON cannot hold: a one-line error
         for source in (s.path, s.path.with_suffix(".mllog"), envelope_path(s.path)):
             if source.is_file() and not source.is_symlink():
                 write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes(),

@@ -212,3 +212,28 @@ def test_publish_uploads_to_a_hub_server(release, monkeypatch):
     assert sorted(commit.files) == sorted(data["files"])
     assert all(commit.files[rel] == (release / rel).read_bytes() for rel in commit.files)
     assert data["commit_url"].startswith(endpoint)
+
+
+def test_an_lrb_file_comes_into_the_release_as_lrb_wrote_it_in_its_place(sweep):
+    """A release of a tree holding lrb's own single-language files: each comes into the release byte for
+    byte at its place (lrb's top level, a batch folder), as `kit export lrb` writes it, never under an
+    invented language; kit's checkpoints are converted as before."""
+    import hashlib
+
+    import lrb_schema as lrb
+
+    prompt = hashlib.sha256(demo_prompt("generate").encode("utf-8")).hexdigest()
+    made = []
+    for folder in ("", "strict-8-tokens"):
+        preds = [lrb.prediction(f"i-{i}", "yes", "yes", "yes") for i in range(3)]
+        data = lrb.result("org/lrb-model", None, preds, prompt_sha256=prompt)
+        path = sweep.results / folder / lrb.file_name(data)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+        made.append(path)
+    r = run_kit("release", "results", "-o", "release", "--benchmark", "data", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    out = sweep.root / "release"
+    for path in made:
+        assert (out / path.relative_to(sweep.results)).read_bytes() == path.read_bytes()
+    assert not (out / "und").exists() and (out / "en" / "kit-demo__tiny-llama.json").is_file()

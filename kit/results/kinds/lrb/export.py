@@ -102,17 +102,10 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
         if sealed:
             export.refused[path] = sealed
             continue
-        kept = lrb_own_bytes(path, state.data)
-        if kept is not None:   # lrb's own file, only read here: lrb's bytes back, in lrb's place
-            made[path] = (path.relative_to(results), kept)
-            continue
-        language = file_language(results, path, state.data.get(keys.METADATA))
         try:
-            data = lrb_result(state.data, language)
+            made[path] = lrb_file(results, path, state.data)
         except ValueError as exc:
             export.refused[path] = [str(exc)]
-            continue
-        made[path] = (_destination(Path(), data, path.parent.relative_to(results)), lrb_bytes(path, data))
     if export.refused:
         return export
     files = _one_source_each(export, made)
@@ -123,6 +116,18 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
             write_bytes_atomic(folder.stage / rel, body, durable=False)   # made durable when swapped in
     export.written = [out / rel for rel in files]
     return export
+
+
+def lrb_file(results: Path, path: Path, data: Mapping[str, Any]) -> tuple[Path, bytes]:
+    """The lrb result file of one valid checkpoint of RESULTS: (where it goes, relative to the output, and
+    its bytes). A file lrb wrote (lrb_own_bytes) comes back as it is, in its own place; any other is
+    converted (lrb_result) and written as lrb writes it. A ValueError when it cannot be an lrb file; a
+    ConfigError for a value JSON cannot hold. `kit export lrb` and `kit release` both write through it."""
+    kept = lrb_own_bytes(path, data)
+    if kept is not None:   # lrb's own file, only read here: lrb's bytes back, in lrb's place
+        return Path(path).relative_to(results), kept
+    converted = lrb_result(data, file_language(results, path, data.get(keys.METADATA)))
+    return _destination(Path(), converted, Path(path).parent.relative_to(results)), lrb_bytes(path, converted)
 
 
 def _one_source_each(export: LrbExport, made: dict[Path, tuple[Path, bytes]]) -> dict[Path, bytes]:

@@ -23,6 +23,9 @@ from kit.errors import ConfigError, MissingExtraError
 from kit.files import owner_only_file
 
 KEY_FILE = "ed25519.pem"
+# the variable naming the key a job or kit's image tools sign with (a site passes it with forward_env)
+KEY_PATH_ENV = "KIT_SIGNING_KEY_PATH"
+_OPENSSH_HEADER = b"-----BEGIN OPENSSH PRIVATE KEY-----"
 PUBLIC_FILE = "ed25519.pub.json"
 
 
@@ -91,7 +94,8 @@ def init_key(folder: Path | None = None, *, force: bool = False) -> Path:
 
 def load_signing_key(key: Path | None = None, ssh_key: Path | None = None) -> SigningKey:
     """The key to sign with: an OpenSSH Ed25519 private key (`ssh_key`), a PEM key file (`key`), or kit's
-    own (key_folder()). A ConfigError naming the file for a missing, loose, encrypted or non-Ed25519 key."""
+    own (key_folder()); either file may hold either form (its header says which). A ConfigError naming the
+    file for a missing, loose, encrypted or non-Ed25519 key."""
     _sslib()   # securesystemslib and cryptography, or a MissingExtraError naming the extra
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
@@ -99,10 +103,11 @@ def load_signing_key(key: Path | None = None, ssh_key: Path | None = None) -> Si
 
     if key is not None and ssh_key is not None:
         raise ConfigError("--key and --ssh-key both given", fix="sign with one key: pass one of them")
-    path = Path(ssh_key or key or key_folder() / KEY_FILE)
+    path = Path(ssh_key or key or key_folder() / KEY_FILE).expanduser()
     body = _private_bytes(path, init_hint=key is None and ssh_key is None)
+    ssh = body.lstrip().startswith(_OPENSSH_HEADER)   # the file says which it is, whichever option named it
     try:
-        if ssh_key is not None:
+        if ssh:
             private = serialization.load_ssh_private_key(body, password=None)
         else:
             private = serialization.load_pem_private_key(body, password=None)
@@ -116,7 +121,7 @@ def load_signing_key(key: Path | None = None, ssh_key: Path | None = None) -> Si
         raise ConfigError(f"{path}: a {type(private).__name__.removeprefix('_')} key, not an Ed25519 one",
                           fix="sign with an Ed25519 key (ssh-keygen -t ed25519, or kit keys init)")
     signer = _sslib().CryptoSigner(private)
-    return SigningKey(signer, signer.public_key, f"{'ssh' if ssh_key is not None else 'kit'} key {path}")
+    return SigningKey(signer, signer.public_key, f"{'ssh' if ssh else 'kit'} key {path}")
 
 
 def _private_bytes(path: Path, *, init_hint: bool) -> bytes:
@@ -251,10 +256,8 @@ def signing_key_for_tools() -> SigningKey | None:
     """The key kit's own tools sign their statements with (image builds and conversions): the one
     KIT_SIGNING_KEY_PATH names, else kit's own when `kit keys init` made one; None when there is none
     (the statement is then written unsigned). A key that is there but unusable is a ConfigError."""
-    named = os.environ.get("KIT_SIGNING_KEY_PATH", "").strip()
+    named = os.environ.get(KEY_PATH_ENV, "").strip()
     if named:
-        path = Path(named).expanduser()
-        ssh = path.is_file() and path.read_bytes()[:35] == b"-----BEGIN OPENSSH PRIVATE KEY-----"
-        return load_signing_key(ssh_key=path) if ssh else load_signing_key(key=path)
+        return load_signing_key(Path(named))
     own = key_folder() / KEY_FILE
     return load_signing_key(own) if own.exists() else None

@@ -74,11 +74,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     runs = project.roster.select(models)
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
     image_ids = frozenset(img.image_id for img in load_lock(images_lock).images.values())
-    trusted = None
-    if trusted_keys is not None:
-        from kit.signing import load_trusted_keys
-
-        trusted = load_trusted_keys(trusted_keys)
+    trusted = common.trusted_keys(trusted_keys)
     inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids, weights, trusted)
     rules = rules_for(inp)
     failed = [f for rule in rules for f in findings[rule.name]]

@@ -121,3 +121,13 @@ def benchmark_or_roster(path: Path | None, roster: Path | None = Path("roster.to
 
         return roster_benchmark(roster)
     return None
+
+
+def trusted_keys(path: Path | None) -> list | None:
+    """The public keys a --trusted-keys (or --public-keys) file holds (kit.signing.load_trusted_keys: one
+    key from `kit keys export`, or a JSON list); None when no file was given."""
+    if path is None:
+        return None
+    from kit.signing import load_trusted_keys
+
+    return load_trusted_keys(path)

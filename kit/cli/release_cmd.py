@@ -63,13 +63,8 @@ def release(results: Path, output: Path, roster: Path, benchmark: Path | None, n
     elif benchmark is not None:
         project = load_project(None, benchmark, roster_required=False)
     runs = list(project.roster.run) if project is not None else None
-    keys = None
-    if public_keys is not None:
-        from kit.signing import load_trusted_keys
-
-        keys = load_trusted_keys(public_keys)
     done = build_release(results, output, benchmark=project.benchmark if project is not None else None, runs=runs,
-                         name=name, license_id=license_id, force=force, public_keys=keys)
+                         name=name, license_id=license_id, force=force, public_keys=common.trusted_keys(public_keys))
     render(Outcome("release", done.as_dict(), _lines(output, done)), as_json)
 
 

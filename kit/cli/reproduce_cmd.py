@@ -70,14 +70,9 @@ def reproduce(result: Path, runtime: str | None, image: str | None, image_dirs: 
     from kit.repro.reproduce import RerunOptions, reproduce
 
     dirs = tuple(image_dirs) or (Path(os.environ.get("KIT_IMAGES_DIR", "build/images")),)
-    keys = None
-    if trusted_keys is not None:
-        from kit.signing import load_trusted_keys
-
-        keys = load_trusted_keys(trusted_keys)
     options = RerunOptions(runtime=runtime, image=image, image_dirs=dirs, images_lock=images_lock,
                            allow_other_image=allow_other_image, benchmark=benchmark, weights=weights,
-                           batch_size=batch_size, trusted_keys=keys)
+                           batch_size=batch_size, trusted_keys=common.trusted_keys(trusted_keys))
     done = reproduce(result, options, parse_tolerance(tolerance), output, against=against, say=common.say)
     render(Outcome("reproduce", done.data, _lines(done), failed=done.comparison.verdict == DIFFERENT), as_json)
 

@@ -13,7 +13,7 @@ from kit.cli.outcome import Outcome, render
 @click.command()
 @click.argument("results", type=click.Path(path_type=Path, file_okay=False), default="results")
 @click.option("--key", "key_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="A PEM Ed25519 private key (mode 600). Default: kit's own (kit keys init).")
+              help="An Ed25519 private key file, PEM or OpenSSH (mode 600). Default: kit's own (kit keys init).")
 @click.option("--ssh-key", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Sign with an unencrypted OpenSSH Ed25519 private key (mode 600), e.g. ~/.ssh/id_ed25519.")
 @click.option("--force", is_flag=True, help="Sign again the checkpoints that already have an envelope.")

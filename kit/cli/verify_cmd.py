@@ -45,9 +45,8 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, trusted_keys: Path |
     outcomes = verify_paths(list(paths), common.benchmark_or_roster(benchmark))
     if trusted_keys is not None:
         from kit.results.attest import held_to_keys
-        from kit.signing import load_trusted_keys
 
-        outcomes = held_to_keys(outcomes, load_trusted_keys(trusted_keys))
+        outcomes = held_to_keys(outcomes, common.trusted_keys(trusted_keys))
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
     data = [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices} for p, st in outcomes]
     # the text as one string, so one write: a release tree is thousands of lines

@@ -12,6 +12,7 @@ metrics and log were rewritten together passes `kit check` without a signature, 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import kit
 from kit.files import file_sha256, write_text_atomic
 from kit.results import keys
+from kit.results.keys import PairState
 from kit.signing import STATEMENT_TYPE, SigningKey, envelope_line, open_envelope
 from kit.results.store import envelope_path, mllog_path
 
@@ -102,8 +104,8 @@ def signature_reasons(checkpoint: Path, trusted: Sequence[Any]) -> list[str]:
 
 
 def signed_notice(checkpoint: Path) -> str | None:
-    """A short line saying who signed a checkpoint and how (from its verified envelope's statement), for
-    an OK line; None when that cannot be read."""
+    """A short line saying who signed a checkpoint and how, as its envelope's statement says (not verified
+    here: signature_reasons does that); None when that cannot be read."""
     statement, _ = open_envelope(envelope_path(checkpoint), None)
     try:
         signing = statement["predicate"]["signing"]
@@ -115,10 +117,6 @@ def signed_notice(checkpoint: Path) -> str | None:
 def held_to_keys(outcomes: Sequence[tuple[Path, Any]], trusted: Sequence[Any]) -> list[tuple[Path, Any]]:
     """(file, CheckpointState) outcomes with each complete one also held to the trusted keys: invalid,
     with the reasons, unless signed evidence (signature_reasons); an OK one notes who signed it."""
-    from dataclasses import replace
-
-    from kit.results.keys import PairState
-
     out = []
     for path, state in outcomes:
         if state.state == PairState.COMPLETE:

@@ -183,6 +183,17 @@ def validate_each_with_outcomes(jobs: list[tuple[Path, dict[str, Any]]]) -> list
     return [without_predictions(validate_checkpoint(path, **kwargs), outcomes=True) for path, kwargs in jobs]
 
 
+def validate_sealed(path: str | os.PathLike[str]) -> CheckpointState:
+    """validate_checkpoint, and a complete kit checkpoint also held to its log (the sha256 and metrics its
+    job logged: the sealed evidence policy, kit.results.evidence): what the commands that certify, publish
+    or sign read. A checkpoint its log does not vouch for is invalid, with the reasons."""
+    state = validate_checkpoint(path)
+    if state.state != PairState.COMPLETE or state.data is None:
+        return state
+    sealed = evidence_reasons(Path(path), state.data, sealed=True)
+    return replace(state, state=PairState.INVALID, reasons=sealed) if sealed else state
+
+
 def verify_files(paths: Iterable[str | os.PathLike[str]],
                  expect_for: Callable[[Path], Expectation | None] = lambda path: None,
                  validate_all: ValidateAll = validate_each,

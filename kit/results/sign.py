@@ -8,8 +8,7 @@ from pathlib import Path
 
 from kit.errors import ConfigError
 from kit.results.attest import AFTER_THE_FACT, sign_result
-from kit.results.checkpoint import validate_checkpoint
-from kit.results.evidence import evidence_reasons
+from kit.results.checkpoint import validate_sealed
 from kit.results.keys import PairState
 from kit.signing import SigningKey
 from kit.results.store import envelope_path, iter_checkpoint_files
@@ -39,13 +38,9 @@ def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOut
         if envelope_path(path).exists() and not force:
             out.already.append(path)
             continue
-        state = validate_checkpoint(path)
+        state = validate_sealed(path)
         if state.state != PairState.COMPLETE or state.data is None:
             out.refused[path] = state.reasons or [state.state]
-            continue
-        sealed = evidence_reasons(path, state.data, sealed=True)
-        if sealed:
-            out.refused[path] = sealed
             continue
         sign_result(path, state.data, key, when=AFTER_THE_FACT)
         out.signed.append(path)

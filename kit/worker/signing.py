@@ -12,31 +12,27 @@ from typing import Any
 
 from kit.errors import KitError
 
-KEY_ENV = "KIT_SIGNING_KEY_PATH"
-
-
 @lru_cache(maxsize=4)
 def _job_key(value: str) -> tuple[Any, str]:
     """(the signing key or None, why not), read once per job for a KIT_SIGNING_KEY_PATH value."""
     from kit.signing import load_signing_key
 
-    path = Path(value).expanduser()
     try:
-        head = path.read_bytes()[:64] if path.is_file() else b""
-        ssh = head.startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----")
-        return (load_signing_key(ssh_key=path) if ssh else load_signing_key(key=path)), ""
+        return load_signing_key(Path(value)), ""
     except KitError as exc:
         return None, exc.one_line()
     except OSError as exc:
-        return None, f"{path}: {exc.strerror or exc}"
+        return None, f"{value}: {exc.strerror or exc}"
 
 
 def sign_in_job(checkpoint: Path, data: dict[str, Any]) -> str:
     """Sign a checkpoint the job just wrote with the key KIT_SIGNING_KEY_PATH names; a few words saying
     how it went (signed by which key, or unsigned and why)."""
-    value = os.environ.get(KEY_ENV, "").strip()
+    from kit.signing import KEY_PATH_ENV
+
+    value = os.environ.get(KEY_PATH_ENV, "").strip()
     if not value:
-        return f"unsigned ({KEY_ENV} not set: kit sign signs it afterwards)"
+        return f"unsigned ({KEY_PATH_ENV} not set: kit sign signs it afterwards)"
     key, why = _job_key(value)
     if key is None:
         return f"unsigned ({why})"

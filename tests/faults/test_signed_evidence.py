@@ -138,6 +138,9 @@ def test_an_openssh_ed25519_key_signs_and_its_public_key_is_trusted(sweep):
                                                      serialization.PublicFormat.OpenSSH))
     env = {"KIT_KEYS_DIR": str(sweep / "none"), "KIT_NO_CACHE": "1"}
     assert kit("sign", "results", "--ssh-key", str(private), cwd=sweep, env=env).returncode == 0
+    # the file says which form it is, whichever option names it
+    r = kit("sign", "results", "--key", str(private), "--force", "--json", cwd=sweep, env=env)
+    assert r.returncode == 0 and len(json.loads(r.stdout)["data"]["signed"]) == 2, r.stdout + r.stderr
     r = kit("keys", "export", "--ssh-key", str(public), cwd=sweep, env=env)
     (sweep / "ssh.pub.json").write_text(r.stdout)
     assert verify_line(sweep, "ssh.pub.json", env)[0] == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kit.errors import ConfigError
 from kit.repro import rerun
 from kit.repro.resolve import ResolvedImage
 from kit.worker.provenance import engine_environment
@@ -41,7 +42,7 @@ def test_the_rerun_gets_the_recorded_engine_settings_in_every_runtime(monkeypatc
     result = {"metadata": {"run": "org/m", "model_id": "org/m", "language": "en", "model_revision": "a" * 40},
               "provenance": {"engine_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "2"}}}
     image = ResolvedImage(runtime, None if runtime == "host" else "ref", "sha256:" + "1" * 64, None, True, "")
-    with pytest.raises(Exception, match="the rerun wrote no checkpoint"):
+    with pytest.raises(ConfigError, match="the rerun wrote no checkpoint"):
         rerun.rerun_pair(result, image, tmp_path, None, tmp_path / "work")
     assert seen["VLLM_CPU_KVCACHE_SPACE"] == "1" and seen["OMP_NUM_THREADS"] == "2"
     assert seen["HF_HUB_OFFLINE"] == "1"   # kit's own offline settings are never overridden

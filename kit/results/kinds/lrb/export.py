@@ -41,8 +41,7 @@ from kit.files import name_part, write_bytes_atomic
 from kit.outputs import check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
-from kit.results.checkpoint import validate_checkpoint
-from kit.results.evidence import evidence_reasons
+from kit.results.checkpoint import validate_sealed
 from kit.results.kinds import kind_of
 from kit.results.kinds.lrb import LRB
 from kit.results.metrics import compute_metrics, verdict
@@ -94,13 +93,9 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
     export = LrbExport(not_counted=archive_note(results))
     made: dict[Path, tuple[Path, bytes]] = {}
     for path in files:
-        state = validate_checkpoint(path)
+        state = validate_sealed(path)   # what its job logged, too
         if state.state != PairState.COMPLETE or state.data is None:
             export.refused[path] = state.reasons or [state.state]
-            continue
-        sealed = evidence_reasons(path, state.data, sealed=True)   # what its job logged, too
-        if sealed:
-            export.refused[path] = sealed
             continue
         try:
             made[path] = lrb_file(results, path, state.data)

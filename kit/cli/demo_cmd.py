@@ -18,8 +18,15 @@ from kit.errors import SubmitError
 @click.option("--runtime", type=click.Choice(["host", "docker"]), default="host", show_default=True,
               help="Run the jobs on the host, or in the built transformers-5.17 Docker image "
                    "(make base-image image-transformers-5.17-cpu), as REPRODUCE.md does.")
+@click.option("--drift", is_flag=True,
+              help="Then rerun each result on purpose on the other setups this machine can run (kit reproduce "
+                   "--as): transformers in bfloat16 on the host; llama.cpp and vLLM on the CPU in their Docker "
+                   "images when the images lock records them. The report gains the drift table; a setup that "
+                   "cannot run here is named with what makes it possible.")
+@click.option("--images-lock", type=click.Path(path_type=Path, dir_okay=False), default=Path("containers/images.lock.json"),
+              show_default=True, envvar="KIT_IMAGES_LOCK", help="With --drift: the lock of built images.")
 @common.json_option
-def demo(workdir: Path, runtime: str, as_json: bool) -> None:
+def demo(workdir: Path, runtime: str, drift: bool, images_lock: Path, as_json: bool) -> None:
     """Run the embedded default sweep end to end: no files, no network.
 
     Creates once (cached under the user cache dir, KIT_CACHE_DIR overrides) a tiny
@@ -34,6 +41,7 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
     Examples:
       kit demo                                  in ./kit-demo, on this Python
       kit demo --runtime docker --workdir kit-demo-docker    in the built image
+      kit demo --drift                          then the drift table: bfloat16, llama.cpp, vLLM
       kit demo --json                           the outcome as one JSON envelope
     """
     import os
@@ -73,16 +81,52 @@ def demo(workdir: Path, runtime: str, as_json: bool) -> None:
     for s in statuses:   # progress too: shown before the report, which refuses a tree without a complete pair
         show(f"  {s.state:<9} {s.pair.run} [{s.pair.language}]  {s.path}")
     show("status: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    drifted = None
+    if drift:
+        drifted = _drift(files, images_lock, show)
+        for name, why in drifted.skipped.items():
+            show(f"drift: {name} not measured here: {why}")
+        for where, why in drifted.failed.items():
+            common.say(f"kit: warning: drift rerun {where} failed: {why}")
     paths = write_report(files.results, files.report)
     seconds = time.perf_counter() - t0
     text = list(_lines(files, paths, seconds))
+    if drifted is not None:
+        text.insert(2, f"drift    {len(drifted.verdicts)} reruns in {files.workdir / 'reproduce-drift'}; the drift table "
+                       f"is in the report (drift.csv, index.html)")
     if as_json:
         for line in text:   # under --json the summary is progress too: stdout holds the envelope alone
             show(line)
     data = {"workdir": str(files.workdir), "results": str(files.results), "roster": str(files.roster),
             "sites": str(files.sites), "assets": str(files.cache), "counts": counts,
             "report": {role: str(p) for role, p in paths.files.items()}, "seconds": round(seconds, 1)}
-    render(Outcome("demo", data, text, failed=counts.get("complete", 0) != len(statuses)), as_json)
+    if drifted is not None:
+        data["drift"] = {"verdicts": [str(p) for p in drifted.verdicts], "not_measured": drifted.skipped,
+                         "failed": drifted.failed}
+    failed = counts.get("complete", 0) != len(statuses) or bool(drifted and drifted.failed)
+    render(Outcome("demo", data, text, failed=failed), as_json)
+
+
+def _drift(files, images_lock: Path, show):
+    """`--drift`: the demo's results rerun on the setups this machine has (kit.demo.drift), each through
+    `kit reproduce --as` (kit.repro.reproduce)."""
+    from kit.demo.drift import drift_setups, run_drift
+    from kit.images.built import load_lock
+    from kit.repro.compare import Tolerance
+    from kit.repro.deliberate import parse_as, parse_engine_env
+    from kit.repro.reproduce import RerunOptions, reproduce
+    from kit.repro.resolve import docker_image_id
+
+    lock = load_lock(images_lock) if images_lock.is_file() else None
+    setups, skipped = drift_setups(files.hub, lock, images_lock, lambda image_id: docker_image_id(image_id) == image_id)
+
+    def rerun(result: Path, setup, out: Path) -> Path:
+        options = RerunOptions(runtime=setup.runtime, images_lock=images_lock, weights=files.hub,
+                               deliberate=parse_as(setup.as_values, setup.as_model, setup.as_options),
+                               engine_env=parse_engine_env(setup.engine_env))
+        return reproduce(result, options, Tolerance(), out).files[0]
+
+    return run_drift(files.results, setups, skipped, rerun, say=show)
 
 
 def _lines(files, paths, seconds: float):

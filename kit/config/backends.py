@@ -21,22 +21,23 @@ class EngineSpec:
     modules: tuple[str, ...]
     shards_model: bool = False
     zero_shot: bool = False
+    package: str = ""      # the distribution whose version names the engine's (provenance.packages)
 
 
 ENGINE_SPECS: dict[str, EngineSpec] = {e.name: e for e in (
     EngineSpec("vllm", ("generate",),
                ("max_num_seqs", "max_model_len", "gpu_memory_utilization", "enforce_eager", "max_num_batched_tokens"),
-               ("vllm",), shards_model=True),
+               ("vllm",), shards_model=True, package="vllm"),
     EngineSpec("transformers", ("generate", "score"),
                ("score_kind", "yes_token", "no_token", "prefix", "suffix", "hypothesis", "hypothesis_marker",
                 "premise_marker", "mask", "threshold"),
-               ("torch", "transformers")),
+               ("torch", "transformers"), package="transformers"),
     EngineSpec("gliner2", ("score",), ("labels", "task_name", "hypothesis_marker", "premise_marker", "threshold"),
-               ("gliner2",), zero_shot=True),
+               ("gliner2",), zero_shot=True, package="gliner2"),
     EngineSpec("llama_cpp", ("generate",), ("gguf_file", "quantization", "n_ctx", "n_gpu_layers", "n_batch", "n_threads"),
-               ("llama_cpp",)),
+               ("llama_cpp",), package="llama_cpp_python"),
     EngineSpec("gliclass", ("score",), ("label", "max_length", "hypothesis_marker", "premise_marker", "threshold"),
-               ("gliclass",), zero_shot=True),
+               ("gliclass",), zero_shot=True, package="gliclass"),
 )}
 
 # backend (image family) -> worker engine module under kit.worker.backends
@@ -98,6 +99,12 @@ ZERO_SHOT_BACKENDS = frozenset(b for b, engine in BACKENDS.items() if ENGINE_SPE
 def shards(backend: str) -> bool:
     """True when the backend's engine shards a model over several GPUs."""
     return backend in SHARDING_BACKENDS
+
+
+def engine_package(backend: str) -> str:
+    """The package whose version is the engine's version for a backend family ('' for an unknown one)."""
+    engine = ENGINE_SPECS.get(BACKENDS.get(backend, ""))
+    return engine.package if engine else ""
 
 
 def engine_for(backend: str) -> str:

@@ -127,3 +127,22 @@ def environment(result: dict[str, Any]) -> dict[str, Any]:
         "batch_size": result.get(keys.METADATA, {}).get(keys.BATCH_SIZE), "dtype": result.get(keys.METADATA, {}).get(keys.DTYPE),
         "engine env": " ".join(f"{k}={v}" for k, v in sorted((prov.get(keys.PROV_ENGINE_ENV) or {}).items())) or None,
     }
+
+
+def setup(result: dict[str, Any]) -> dict[str, Any]:
+    """What a result ran on, as the drift table tells setups apart: the engine (backend family and the
+    version of its engine package), the dtype, the GPU model and driver (or the CPU), the runtime and kit's version."""
+    from kit.config.backends import engine_package
+
+    meta, prov = result.get(keys.METADATA, {}), result.get(keys.PROVENANCE, {})
+    hw = prov.get(keys.PROV_HARDWARE) or {}
+    backend = meta.get(keys.BACKEND)
+    version = (prov.get(keys.PROV_PACKAGES) or {}).get(engine_package(str(backend)))
+    dtype = meta.get(keys.DTYPE)
+    if backend == "gguf":   # llama.cpp ignores dtype: the GGUF's tensor types (its roster quantization) decide
+        options = meta.get(keys.OPTIONS) if isinstance(meta.get(keys.OPTIONS), dict) else {}
+        dtype = f"GGUF {options['quantization']}" if isinstance(options.get("quantization"), str) else "GGUF"
+    return {"backend": backend, "engine_version": version, "dtype": dtype,
+            "gpu": hw.get(keys.HW_GPU_NAME) or None, "driver": hw.get(keys.HW_DRIVER) or None,
+            "cpu": hw.get(keys.HW_CPU) or None, "runtime": (prov.get(keys.PROV_JOB) or {}).get(keys.JOB_RUNTIME),
+            "kit": prov.get(keys.PROV_KIT_VERSION)}

@@ -12,6 +12,7 @@ from typing import Any
 from kit.errors import ConfigError, KitError, RerunError
 from kit.outputs import check_output
 from kit.repro.compare import Comparison, Tolerance, compare, settings_differences
+from kit.repro.deliberate import Deliberate
 from kit.repro.resolve import ResolvedImage, load_result
 from kit.repro.verdict_report import earlier_verdicts, verdict_data, write_verdict
 from kit.results import keys
@@ -35,6 +36,8 @@ class RerunOptions:
     weights: Path | None = None
     batch_size: int | None = None
     trusted_keys: list[Any] | None = None   # the public keys the image's provenance statements must be signed by
+    deliberate: Deliberate = Deliberate()   # kit reproduce --as: another engine or dtype, on purpose
+    engine_env: dict[str, str] = field(default_factory=dict)   # engine settings given for the rerun (--engine-env)
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,11 @@ class Reproduction:
     files: tuple[Path, Path]
     settings_differences: list[str] = field(default_factory=list)
 
+    @property
+    def deliberate(self) -> bool:
+        """Whether the rerun changed its engine or dtype on purpose (a drift measurement, not a reproduction)."""
+        return bool(self.data.get("deliberate"))
+
 
 def reproduce(result: Path, options: RerunOptions, tolerance: Tolerance, output: Path, *,
               against: Path | None = None, say: Callable[[str], None] = lambda msg: None) -> Reproduction:
@@ -56,6 +64,10 @@ def reproduce(result: Path, options: RerunOptions, tolerance: Tolerance, output:
     check_output(output, "reproduce", force_needed=False, legacy=earlier_verdicts)   # before an hour's rerun
     try:
         recorded = load_result(result)
+        if options.deliberate:
+            from kit.repro.deliberate import check_applies
+
+            check_applies(options.deliberate, recorded, result)
         if against is not None:
             rerun, resolved = rerun_elsewhere(recorded, against)
         else:
@@ -64,8 +76,9 @@ def reproduce(result: Path, options: RerunOptions, tolerance: Tolerance, output:
         raise RerunError(f"could not reproduce: {exc.message}", fix=exc.fix) from exc
     cmp = compare(recorded, rerun, tolerance)
     differences = settings_differences(recorded, rerun)
-    data = verdict_data(result, recorded, rerun, cmp, tolerance, resolved, differences)
-    files = write_verdict(output, f"{result.stem}-{recorded[keys.METADATA].get(keys.LANGUAGE)}", data)
+    data = verdict_data(result, recorded, rerun, cmp, tolerance, resolved, differences, options.deliberate)
+    stem = f"{result.stem}-{recorded[keys.METADATA].get(keys.LANGUAGE)}" + as_suffix(options.deliberate)
+    files = write_verdict(output, stem, data)
     return Reproduction(cmp, resolved, data, files, differences)
 
 
@@ -75,30 +88,53 @@ def rerun_here(result: Path, recorded: dict[str, Any], options: RerunOptions,
     The benchmark and weights default to those of the sweep the result lies in (its workspace)."""
     from kit.images.built import load_lock
     from kit.repro.rerun import rerun_pair
-    from kit.repro.resolve import check_image_provenance, check_weights, resolve_benchmark, resolve_image, sweep_inputs
+    from kit.repro.deliberate import changed_run
+    from kit.repro.resolve import (check_image_provenance, check_weights, recorded_run, resolve_backend_image,
+                                   resolve_benchmark, resolve_image, sweep_inputs)
     from kit.weights.snapshot import resolve_snapshot
 
     meta = recorded[keys.METADATA]
+    wanted = options.deliberate
     chosen = options.runtime or RUNTIME_OF_ARTIFACT.get(recorded[keys.PROVENANCE].get(keys.PROV_IMAGE, {}).get(keys.IMAGE_ARTIFACT),
                                                        "host")
     lock = load_lock(options.images_lock)
-    resolved = resolve_image(recorded, chosen, lock=lock, search=list(options.image_dirs),
-                             image=options.image, allow_other=options.allow_other_image)
+    if wanted.backend:
+        resolved = resolve_backend_image(wanted.backend, chosen, lock=lock, lock_path=options.images_lock,
+                                         search=list(options.image_dirs), image=options.image)
+    else:
+        resolved = resolve_image(recorded, chosen, lock=lock, search=list(options.image_dirs),
+                                 image=options.image, allow_other=options.allow_other_image)
     resolved.provenance = check_image_provenance(resolved, lock, options.images_lock, options.trusted_keys,
                                                  options.allow_other_image)
     say(f"image provenance: {resolved.provenance}")
     sweep = sweep_inputs(result, recorded)
     bench = resolve_benchmark(recorded, options.benchmark or sweep.benchmark)
     weights = options.weights or sweep.weights
-    if weights is not None and meta.get(keys.MODEL_REVISION):
-        bad = check_weights(recorded, resolve_snapshot(meta[keys.MODEL_ID], meta[keys.MODEL_REVISION], weights))
-        if bad:
-            raise KitError(f"weights differ from the record: {'; '.join(bad)}",
-                           fix="stage the exact revision the result names (kit weights stage), then kit weights verify")
-    say(f"rerunning {meta.get(keys.RUN)} [{meta.get(keys.LANGUAGE)}] on {resolved.runtime}: {resolved.note}")
+    run = None
+    if wanted.model:   # the same weights in the engine's format: its own snapshot, whose digests the rerun records
+        revision = wanted.revision or resolve_snapshot(wanted.model, None, weights).name
+        resolve_snapshot(wanted.model, revision, weights)
+        run = changed_run(recorded_run(recorded), wanted, revision)
+    else:
+        if weights is not None and meta.get(keys.MODEL_REVISION):
+            bad = check_weights(recorded, resolve_snapshot(meta[keys.MODEL_ID], meta[keys.MODEL_REVISION], weights))
+            if bad:
+                raise KitError(f"weights differ from the record: {'; '.join(bad)}",
+                               fix="stage the exact revision the result names (kit weights stage), then kit weights verify")
+        if wanted:
+            run = changed_run(recorded_run(recorded), wanted, meta.get(keys.MODEL_REVISION))
+    what = f" {wanted.describe()}" if wanted else ""
+    say(f"rerunning {meta.get(keys.RUN)} [{meta.get(keys.LANGUAGE)}]{what} on {resolved.runtime}: {resolved.note}")
     with tempfile.TemporaryDirectory(prefix="kit-reproduce-") as tmp:
-        rerun, _log = rerun_pair(recorded, resolved, bench.root, weights, Path(tmp), batch_size=options.batch_size)
+        rerun, _log = rerun_pair(recorded, resolved, bench.root, weights, Path(tmp), batch_size=options.batch_size,
+                                 run=run, extra_env=options.engine_env)
     return rerun, resolved
+
+
+def as_suffix(deliberate: Deliberate) -> str:
+    """The verdict file name's mark of a deliberate rerun ('-as-gguf', '-as-bfloat16', '-as-vllm-bfloat16'),
+    so that reruns of one result on several setups keep their own verdicts; '' for a reproduction."""
+    return "".join(f"-as-{v}" for v in (deliberate.backend, deliberate.dtype) if v)
 
 
 def rerun_elsewhere(recorded: dict[str, Any], other: Path) -> tuple[dict[str, Any], ResolvedImage]:

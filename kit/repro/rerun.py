@@ -18,9 +18,11 @@ from kit.results import keys
 from kit.results.store import checkpoint_path
 
 
-def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int | None = None) -> str:
-    """A roster TOML holding one run with the result's recorded settings."""
-    run = recorded_run(result)
+def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int | None = None,
+               run: dict[str, Any] | None = None) -> str:
+    """A roster TOML holding one run: the result's recorded settings, or `run` (roster keys) when given
+    (a deliberate rerun's, kit.repro.deliberate.changed_run)."""
+    run = dict(run) if run is not None else recorded_run(result)
     options = run.pop("options")
     if batch_size:
         run["batch_size"] = batch_size
@@ -67,19 +69,22 @@ def run_in_image(image: ResolvedImage, kit_args: list[str], binds: list[str], en
 
 
 def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Path, weights: Path | None,
-               workdir: Path, *, batch_size: int | None = None) -> tuple[dict[str, Any], str]:
-    """Run the pair again; returns the new checkpoint and the worker's output."""
+               workdir: Path, *, batch_size: int | None = None, run: dict[str, Any] | None = None,
+               extra_env: dict[str, str] | None = None) -> tuple[dict[str, Any], str]:
+    """Run the pair again (as `run`, roster keys, when given: a deliberate rerun's); returns the new
+    checkpoint and the worker's output. `extra_env` (the user's engine settings) wins over the recorded ones."""
     meta = result[keys.METADATA]
     workdir = Path(workdir).resolve()
     out = workdir / "results"
     roster = workdir / "roster.toml"
-    write_text_atomic(roster, roster_for(result, Path(benchmark_root).resolve(), batch_size=batch_size))
-    run_name, lang = meta.get(keys.RUN) or meta[keys.MODEL_ID], meta[keys.LANGUAGE]
+    write_text_atomic(roster, roster_for(result, Path(benchmark_root).resolve(), batch_size=batch_size, run=run))
+    run_name = run["model"] if run is not None else meta.get(keys.RUN) or meta[keys.MODEL_ID]
+    lang = meta[keys.LANGUAGE]
     kit_args = ["shard", "--roster", str(roster), "--results", str(out), "--languages", lang, "--model", run_name,
                 "--force"]
-    if not meta.get(keys.MODEL_REVISION):
+    if not (run.get("revision") if run is not None else meta.get(keys.MODEL_REVISION)):
         kit_args.append("--allow-unpinned")
-    env = {**recorded_engine_env(result),
+    env = {**recorded_engine_env(result), **(extra_env or {}),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
            "TRANSFORMERS_VERBOSITY": "error", "KIT_RUNTIME": image.runtime}
     if weights:

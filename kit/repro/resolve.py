@@ -36,9 +36,12 @@ class ResolvedImage:
     matches_record: bool
     note: str
     provenance: str = ""       # what its provenance statements say (check_image_provenance)
+    deliberate: bool = False   # another backend's image, chosen on purpose (kit reproduce --as)
 
 
-def _docker_image_id(ref: str) -> str | None:
+def docker_image_id(ref: str) -> str | None:
+    """The local Docker engine's id of an image reference (tag or id); None when it has none or Docker
+    does not answer."""
     try:
         out = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", ref], capture_output=True,
                              text=True, timeout=60)
@@ -65,7 +68,7 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
         raise ImageError("the result records no image (it ran on the host runtime)",
                          fix="rerun it with --runtime host")
     if runtime == "docker":
-        found = _docker_image_id(image or digest)
+        found = docker_image_id(image or digest)
         if found and found == digest:
             return ResolvedImage("docker", found, found, None, True, "the recorded image, by id")
         if found and allow_other:
@@ -97,6 +100,41 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
                      fix=f"pass --images DIR holding it, or convert the image: kit images convert {backend} --to {kind}")
 
 
+def resolve_backend_image(backend: str, runtime: str, *, lock: ImagesLock, lock_path: Path, search: list[Path],
+                          image: str | None = None) -> ResolvedImage:
+    """The image of another backend for a deliberate rerun (kit reproduce --as ENGINE): the build the
+    images lock records for it, as a local Docker image with that id or a SIF/sqsh with its recorded
+    sha256 (or `image`, which must be that build). An ImageError names what to build or convert."""
+    if runtime == "host":
+        return ResolvedImage("host", None, None, None, False, f"{backend} on the host (this Python environment)",
+                             deliberate=True)
+    built = lock.images.get(backend)
+    if built is None:
+        raise ImageError(f"the images lock {lock_path} records no {backend} image to rerun in",
+                         fix=f"build it (make image-{backend}, or kit images build {backend} --variant cpu), or "
+                             "pass --images-lock with the lock that records it")
+    if runtime == "docker":
+        found = docker_image_id(image or built.image_id)
+        if found != built.image_id:
+            raise ImageError(f"the {backend} image {built.image_id[:19]} ({built.tag}) is not in the local Docker engine"
+                             + (f"; {image} is {str(found)[:19]}" if image and found else ""),
+                             fix=f"build it (kit images build {backend}) or docker load its archive")
+        return ResolvedImage("docker", found, found, None, False, f"the {backend} image {built.tag} ({found[:19]})",
+                             deliberate=True)
+    kind = "sif" if runtime == "apptainer" else "sqsh"
+    if kind not in built.artifacts:
+        raise ImageError(f"the images lock records no .{kind} of the {backend} image {built.image_id[:19]}",
+                         fix=f"kit images convert {backend} --to {kind}")
+    wanted = built.artifacts[kind].sha256
+    for path in [Path(image)] if image else sorted(p for d in search for p in Path(d).glob(f"*.{kind}")):
+        if file_sha256(path) == wanted:
+            return ResolvedImage(runtime, str(path), built.image_id, wanted, False,
+                                 f"the {backend} {kind} {path.name}", deliberate=True)
+    raise ImageError(f"no .{kind} with sha256 {wanted[:16]} (the {backend} image's) in "
+                     f"{', '.join(map(str, search)) or '(no folder)'}",
+                     fix=f"pass --images DIR holding it, or kit images convert {backend} --to {kind}")
+
+
 def check_image_provenance(resolved: ResolvedImage, lock: ImagesLock, lock_path: Path,
                            trusted: list[Any] | None = None, allow_other: bool = False) -> str:
     """Check the recorded image's provenance statements (kit.images.attest) before it is trusted: a SIF's or
@@ -106,7 +144,7 @@ def check_image_provenance(resolved: ResolvedImage, lock: ImagesLock, lock_path:
     else a line saying what held."""
     from kit.images.attest import trace_artifact, trace_build
 
-    if resolved.runtime == "host" or not resolved.matches_record or resolved.digest is None:
+    if resolved.runtime == "host" or not (resolved.matches_record or resolved.deliberate) or resolved.digest is None:
         return "not checked: no recorded image is used"
     built = next((b for b in lock.images.values() if b.image_id == resolved.digest), None)
     if built is None:

@@ -11,30 +11,52 @@ from typing import Any
 from kit.files import name_part, write_text_atomic
 from kit.outputs import write_output
 from kit.results.tables import md_code, md_text
-from kit.repro.compare import EXACTNESS_NOTE, Comparison, Tolerance, environment
+from kit.repro.compare import EXACTNESS_NOTE, Comparison, Tolerance, environment, setup
+from kit.repro.deliberate import Deliberate
 from kit.repro.resolve import ResolvedImage
+from kit.results import keys
+from kit.results.kinds import kind_of
+
+DELIBERATE_NOTE = ("A deliberate rerun on another engine or dtype (kit reproduce --as) measures drift: how many "
+                   "verdicts and how much F1 move between the two setups. Its verdict is not a failure to reproduce.")
 
 
 def verdict_data(result_path: Path, recorded: dict[str, Any], rerun: dict[str, Any], cmp: Comparison,
-                 tolerance: Tolerance, image: ResolvedImage, settings_diff: list[str]) -> dict[str, Any]:
-    """The JSON verdict."""
+                 tolerance: Tolerance, image: ResolvedImage, settings_diff: list[str],
+                 deliberate: Deliberate = Deliberate()) -> dict[str, Any]:
+    """The JSON verdict: the comparison, the two environments and setups, what was changed on purpose
+    (`deliberate`), and the paired change of the score with its interval where the kind has one."""
+    kind = kind_of(recorded)
+    paired = kind.paired_change(recorded, rerun) if kind is not None else None
     return {
+        "deliberate": deliberate.as_dict(), "setups": {"recorded": setup(recorded), "rerun": setup(rerun)},
+        "paired": paired, "run": recorded.get(keys.METADATA, {}).get(keys.RUN),
         "result": str(result_path), "verdict": cmp.verdict, "agreement": cmp.agreement,
         "metric_deltas": cmp.metric_deltas, "tolerance": vars(tolerance), "bounded": cmp.bounded,
         "differing_items": cmp.differing, "settings_differences": settings_diff,
         "image": {"runtime": image.runtime, "ref": image.ref, "matches_record": image.matches_record,
                   "note": image.note, "provenance": image.provenance},
         "environments": {"recorded": environment(recorded), "rerun": environment(rerun)},
-        "note": EXACTNESS_NOTE,
+        "note": DELIBERATE_NOTE if deliberate else EXACTNESS_NOTE,
     }
 
 
 def verdict_markdown(data: dict[str, Any]) -> str:
     """The Markdown verdict."""
-    lines = [f"# Reproduction of {md_code(data['result'])}", "", f"**Verdict: {md_text(data['verdict'])}**", "",
+    title = "Deliberate rerun" if data.get("deliberate") else "Reproduction"
+    lines = [f"# {title} of {md_code(data['result'])}", "", f"**Verdict: {md_text(data['verdict'])}**", "",
              f"- items with the same verdict: {data['agreement']:.2%} "
              f"(tolerance: >= {data['tolerance']['agreement']:.0%}, |delta {data.get('bounded', 'F1')}| <= {data['tolerance']['f1']})",
              f"- image: {md_text(data['image']['note'])}" + ("" if data["image"]["matches_record"] else " — NOT the recorded image")]
+    if data.get("deliberate"):
+        lines.append("- changed on purpose (kit reproduce --as): "
+                     + ", ".join(f"{md_text(k)} {md_text(v)}" for k, v in data["deliberate"].items()))
+    paired = data.get("paired")
+    if paired:
+        f1 = paired["f1"]
+        lines.append(f"- verdicts changed: {paired['changed']} of {paired['items']} items; F1 {f1['b']:.4f} -> "
+                     f"{f1['a']:.4f}, change {f1['diff']:+.4f} (95% interval {f1['low']:+.4f} to {f1['high']:+.4f}); "
+                     f"McNemar p = {paired['p_value']:.3g}")
     if data["settings_differences"]:
         lines += ["- settings that differ from the recorded run (they can explain differences):"]
         lines += [f"  - {md_text(d)}" for d in data["settings_differences"]]

@@ -87,3 +87,27 @@ def agreement_png(rows: Sequence[tuple[str, float, str]], tolerance: float | Non
         for y, (_, value, verdict) in zip(ys, rows):
             ax.text(0.01, y, f"{verdict} {value:.1%}", va="center", fontsize=7, color="white")
         return _png(fig)
+
+
+DRIFT_ROWS_MAX = 120   # beyond this the plot shows the first ones; drift.csv and the table hold every row
+
+
+def drift_png(rows: Sequence[tuple[str, float, float, float, float, int]]) -> bytes:
+    """The drift plot: one line per rerun (label, F1 change, its interval low and high, the share of
+    items whose verdict changed, the index of its pair of setups), the change as a point with its
+    interval, coloured by pair of setups, the share written beside it; zero as a dashed line."""
+    rows = list(rows)[:DRIFT_ROWS_MAX]
+    palette = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
+    with _figure(8.0, 1.5 + 0.3 * len(rows), "kit report's drift plot") as fig:
+        ax = fig.add_subplot()
+        for y, (_, change, low, high, share, pair) in enumerate(rows):
+            colour = palette[pair % len(palette)]
+            ax.errorbar([change], [y], xerr=[[change - low], [high - change]], fmt="o", color=colour, capsize=3)
+            ax.annotate(f"{share:.1%} changed", (high, y), xytext=(4, 0), textcoords="offset points",
+                        va="center", fontsize=7)
+        ax.set_yticks(list(range(len(rows))), labels=[label for label, *_ in rows], fontsize=7)
+        ax.invert_yaxis()
+        ax.axvline(0.0, linestyle="--", color="black", linewidth=1)
+        ax.set_xlabel("F1 change, rerun minus recorded, with its 95% paired interval")
+        ax.set_title("Drift between setups")
+        return _png(fig)

@@ -18,12 +18,14 @@ from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, cod
                                    link, maybe_link, page, slug, table)
 from kit.files import make_durable
 from kit.files import write_bytes_atomic, write_text_atomic
-from kit.results.html_plots import agreement_png
+from kit.results.drift import DRIFT_CSV, DriftRow, drift_csv, drift_rows, setup_label, setup_pairs
+from kit.results.html_plots import agreement_png, drift_png
 from kit.results.kinds.base import ResultKind
 from kit.results.records import CheckpointRecord
 from kit.results.verdicts import Verdict, read_verdicts
 
 AGREEMENT_PLOT = "verdict_agreement.png"
+DRIFT_PLOT = "drift.png"
 # the provenance a reviewer looks for first (docs/checkpoint-format.md, `provenance`), before the full record
 KEY_PROVENANCE = (
     ("image digest", "image.digest"), ("image artifact", "image.artifact"),
@@ -60,16 +62,24 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
     verdicts, unread = read_verdicts(verdict_dirs)
     verdicts = [v for v in verdicts if v.key in links.results]
     images = dict(parts.images)
-    reruns, plot = _reruns_section(verdicts, unread, links)
+    rerun_pages = {v.path: slug("rerun", f"{v.path.parent.name}/{v.path.name}") for v in verdicts}
+    reruns, plot = _reruns_section(verdicts, unread, links, rerun_pages)
     if plot is not None:
         images[AGREEMENT_PLOT] = plot
+    drift = drift_rows(verdicts)
+    drift_section, drift_plot = _drift_section(drift, links, rerun_pages)
+    if drift_plot is not None:
+        images[DRIFT_PLOT] = drift_plot
+    if drift:
+        images[DRIFT_CSV] = drift_csv(drift).encode("utf-8")
 
     plots = []   # first, so that no page names a file not there yet
     for name, data in sorted(images.items()):
         write_bytes_atomic(out_dir / name, data, durable=False)
         plots.append(out_dir / name)
-    if plot is None and (out_dir / AGREEMENT_PLOT).is_file():
-        (out_dir / AGREEMENT_PLOT).unlink()   # an earlier report's reruns
+    for name in (AGREEMENT_PLOT, DRIFT_PLOT, DRIFT_CSV):
+        if name not in images and (out_dir / name).is_file():
+            (out_dir / name).unlink()   # an earlier report's reruns
     written: list[Path] = []
     for language, body in parts.languages.items():
         title = f"{parts.title}: {language}"
@@ -80,9 +90,13 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
     for record in valid:
         written.append(_write(out_dir / PAGES / links.results[record.name],
                               _result_page(record, parts, links.from_page(),
-                                           [v for v in verdicts if v.key == record.name])))
+                                           [v for v in verdicts if v.key == record.name], rerun_pages)))
+    for verdict in verdicts:
+        written.append(_write(out_dir / PAGES / rerun_pages[verdict.path],
+                              _rerun_page(verdict, links.from_page())))
     make_durable([*plots, *written])   # all on disk before the index that links them
-    index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns, kind.units)),
+    index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns + drift_section,
+                                                                  kind.units)),
                    durable=True)
     _remove_old_pages(out_dir / PAGES, set(written))
     return HtmlReport(index, written, plots)
@@ -92,7 +106,7 @@ def _remove_old_pages(folder: Path, keep: set[Path]) -> None:
     # pages of results an earlier report counted and this one does not: a copied report must not
     # carry them (only kit's own page names are touched)
     for old in folder.glob("*.html"):
-        if old not in keep and old.name.startswith(("result-", "language-", "compare-")) and not old.is_symlink():
+        if old not in keep and old.name.startswith(("result-", "language-", "compare-", "rerun-")) and not old.is_symlink():
             old.unlink()
 
 
@@ -122,7 +136,8 @@ def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: Pa
             + f"<h2>Files not counted ({len(invalid)})</h2>\n<ul>\n{not_counted}</ul>\n" + notices)
 
 
-def _reruns_section(verdicts: list[Verdict], unread: list[tuple[Path, str]], links: PageLinks) -> tuple[str, bytes | None]:
+def _reruns_section(verdicts: list[Verdict], unread: list[tuple[Path, str]], links: PageLinks,
+                    rerun_pages: dict[Path, str]) -> tuple[str, bytes | None]:
     out = ["<h2>Reruns (kit reproduce)</h2>\n"]
     plot = None
     if not verdicts:
@@ -136,20 +151,96 @@ def _reruns_section(verdicts: list[Verdict], unread: list[tuple[Path, str]], lin
             out.append(f"<p>{image(links.file(AGREEMENT_PLOT), 'per-item agreement of each rerun')}</p>\n")
         except MissingExtraError as exc:
             out.append(f"<p class=\"note\">No plot: {esc(exc.one_line())}</p>\n")
-        out.append(_verdict_table(verdicts, links))
+        out.append(_verdict_table(verdicts, links, rerun_pages))
     if unread:
         out.append("<p>Verdict files not read:</p>\n<ul>\n" + "".join(
             f"<li>{code(p.name)}: {esc(why)}</li>\n" for p, why in unread) + "</ul>\n")
     return "".join(out), plot
 
 
-def _verdict_table(verdicts: list[Verdict], links: PageLinks) -> str:
+def _verdict_table(verdicts: list[Verdict], links: PageLinks, rerun_pages: dict[Path, str]) -> str:
     return table(("result", "verdict", "agreement", "recorded on", "rerun on", "verdict file"),
                  ([maybe_link(links.result(v.key), v.key), v.verdict, f"{v.agreement:.2%}", v.hardware("recorded"),
-                   v.hardware("rerun"), v.path.name] for v in verdicts))
+                   v.hardware("rerun"), maybe_link(_page_of(v, links, rerun_pages), v.path.name)] for v in verdicts))
 
 
-def _result_page(record: CheckpointRecord, parts: HtmlParts, links: PageLinks, verdicts: list[Verdict]) -> str:
+def _page_of(verdict: Verdict, links: PageLinks, rerun_pages: dict[Path, str]) -> str | None:
+    name = rerun_pages.get(verdict.path)
+    return None if name is None else links.page(name)
+
+
+def _drift_section(rows: list[DriftRow], links: PageLinks, rerun_pages: dict[Path, str]) -> tuple[str, bytes | None]:
+    """The drift table of the index (per pair of setups, then per rerun, each number linking to its
+    rerun's page), and its plot; nothing when no verdict carries a paired change."""
+    if not rows:
+        return "", None
+    pairs = setup_pairs(rows)
+    out = ["<h2>Drift between setups</h2>\n",
+           f"<p>{len(rows)} reruns of {len({(r.run, r.language) for r in rows})} results on {len(pairs)} pairs of "
+           "setups (engine and version, dtype, GPU and driver, kit): the share of items whose verdict changed and the "
+           "F1 change (rerun minus recorded) with its 95% paired bootstrap interval, as <code>kit compare</code> "
+           "computes it. A pair with one setup twice is run-to-run noise. Every number links to its rerun; the same "
+           f"rows are in {link(links.file(DRIFT_CSV), DRIFT_CSV)}.</p>\n"]
+    out.append(table(("recorded setup", "rerun setup", "reruns", "items", "verdicts changed", "mean F1 change"),
+                     ([p.recorded_setup, p.rerun_setup, len(p.rows), p.items,
+                       f"{p.changed} ({p.changed / p.items:.1%})" if p.items else "0",
+                       f"{p.mean_f1_change:+.4f}"] for p in pairs), caption="Pairs of setups"))
+    plot = None
+    index = {p: i for i, p in enumerate((p.recorded_setup, p.rerun_setup) for p in pairs)}
+    try:
+        plot = drift_png([(f"{r.run} [{r.language}] {r.deliberate or 'rerun ' + str(index[r.setups] + 1)}"[:70],
+                           r.f1_change, r.f1_low, r.f1_high, r.changed_share, index[r.setups]) for r in rows])
+        out.append(f"<p>{image(links.file(DRIFT_PLOT), 'F1 change of each rerun with its interval')}</p>\n")
+    except MissingExtraError as exc:
+        out.append(f"<p class=\"note\">No plot: {esc(exc.one_line())}</p>\n")
+
+    def linked(r: DriftRow, text: str) -> Cell:
+        return maybe_link(_page_of(r.verdict, links, rerun_pages), text)
+
+    out.append(table(("run", "language", "recorded setup", "rerun setup", "changed on purpose", "verdicts changed",
+                      "outputs differ", "F1 recorded", "F1 rerun", "F1 change", "95% interval", "McNemar p"),
+                     ([r.run, maybe_link(links.language(r.language), r.language), r.recorded_setup, r.rerun_setup,
+                       r.deliberate or "nothing", linked(r, f"{r.changed}/{r.items} ({r.changed_share:.1%})"),
+                       linked(r, str(r.outputs_differ)),
+                       f"{r.f1_recorded:.4f}", f"{r.f1_rerun:.4f}", linked(r, f"{r.f1_change:+.4f}"),
+                       linked(r, f"{r.f1_low:+.4f} to {r.f1_high:+.4f}"),
+                       "" if r.p_value is None else f"{r.p_value:.3g}"] for r in rows), caption="Reruns"))
+    return "".join(out), plot
+
+
+def _rerun_page(verdict: Verdict, links: PageLinks) -> str:
+    """A rerun's page: its verdict, the two setups, the paired change, the two environments, the items
+    that differ."""
+    body = [f"<p>Verdict: <strong>{esc(verdict.verdict)}</strong>; {verdict.agreement:.2%} of items have the same "
+            f"verdict. Result: {maybe_link(links.result(verdict.key), verdict.key)}; verdict file "
+            f"{code(verdict.path.name)}.</p>\n"]
+    if verdict.deliberate:
+        body.append("<p>Changed on purpose (<code>kit reproduce --as</code>): "
+                    + esc(", ".join(f"{k} {v}" for k, v in sorted(verdict.deliberate.items()))) + "</p>\n")
+    if verdict.setups.get("recorded") or verdict.setups.get("rerun"):
+        body.append(key_values([("recorded setup", setup_label(verdict.setups.get("recorded") or {})),
+                                ("rerun setup", setup_label(verdict.setups.get("rerun") or {}))], caption="Setups"))
+    if verdict.paired:
+        f1 = verdict.paired["f1"]
+        body.append(key_values([("items", verdict.paired["items"]), ("verdicts changed", verdict.paired["changed"]),
+                                ("F1 recorded", f"{f1['b']:.4f}"), ("F1 rerun", f"{f1['a']:.4f}"),
+                                ("F1 change", f"{f1['diff']:+.4f}"),
+                                ("95% interval", f"{f1['low']:+.4f} to {f1['high']:+.4f}"),
+                                ("McNemar p", verdict.paired.get("p_value"))], caption="Paired change"))
+    facts = sorted(set(verdict.recorded) | set(verdict.rerun))
+    body.append(table(("fact", "recorded", "rerun"),
+                      ([k, verdict.recorded.get(k), verdict.rerun.get(k)] for k in facts), caption="Environments"))
+    body.append(table(("item", "recorded", "rerun", "recorded output", "rerun output"),
+                      ([d.get("item_id"), d.get("recorded"), d.get("rerun"), d.get("recorded_output"),
+                        d.get("rerun_output")] for d in verdict.differing),
+                      caption=f"Items that differ ({len(verdict.differing)})"))
+    if verdict.note:
+        body.append(f"<p class=\"note\">{esc(verdict.note)}</p>\n")
+    return page(f"Rerun of {verdict.key}", "".join(body), [(links.index(), "index")])
+
+
+def _result_page(record: CheckpointRecord, parts: HtmlParts, links: PageLinks, verdicts: list[Verdict],
+                 rerun_pages: dict[Path, str]) -> str:
     nav = [(links.index(), "index"), (links.language(record.language) or links.index(), f"language {record.language}")]
     data = record.data or {}
     provenance = data.get(keys.PROVENANCE)
@@ -161,7 +252,7 @@ def _result_page(record: CheckpointRecord, parts: HtmlParts, links: PageLinks, v
                 "a result out of its workspace also needs <code>--benchmark DIR --weights DIR</code>:</p>\n"
                 f"<pre>{esc(shlex.join(['kit', 'reproduce', str(record.path)]))}</pre>\n")
     if verdicts:
-        body.append("<h2>Reruns</h2>\n" + _verdict_table(verdicts, links))
+        body.append("<h2>Reruns</h2>\n" + _verdict_table(verdicts, links, rerun_pages))
     if not flat:
         body.append("<h2>Provenance</h2>\n<p>None recorded (an lrb file from before kit).</p>\n")
     else:

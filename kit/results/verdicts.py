@@ -31,6 +31,11 @@ class Verdict:
     rerun: Mapping[str, Any] = field(default_factory=dict)
     deltas: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
+    run: str | None = None                                          # the roster's run name, when recorded
+    deliberate: Mapping[str, Any] = field(default_factory=dict)     # what `kit reproduce --as` changed on purpose
+    setups: Mapping[str, Any] = field(default_factory=dict)         # {"recorded": {...}, "rerun": {...}} (compare.setup)
+    paired: Mapping[str, Any] | None = None                         # the paired change of the score (ResultKind.paired_change)
+    differing: tuple[Mapping[str, Any], ...] = ()                   # the items whose prediction or output differ
 
     @property
     def key(self) -> str:
@@ -76,10 +81,29 @@ def _verdict(path: Path) -> Verdict:
     envs = data.get("environments")
     envs = envs if isinstance(envs, dict) else {}
     where = Path(result)
+    setups = _mapping(data.get("setups"))
+    differing = data.get("differing_items")
     return Verdict(path, result, where.parent.name, where.stem, verdict, float(agreement),
                    _mapping(data.get("tolerance")), _mapping(envs.get("recorded")), _mapping(envs.get("rerun")),
-                   _mapping(data.get("metric_deltas")), str(data.get("note") or ""))
+                   _mapping(data.get("metric_deltas")), str(data.get("note") or ""),
+                   data["run"] if isinstance(data.get("run"), str) else None, _mapping(data.get("deliberate")),
+                   {side: _mapping(setups.get(side)) for side in ("recorded", "rerun")}, _paired(data.get("paired")),
+                   tuple(d for d in differing if isinstance(d, dict)) if isinstance(differing, list) else ())
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _paired(value: Any) -> Mapping[str, Any] | None:
+    """A verdict's paired change when each figure the drift table reads is a number; else None (not shown)."""
+    if not isinstance(value, dict):
+        return None
+    f1 = value.get("f1")
+    numbers = [value.get("items"), value.get("changed"), *(f1.get(k) for k in ("a", "b", "diff", "low", "high"))] \
+        if isinstance(f1, dict) else [None]
+    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and n == n for n in numbers):
+        return None
+    if not 0 <= value["changed"] <= value["items"]:
+        return None
+    return value

@@ -198,3 +198,43 @@ def test_readme_signed_results_block_runs_on_a_copy_of_the_demo(first_demo, demo
     assert kit("verify", str(checkpoint), cwd=tmp_path, env=env).returncode == 0   # unsigned checks accept it
     r = kit(*shlex.split(lines[-1])[1:], cwd=tmp_path, env=env)
     assert r.returncode == 1 and "(the file changed after it was signed)" in r.stdout, r.stdout
+
+
+def test_readme_drift_block_runs_on_a_copy_of_the_demo(first_demo, demo_env, tmp_path):
+    """README's "Drift between setups" block, as written, on a copy of `kit demo`'s workspace: every demo
+    result rerun in bfloat16 on the host for real, the setups this machine cannot run named with their fix,
+    and the report's drift table (drift.csv, the index's section, a page per rerun) built from the verdicts."""
+    import csv
+    import re
+    import shlex
+    import shutil
+    from pathlib import Path
+
+    root, env = demo_env
+    shutil.copytree(root / "kit-demo", tmp_path / "kit-demo", ignore=shutil.ignore_patterns("release", "report", "reproduce*"))
+    env = {k: v for k, v in env.items() if k != "KIT_IMAGES_LOCK"}   # no engine image here: named, not run
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Drift between setups.*?```bash\n(.*?)```", readme, re.S).group(1)
+    commands = [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
+    assert [c[:2] for c in commands] == [["kit", "demo"], ["kit", "reproduce"]]
+    r = kit(*commands[0][1:], cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "drift: llama.cpp not measured here:" in r.stdout and "drift: vLLM not measured here:" in r.stdout
+    assert "drift    6 reruns in" in r.stdout, r.stdout
+    r = kit(*commands[1][1:], cwd=tmp_path, env=env)
+    assert r.returncode == 0 and "deliberate rerun" in r.stdout and "F1 change" in r.stdout, r.stdout + r.stderr
+    verdict = json.loads((tmp_path / "kit-demo" / "reproduce-drift" /
+                          "reproduce-kit-demo__tiny-llama-fr-as-bfloat16.json").read_text(encoding="utf-8"))
+    assert verdict["deliberate"] == {"dtype": "bfloat16"}
+    assert verdict["setups"]["recorded"]["dtype"] == "float32" and verdict["setups"]["rerun"]["dtype"] == "bfloat16"
+    paired = verdict["paired"]
+    assert paired["items"] == 20 and paired["f1"]["low"] <= paired["f1"]["diff"] <= paired["f1"]["high"]
+    assert paired["changed"] == sum(d["recorded"] != d["rerun"] for d in verdict["differing_items"])
+    report = tmp_path / "kit-demo" / "results" / "report"
+    rows = list(csv.DictReader((report / "drift.csv").open(encoding="utf-8")))
+    assert len(rows) == 6 and {r["language"] for r in rows} == {"de", "en", "fr"}
+    assert all("float32" in r["recorded_setup"] and "bfloat16" in r["rerun_setup"] for r in rows)
+    index = (report / "index.html").read_text(encoding="utf-8")
+    assert "Drift between setups" in index and 'src="drift.png"' in index
+    pages = sorted((report / "pages").glob("rerun-*.html"))
+    assert len(pages) == 6 and all(f'href="pages/{p.name}"' in index for p in pages)

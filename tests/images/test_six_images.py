@@ -188,6 +188,29 @@ def test_each_image_reproduces_its_pair(docker_sweep, ws, images, backend):
     assert r.returncode == 0 and r.stdout.startswith("REPRODUCED"), r.stdout[-2000:] + r.stderr[-3000:]
 
 
+def test_deliberate_reruns_across_engines_form_the_drift_table(docker_sweep, ws, images):
+    """The transformers float32 result rerun on purpose in bfloat16, through llama.cpp (its GGUF) and through
+    vLLM, each in its own image: four setups in the report's drift table, each verdict with a paired change."""
+    import csv
+
+    rel = str(docker_sweep["transformers-5.17"]["path"].relative_to(ws))
+    gguf = docker_sweep["gguf"]["data"]["metadata"]
+    env = _env(**images["env"])
+    for args in (("--as", "bfloat16"),
+                 ("--as", "gguf", "--as-model", f"{gguf['model_id']}@{gguf['model_revision']}",
+                  "--as-option", 'gguf_file="tiny-llama-f32.gguf"', "--as-option", 'quantization="F32"'),
+                 ("--as", "vllm", "--as-option", "enforce_eager=true", "--as-option", "max_model_len=1024",
+                  "--engine-env", "VLLM_CPU_KVCACHE_SPACE=1")):
+        r = timed(f"reproduce-as-{args[1]}", kit, "reproduce", rel, "--runtime", "docker", *args,
+                  "-o", "reproduce-drift", cwd=ws, env=env, check=False)
+        assert r.returncode == 0 and "deliberate rerun" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
+    kit("report", "results", "-o", "report-drift", cwd=ws, env=env)
+    rows = [r for r in csv.DictReader((ws / "report-drift" / "drift.csv").open(encoding="utf-8")) if r["deliberate"]]
+    setups = {r["rerun_setup"].split(" · ")[0].split()[0] + " " + r["rerun_setup"].split(" · ")[1] for r in rows}
+    assert setups == {"transformers-5.17 bfloat16", "gguf GGUF F32", "vllm float32"}, rows
+    assert all(r["recorded_setup"].startswith("transformers-5.17") and "float32" in r["recorded_setup"] for r in rows)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_each_image_converts_to_sqsh(images, backend):
     """Every image also converts to Enroot's squashfs, recorded against the same image id."""

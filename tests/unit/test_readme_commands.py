@@ -49,6 +49,9 @@ SKIP = {
         "needs `kit demo`'s results: tests/e2e/test_demo.py",
     "kit keys init": "makes a key in the user's config folder: tests/e2e/test_demo.py runs the block with KIT_KEYS_DIR",
     "kit sign kit-demo/results": "needs `kit demo`'s results: tests/e2e/test_demo.py",
+    "kit demo --drift": "slow (the demo, then a rerun per result and setup); tests/e2e/test_demo.py runs this block",
+    "kit reproduce kit-demo/results/fr/kit-demo__tiny-llama.json --as bfloat16 -o kit-demo/reproduce-drift":
+        "needs `kit demo`'s results: tests/e2e/test_demo.py",
     "kit keys export > kit-demo/my-key.pub.json": "needs `kit keys init`: tests/e2e/test_demo.py",
     "kit verify kit-demo/results --trusted-keys kit-demo/my-key.pub.json": "needs `kit demo`'s results: tests/e2e/test_demo.py",
 }

@@ -11,7 +11,7 @@ import pytest
 from kit.errors import ConfigError
 from kit.repro import rerun
 from kit.repro.resolve import ResolvedImage
-from kit.worker.provenance import engine_environment
+from kit.config.engine_env import engine_environment
 
 
 def test_the_worker_records_engine_settings_and_never_a_secret():

@@ -69,6 +69,12 @@ class ResultKind(ABC):
         None when the kind has no such form (the default)."""
         return None
 
+    def paired_change(self, recorded: Mapping[str, Any], rerun: Mapping[str, Any]) -> dict[str, Any] | None:
+        """How a rerun's score moved from the recorded one over the same items, with its interval
+        (JSON-ready: `kit reproduce` records it and the drift table reads it); None when the kind has no
+        paired statistic (the default) or the two hold other items."""
+        return None
+
     def verdict_faults(self, data: Mapping[str, Any]) -> list[str]:
         """Predictions of a well-formed checkpoint whose verdict is not what their recorded output
         gives, one line; none by default (the kind cannot tell)."""

@@ -71,6 +71,24 @@ class LrbKind(ResultKind):
         return [f"{keys.PREDICTIONS}[{at}].{keys.PREDICTED} is not the {want!r} its recorded output gives{more} "
                 "(the verdict was edited after the job wrote it)"]
 
+    def paired_change(self, recorded: Mapping[str, Any], rerun: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The rerun minus the recorded checkpoint over their shared items: F1 and accuracy differences with
+        `kit compare`'s paired bootstrap interval, the exact McNemar p-value, and the items whose verdict
+        changed; None when they share no item or label an item differently."""
+        from kit.results.kinds.lrb.compare import checkpoint_comparison
+
+        meta = recorded.get(keys.METADATA, {})
+        language = str(meta.get(keys.LANGUAGE))
+        found = checkpoint_comparison(language, rerun, recorded, (str(meta.get(keys.RUN)), "rerun"))
+        if isinstance(found, str):
+            return None
+        rec = {p[keys.ITEM_ID]: p.get(keys.PREDICTED) for p in recorded.get(keys.PREDICTIONS) or []}
+        changed = sum(1 for p in rerun.get(keys.PREDICTIONS) or []
+                      if p[keys.ITEM_ID] in rec and p.get(keys.PREDICTED) != rec[p[keys.ITEM_ID]])
+        return {"items": found.items, "changed": changed, "f1": found.f1.as_dict(), "accuracy": found.accuracy.as_dict(),
+                "p_value": found.p_value, "only_rerun_right": found.only_a_right,
+                "only_recorded_right": found.only_b_right}
+
     def item_outcomes(self, predictions: Sequence[Any]) -> tuple[str, str] | None:
         """(sha256 of the item ids and expected labels, each item's confusion cell as a digit of
         kit.results.kinds.lrb.paired.CELLS), in item id order; None when a prediction is malformed."""

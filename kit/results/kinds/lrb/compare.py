@@ -166,6 +166,18 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resam
                       resamples)
 
 
+def checkpoint_comparison(language: str, a: Mapping[str, Any], b: Mapping[str, Any], seed_parts: tuple[str, str],
+                          resamples: int = RESAMPLES) -> LanguageComparison | str:
+    """Two checkpoints of one language's items compared (A minus B, as `kit compare` does one language:
+    the paired bootstrap interval of the F1 and accuracy differences, seeded by `seed_parts` and the
+    language, and the exact McNemar p-value), or why they cannot be (no shared item, another label)."""
+    paired = _pair_items(a, b)
+    if isinstance(paired, str):
+        return paired
+    _ids, expected, pred_a, pred_b, _answers = paired
+    return _compare_language(language, seed_parts, expected, pred_a, pred_b, resamples)[0]
+
+
 @lru_cache(maxsize=1 << 16)   # a report asks for every checkpoint against its language's top run: few counts repeat
 def mcnemar_exact(only_a_right: int, only_b_right: int) -> float:
     """The two-sided exact McNemar p-value: a binomial test of `only_a_right` out of the discordant

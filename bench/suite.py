@@ -30,7 +30,8 @@ from bench.tree import REPO, Tree, build_tree
 BUILD = Path(os.environ.get("KIT_BENCH_DIR") or REPO / "build" / "bench")   # trees, cache, tables
 ANCHORS = Path(__file__).resolve().parent / "anchors"
 RSS_LIMIT_MB = 150.0
-COLUMNS = ("measurement", "kit", "anchor or limit", "ratio", "goal", "met")
+COLUMNS = ("measurement", "kit", "anchor or limit", "ratio", "goal", "met", "noise")
+BIG_RUNS = 235   # 85 languages x 235 runs = 19,975 pairs: a prompt, seed or quantization sweep over lrb's languages
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,14 @@ class Row:
     anchor_label: str
     goal: str
     met: bool
+    noise: float | None = None    # the anchor's spread between its repeats, (slowest - fastest) / fastest
+    margin: float | None = None   # how far kit is from the goal's limit, as a fraction of the limit
+
+    @property
+    def sure(self) -> bool:
+        """Whether the verdict stands above the run's noise: kit is further from the limit than the anchor's
+        own spread (a row without a limit or without repeats is taken as it is)."""
+        return self.noise is None or self.margin is None or self.margin > self.noise
 
     @property
     def ratio(self) -> float:
@@ -54,8 +63,9 @@ class Row:
         """The row as table cells."""
         unit = self.kit_unit
         fmt = {"s": lambda v: f"{v:.2f} s", "KB": lambda v: f"{v:.1f} KB"}.get(unit, lambda v: f"{v:.0f} MB")
+        met = ("yes" if self.met else "NO") + ("" if self.sure else " (within noise)")
         return [self.measurement, fmt(self.kit), f"{self.anchor_label} {fmt(self.anchor)}", f"{self.ratio:.2f}",
-                self.goal, "yes" if self.met else "NO"]
+                self.goal, met, "" if self.noise is None else f"{self.noise:.0%}"]
 
 
 class Suite:
@@ -73,6 +83,15 @@ class Suite:
         kit_script = Path(sys.executable).parent / "kit"
         self.kit = [str(kit_script)] if kit_script.is_file() else [sys.executable, "-m", "kit"]
         self.rows: list[Row] = []
+        self.last_noise: float | None = None   # the last paired run's anchor spread
+
+    def on(self, tree: Tree) -> "Suite":
+        """The same suite measuring another tree (its own cache), rows added to this one's."""
+        other = Suite(tree, self.repeat, self.worker_languages, self.quick)
+        other.rows, other.notes = self.rows, self.notes
+        other.cache = BUILD / f"cache-{tree.root.name}"
+        other.env = {**self.env, "KIT_CACHE_DIR": str(other.cache)}
+        return other
 
     def run(self, args: list[str], *, cold: bool, repeat: int | None = None) -> Sample:
         """kit ARGS in the tree's folder; with `cold`, the validated-checkpoint cache is emptied first."""
@@ -85,11 +104,14 @@ class Suite:
 
     def paired(self, args: list[str], anchor: list[str], *, cold: bool, repeat: int | None = None) -> tuple[Sample, Sample]:
         """kit ARGS and its anchor (an argv from this folder) run in turn, best of `repeat` each: on a
-        shared machine a slow spell then falls on both, not on one side of the ratio."""
+        shared machine a slow spell then falls on both, not on one side of the ratio. The anchor's spread
+        between its repeats is kept as the run's noise (self.last_noise), for the row it judges."""
         kit_runs, anchor_runs = [], []
         for _ in range(max(1, repeat or self.repeat)):
             anchor_runs.append(best_of(anchor, self.tree.root, 1, self.env))
             kit_runs.append(self.run(args, cold=cold, repeat=1))
+        times = [x.seconds for x in anchor_runs]
+        self.last_noise = (max(times) - min(times)) / min(times) if len(times) > 1 and min(times) > 0 else None
         return min(kit_runs, key=lambda x: x.seconds), min(anchor_runs, key=lambda x: x.seconds)
 
     def anchor(self, script: str, *args: str) -> list[str]:
@@ -101,24 +123,36 @@ class Suite:
         shutil.rmtree(self.cache, ignore_errors=True)
 
     def add(self, measurement: str, kit: float, unit: str, anchor: float, label: str, goal: str,
-            met: Callable[[float, float], bool]) -> None:
-        """Record one row; `met(kit, anchor)` says whether the goal holds."""
-        self.rows.append(Row(measurement, kit, unit, anchor, label, goal, bool(met(kit, anchor))))
+            met: Callable[[float, float], bool], noise: float | None = None) -> None:
+        """Record one row; `met(kit, anchor)` says whether the goal holds, and `noise` is the anchor's spread
+        of the paired run it comes from (judged against the row's margin when the goal has a limit)."""
+        limit = getattr(met, "limit", None)
+        bound = limit(anchor) if limit is not None else None
+        margin = abs(kit - bound) / bound if bound else None
+        self.rows.append(Row(measurement, kit, unit, anchor, label, goal, bool(met(kit, anchor)), noise, margin))
+
+
+def _goal(limit: Callable[[float], float]) -> Callable[[float, float], bool]:
+    def met(kit: float, anchor: float) -> bool:
+        return kit <= limit(anchor)
+
+    met.limit = limit   # type: ignore[attr-defined]   # what Suite.add measures the margin against
+    return met
 
 
 def within(factor: float) -> Callable[[float, float], bool]:
     """Goal: kit at most `factor` times the anchor."""
-    return lambda kit, anchor: kit <= factor * anchor
+    return _goal(lambda anchor: factor * anchor)
 
 
 def plus(seconds: float) -> Callable[[float, float], bool]:
     """Goal: kit at most `seconds` over the anchor."""
-    return lambda kit, anchor: kit <= anchor + seconds
+    return _goal(lambda anchor: anchor + seconds)
 
 
 def under_mb(limit: float) -> Callable[[float, float], bool]:
     """Goal: kit's peak RSS at most `limit` MB."""
-    return lambda kit, anchor: kit <= limit
+    return _goal(lambda anchor: limit)
 
 
 def measure_all(suite: Suite, progress=print) -> list[Row]:
@@ -136,51 +170,21 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
     paired_repeat = suite.repeat + (0 if suite.quick else 1)
     read_parse, help_argv = suite.anchor("read_parse.py", results), suite.kit + ["status", "--help"]
 
-    progress("bench: kit status")
-    status_cold, limit_a = suite.paired(["status", "results"], read_parse, cold=True, repeat=paired_repeat)
-    suite.add(f"`kit status` (table), cold, {n} pairs", status_cold.seconds, "s", limit_a.seconds, rp, "<= 1.3x",
-              within(1.3))
-    status_json, limit_b = suite.paired(["status", "results", "--json"], read_parse, cold=True, repeat=paired_repeat)
-    suite.add("`kit status --json`, cold", status_json.seconds, "s", limit_b.seconds, rp, "<= 1.3x", within(1.3))
-    suite.add("`kit status`, peak RSS", status_cold.rss_mb, "MB", limit.rss_mb, "read + parse", "<= 150 MB",
-              under_mb(RSS_LIMIT_MB))
-    suite.run(["status", "results"], cold=True, repeat=1)     # fills the cache
-    status_warm, start_a = suite.paired(["status", "results"], help_argv, cold=False,
-                                        repeat=max(5, paired_repeat))
-    suite.add("`kit status`, warm (nothing changed)", status_warm.seconds, "s", start_a.seconds,
-              "`kit status --help`", "<= start-up + 0.3 s", plus(0.3))
-
-    try:
-        import orjson  # noqa: F401
-    except ImportError:
-        suite.notes.append("no orjson here (kit's `fast` extra): kit parses with Python's json")
-    else:
-        fast = suite.python("read_parse.py", results, "orjson")
-        suite.add("read + orjson.loads of every file (kit's parser)", fast.seconds, "s", limit.seconds, rp,
-                  "(what orjson bought)", lambda kit, anchor: True)
-        suite.add("`kit status` (table), cold, against kit's own parser", status_cold.seconds, "s", fast.seconds,
-                  "read + orjson.loads", "(reference)", lambda kit, anchor: True)
-
-    progress("bench: kit verify")
-    verify_cold, limit_c = suite.paired(["verify", "results"], read_parse, cold=True, repeat=paired_repeat)
-    suite.add("`kit verify` on all files, cold", verify_cold.seconds, "s", limit_c.seconds, rp, "<= 1.3x",
-              within(1.3))
-    suite.add("`kit verify`, peak RSS", verify_cold.rss_mb, "MB", limit.rss_mb, "read + parse", "<= 150 MB",
-              under_mb(RSS_LIMIT_MB))
-    verify_warm, start_b = suite.paired(["verify", "results"], help_argv, cold=False, repeat=max(5, paired_repeat))
-    suite.add("`kit verify`, warm", verify_warm.seconds, "s", start_b.seconds, "`kit status --help`",
-              "<= start-up + 0.3 s", plus(0.3))
+    progress("bench: kit status and kit verify")
+    parser = _parser_anchor(suite, results)
+    colds = control_plane_rows(suite, parser, paired_repeat, help_argv, "")
 
     progress("bench: kit report")
     out = str(BUILD / "report-out")
-    report_cold = suite.run(["report", "results", "-o", out], cold=True, repeat=1)
-    suite.add("`kit report`, cold (with the heatmap)", report_cold.seconds, "s", limit.seconds, rp, "(none yet)",
-              lambda kit, anchor: True)
+    report_cold, limit_r = suite.paired(["report", "results", "-o", out], read_parse, cold=True, repeat=1 if suite.quick else 2)
+    noise = suite.last_noise
+    suite.add("`kit report`, cold (pages, plots, intervals)", report_cold.seconds, "s", limit_r.seconds, rp, "<= 3x",
+              within(3.0), noise)
     suite.add("`kit report`, peak RSS", report_cold.rss_mb, "MB", limit.rss_mb, "read + parse", "<= 150 MB",
               under_mb(RSS_LIMIT_MB))
-    report_warm = suite.run(["report", "results", "-o", out], cold=False, repeat=1)
-    suite.add("`kit report`, warm", report_warm.seconds, "s", limit.seconds, rp, "(none yet)",
-              lambda kit, anchor: True)
+    report_warm, limit_w = suite.paired(["report", "results", "-o", out], read_parse, cold=False, repeat=1 if suite.quick else 2)
+    suite.add("`kit report`, warm (nothing changed)", report_warm.seconds, "s", limit_w.seconds, rp, "<= 2x",
+              within(2.0), suite.last_noise)
 
     progress("bench: memory as files grow")
     if suite.quick:
@@ -188,7 +192,7 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
     else:
         small = build_tree(BUILD, suite.tree.languages, max(1, suite.tree.runs // 5), suite.tree.items, progress=progress)
         checkpoint_kb = sum(f.stat().st_size for f in suite.tree.results.glob("*/*.json")) / n / 1024
-        for name, args, big in (("status", ["status", "results"], status_cold), ("verify", ["verify", "results"], verify_cold),
+        for name, args, big in (("status", ["status", "results"], colds["status"]), ("verify", ["verify", "results"], colds["verify"]),
                                 ("report", ["report", "results", "-o", str(BUILD / "report-out-small")], report_cold)):
             few = best_of(suite.kit + args, small.root, 1, suite.env, before=suite.clear_cache)
             growth_kb = (big.rss_mb - few.rss_mb) * 1024 / (n - small.files)
@@ -200,6 +204,16 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
     plan = suite.run(["plan"], cold=True, repeat=1)
     suite.add(f"`kit plan` ({suite.tree.languages} CSV digests, {n} checkpoints)", plan.seconds, "s",
               limit.seconds, rp, "(none yet)", lambda kit, anchor: True)
+
+    if not suite.quick:
+        progress(f"bench: the control plane at {suite.tree.languages * BIG_RUNS:,} pairs")
+        big_tree = build_tree(BUILD, suite.tree.languages, BIG_RUNS, suite.tree.items, progress=progress)
+        on_big = suite.on(big_tree)
+        big_parser = _parser_anchor(on_big, str(big_tree.results))
+        control_plane_rows(on_big, big_parser, paired_repeat, help_argv, f", {big_tree.files:,} pairs")
+        report_big = on_big.run(["report", "results", "-o", str(BUILD / "report-out-big")], cold=True, repeat=1)
+        suite.add(f"`kit report`, peak RSS, {big_tree.files:,} pairs", report_big.rss_mb, "MB", report_big.seconds,
+                  "(its seconds)", "<= 150 MB", under_mb(RSS_LIMIT_MB))
 
     progress("bench: worker vs the bare loop")
     from bench.tree import language_codes
@@ -232,6 +246,41 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
               within(1.5))
     suite.add("`kit --help`", top.seconds, "s", hello.seconds, "click hello-world", "<= 1.5x", within(1.5))
     return suite.rows
+
+
+def _parser_anchor(suite: Suite, results: str) -> tuple[list[str], str]:
+    """The anchor the control plane is judged against: read + orjson.loads of every file (kit's own parser,
+    its `fast` extra), or read + json.loads where orjson is not installed (said in a note)."""
+    import importlib.util
+
+    if importlib.util.find_spec("orjson") is None:
+        suite.notes.append("no orjson here (kit's `fast` extra): the control plane is judged against json.loads")
+        return suite.anchor("read_parse.py", results), "read + json.loads"
+    return suite.anchor("read_parse.py", results, "orjson"), "read + orjson.loads"
+
+
+def control_plane_rows(suite: Suite, parser: tuple[list[str], str], repeat: int, help_argv: list[str],
+                       size: str) -> dict[str, Sample]:
+    """Cold and warm `kit status` (table and --json) and `kit verify`, and their peak RSS, on the suite's
+    tree: cold against the parse anchor (<= 1.5x), warm against start-up (<= + 0.3 s). Returns the cold
+    samples of status (table) and verify."""
+    anchor, label = parser
+    n = suite.tree.files
+    colds: dict[str, Sample] = {}
+    what = f"{label} of {n} files"
+    for name, args in (("`kit status` (table)", ["status", "results"]), ("`kit status --json`", ["status", "results", "--json"]),
+                       ("`kit verify`", ["verify", "results"])):
+        cold, limit = suite.paired(args, anchor, cold=True, repeat=repeat)
+        suite.add(f"{name}, cold{size}", cold.seconds, "s", limit.seconds, what, "<= 1.5x", within(1.5), suite.last_noise)
+        if "--json" in args:
+            continue
+        colds[args[0]] = cold
+        suite.add(f"{name}, peak RSS{size}", cold.rss_mb, "MB", limit.rss_mb, label, "<= 150 MB", under_mb(RSS_LIMIT_MB))
+        suite.run(args, cold=True, repeat=1)     # fills the cache
+        warm, start = suite.paired(args, help_argv, cold=False, repeat=max(5, repeat))
+        suite.add(f"{name}, warm (nothing changed){size}", warm.seconds, "s", start.seconds, "`kit status --help`",
+                  "<= start-up + 0.3 s", plus(0.3), suite.last_noise)
+    return colds
 
 
 def markdown(rows: list[Row], title: str) -> str:

@@ -25,6 +25,7 @@ from kit import safejson
 from kit.config.names import run_file_stem
 from kit.results import keys
 from kit.results.keys import PairState
+from kit.results.columns import column, shared
 from kit.results.evidence import evidence_notices, evidence_reasons
 from kit.results.identity import Expectation, answer_reasons, edit_reasons, stale_reasons
 from kit.results.kinds import ResultKind, kind_of, unknown_kind
@@ -33,7 +34,6 @@ from kit.results.kinds import ResultKind, kind_of, unknown_kind
 MISSING = "missing"
 LEGACY_LANGUAGE_NOTICE = "legacy lrb file without metadata.language; language not checked"
 
-_ITEM_ID = operator.itemgetter(keys.ITEM_ID)
 _REQUIRED_SECTIONS = {keys.METADATA: dict, keys.METRICS: dict, keys.PREDICTIONS: list}
 
 
@@ -140,31 +140,32 @@ def validate_checkpoint(
     if kind is None:
         reasons.append(unknown_kind(data))
         return CheckpointState(PairState.INVALID, reasons, notices, data)
-    shape = _prediction_reasons(kind, predictions)
-    reasons += shape
-    ids = list(map(_ITEM_ID, predictions)) if not shape else []
-    if not shape:
-        reasons += _duplicate_reasons(ids)
-        differing = kind.metrics_differ(data[keys.METRICS], kind.metrics(predictions))
-        if differing:
-            reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
-        reasons += kind.verdict_faults(data)
-    reasons += edit_reasons(data)
-    reasons += evidence_reasons(path, data)
-    notices += evidence_notices(path, data)
-    if expect is not None:
-        if not reasons and expect.identity is not None:
-            stale = stale_reasons(metadata, expect.identity, legacy=keys.PROVENANCE not in data)
-            if stale:
-                return CheckpointState(PairState.STALE, stale, notices, data)
-        in_order = None
-        if not shape and expect.item_ids is not None:
-            id_reasons = _item_id_reasons(ids, expect.item_ids)
-            reasons += id_reasons
-            if not id_reasons:   # the benchmark's ids, in its order
-                in_order = expect.answers_in_order
-        if not shape and expect.answers is not None:
-            reasons += answer_reasons(predictions, expect.answers, in_order)
+    with shared(predictions):   # the checks below read the same fields: each is extracted once
+        shape = _prediction_reasons(kind, predictions)
+        reasons += shape
+        ids = column(predictions, keys.ITEM_ID, required=True) if not shape else []
+        if not shape:
+            reasons += _duplicate_reasons(ids)
+            differing = kind.metrics_differ(data[keys.METRICS], kind.metrics(predictions))
+            if differing:
+                reasons.append(f"metrics do not recompute from predictions: {', '.join(differing)}")
+            reasons += kind.verdict_faults(data)
+        reasons += edit_reasons(data)
+        reasons += evidence_reasons(path, data)
+        notices += evidence_notices(path, data)
+        if expect is not None:
+            if not reasons and expect.identity is not None:
+                stale = stale_reasons(metadata, expect.identity, legacy=keys.PROVENANCE not in data)
+                if stale:
+                    return CheckpointState(PairState.STALE, stale, notices, data)
+            in_order = None
+            if not shape and expect.item_ids is not None:
+                id_reasons = _item_id_reasons(ids, expect.item_ids)
+                reasons += id_reasons
+                if not id_reasons:   # the benchmark's ids, in its order
+                    in_order = expect.answers_in_order
+            if not shape and expect.answers is not None:
+                reasons += answer_reasons(predictions, expect.answers, in_order)
     return CheckpointState(PairState.INVALID if reasons else PairState.COMPLETE, reasons, notices, data)
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from operator import itemgetter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kit.errors import KitError
 from kit.results import keys
+from kit.results.columns import column
 
 if TYPE_CHECKING:
     from kit.config.dataset import Dataset
@@ -169,12 +169,12 @@ def answer_reasons(predictions: list[Mapping[str, Any]], answers: Mapping[str, A
     `in_order`: the benchmark's answers in the predictions' order, when their ids are known to be the
     benchmark's, in order (one list comparison then clears them)."""
     try:   # the common case at C speed: every expected label is the benchmark's (or the id is not in it)
-        expected = list(map(itemgetter(keys.EXPECTED), predictions))
+        expected = column(predictions, keys.EXPECTED, required=True)
         if expected == in_order:
             return []
-        if list(map(answers.get, map(itemgetter(keys.ITEM_ID), predictions), expected)) == expected:
+        if list(map(answers.get, column(predictions, keys.ITEM_ID, required=True), expected)) == expected:
             return []
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError):
         pass
     wrong = [(i, p) for i, p in enumerate(predictions)
              if p.get(keys.ITEM_ID) in answers and p.get(keys.EXPECTED) != answers[p[keys.ITEM_ID]]]

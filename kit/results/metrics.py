@@ -11,12 +11,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 from kit.errors import CheckpointError
 from kit.results import keys
+from kit.results.columns import column
 
 _CELLS = (keys.TRUE_POSITIVE, keys.FALSE_POSITIVE, keys.TRUE_NEGATIVE, keys.FALSE_NEGATIVE, keys.UNPARSED)
 # what `predicted` may hold; `expected` is one of keys.LABELS. None is lrb's unparsed (its Label | None).
@@ -28,8 +27,6 @@ def has_verdict(item: Mapping[str, Any]) -> bool:
     return keys.PREDICTED in item and item[keys.PREDICTED] in PREDICTED_LABELS
 
 
-_ID, _EXPECTED_OF, _PREDICTED_OF = itemgetter(keys.ITEM_ID), itemgetter(keys.EXPECTED), itemgetter(keys.PREDICTED)
-_VERDICT = itemgetter(keys.EXPECTED, keys.PREDICTED)
 
 
 def all_well_formed(predictions: Sequence[Any]) -> bool:
@@ -38,14 +35,14 @@ def all_well_formed(predictions: Sequence[Any]) -> bool:
     passes over the list (about 20 times faster than item by item). False sends the caller to the item-by-item check that names
     the faults; it never lets a faulty list through."""
     try:
-        ids = list(map(_ID, predictions))     # KeyError: a key is missing; TypeError: not an object
+        ids = column(predictions, keys.ITEM_ID, required=True)   # KeyError: missing; TypeError: not an object
         if not ids:
             return True
         "".join(ids)                          # TypeError: an id that is not a string
-        return ("" not in ids and set(map(_EXPECTED_OF, predictions)) <= _EXPECTED
-                and set(map(_PREDICTED_OF, predictions)) <= _PREDICTED
-                and set(map(type, map(dict.get, predictions, repeat(keys.TRUNCATED)))) <= _TRUNCATED_TYPES)
-    except (KeyError, TypeError):             # TypeError also: an unhashable value
+        return ("" not in ids and set(column(predictions, keys.EXPECTED, required=True)) <= _EXPECTED
+                and set(column(predictions, keys.PREDICTED, required=True)) <= _PREDICTED
+                and set(map(type, column(predictions, keys.TRUNCATED))) <= _TRUNCATED_TYPES)
+    except (KeyError, TypeError, AttributeError):   # TypeError also: an unhashable value
         return False
 
 
@@ -59,8 +56,9 @@ def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]
     if not isinstance(predictions, Sequence):
         predictions = list(predictions)
     try:   # count the few distinct (expected, predicted) pairs at C speed, then check those
-        pairs = Counter(map(_VERDICT, predictions))
-    except (KeyError, TypeError):   # a key missing, an item not an object, an unhashable value
+        pairs = Counter(zip(column(predictions, keys.EXPECTED, required=True),
+                            column(predictions, keys.PREDICTED, required=True)))
+    except (KeyError, TypeError, AttributeError):   # a key missing, an item not an object, an unhashable value
         pairs = None
     if pairs is not None and all(e in keys.LABELS and p in PREDICTED_LABELS for e, p in pairs):
         for (expected, predicted), n in pairs.items():
@@ -111,7 +109,14 @@ def metrics_equal(stored: Mapping[str, Any], recomputed: Mapping[str, Any]) -> l
 
     A key present on one side only is a difference. An empty list means equal.
     """
+    if stored == recomputed and not _holds_bool(stored):   # the common case, compared in C
+        return []
     return sorted(_differences(stored, recomputed, prefix=""))
+
+
+def _holds_bool(values: Mapping[str, Any]) -> bool:
+    """Whether a value, or a value of a nested mapping, is a boolean (True == 1, so `==` alone cannot tell)."""
+    return any(isinstance(v, bool) or (isinstance(v, dict) and _holds_bool(v)) for v in values.values())
 
 
 def _differences(stored: Mapping[str, Any], recomputed: Mapping[str, Any], prefix: str) -> list[str]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kit.results import keys
 from kit.results.answers import parse_verdict
+from kit.results.columns import column
 from kit.results.evidence import is_kit_checkpoint
 from kit.results.kinds import RESULT_KINDS
 from kit.results.kinds.base import ResultKind
@@ -134,18 +135,17 @@ _REREAD_CHARS = 256
 # a short raw output -> the verdict lrb's rules give it (not truncated); bounded: cleared when full
 _READ: dict[str, str] = {}
 _READ_MAX = 1 << 16
-_PREDICTED_OF = itemgetter(keys.PREDICTED)
 
 
 def _all_agree(predictions: Sequence[Any], threshold: Any) -> bool:
     """True when every verdict is what its output gives, decided mostly with C-level passes over the
     list (a verify reads thousands of files); False sends the caller to the item-by-item check."""
     try:
-        got = list(map(_PREDICTED_OF, predictions))
+        got = column(predictions, keys.PREDICTED, required=True)
         if predictions and predictions[0].get(keys.PARSE_MODE) == keys.PARSE_SCORE:
-            yes = list(map(dict.get, predictions, repeat(keys.SCORE_YES)))
+            yes = column(predictions, keys.SCORE_YES)
             return [keys.YES if y >= threshold else keys.NO for y in yes] == got   # TypeError: not numbers
-        raws = list(map(dict.get, predictions, repeat(keys.RAW_OUTPUT)))
+        raws = column(predictions, keys.RAW_OUTPUT)
         if max(map(len, raws), default=0) > _REREAD_CHARS:   # TypeError: not text. A reasoning model's
             return all(_verdict_of(item, threshold) in (None, item[keys.PREDICTED])   # short answers only
                        for item, raw in zip(predictions, raws) if len(raw) <= _REREAD_CHARS)
@@ -156,9 +156,10 @@ def _all_agree(predictions: Sequence[Any], threshold: Any) -> bool:
             for raw in set(raws).difference(_READ):
                 _READ[raw] = parse_verdict(raw, False)[0]
             want = list(map(_READ.__getitem__, raws))
-        truncated = list(map(dict.get, predictions, repeat(keys.TRUNCATED)))
-        if True in truncated:   # a truncated answer is unparsed whatever it says
-            want = [keys.UNPARSED if t is True else w for w, t in zip(want, truncated)]
+        truncated = column(predictions, keys.TRUNCATED)
+        if True in truncated:   # a truncated answer is unparsed whatever it says (the few found in C)
+            for at in compress(range(len(truncated)), map(is_, truncated, repeat(True))):
+                want[at] = keys.UNPARSED
         return want == got
     except (TypeError, KeyError, AttributeError):   # not objects, not numbers, not text
         return False
@@ -168,6 +169,8 @@ def _parse_mode_fault(task: Any, predictions: Sequence[Any]) -> str | None:
     """Why the predictions' parse modes are not those of the run's task, or None: a score run's answers
     are all scores, a generate run's never are."""
     score = task == keys.TASK_SCORE
+    if _modes_fit(score, predictions):   # the common case, in C-level passes over the list
+        return None
     for at, item in enumerate(predictions):
         if not isinstance(item, Mapping):
             continue
@@ -178,6 +181,24 @@ def _parse_mode_fault(task: Any, predictions: Sequence[Any]) -> str | None:
         if score and (isinstance(yes, bool) or not isinstance(yes, (int, float)) or not math.isfinite(yes)):
             return f"{keys.PREDICTIONS}[{at}].{keys.SCORE_YES} is {yes!r}, not a finite number a verdict can be read from"
     return None
+
+
+_NUMBER_TYPES = frozenset({int, float})
+
+
+def _modes_fit(score: bool, predictions: Sequence[Any]) -> bool:
+    """True when every prediction is a dict whose parse mode fits the task (and, in a score run, whose
+    yes-score is a finite number); False sends the caller to the item-by-item check that names the fault."""
+    try:
+        modes = column(predictions, keys.PARSE_MODE)   # TypeError: not a dict
+        if not score:
+            return keys.PARSE_SCORE not in modes
+        if set(modes) != {keys.PARSE_SCORE} and modes:
+            return False
+        yes = column(predictions, keys.SCORE_YES)
+        return set(map(type, yes)) <= _NUMBER_TYPES and all(map(math.isfinite, yes))
+    except (TypeError, AttributeError):
+        return False
 
 
 def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:

@@ -185,6 +185,8 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
     report_warm, limit_w = suite.paired(["report", "results", "-o", out], read_parse, cold=False, repeat=1 if suite.quick else 2)
     suite.add("`kit report`, warm (nothing changed)", report_warm.seconds, "s", limit_w.seconds, rp, "<= 2x",
               within(2.0), suite.last_noise)
+    if not suite.quick:
+        suite.notes.append(report_split(results))
 
     progress("bench: memory as files grow")
     if suite.quick:
@@ -246,6 +248,18 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
               within(1.5))
     suite.add("`kit --help`", top.seconds, "s", hello.seconds, "click hello-world", "<= 1.5x", within(1.5))
     return suite.rows
+
+
+def report_split(results: str) -> str:
+    """One note saying where a cold report's time goes (bench/report_parts.py: one profiled run)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "bench.report_parts", results, str(BUILD / "report-parts")],
+                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return f"`kit report`, where the time goes: not measured ({done.stderr.strip()[-300:]})"
+    return f"where a cold `kit report`'s time goes ({lines[0].split(': ', 1)[1]} profiled on one core): " + "; ".join(lines[1:])
 
 
 def _parser_anchor(suite: Suite, results: str) -> tuple[list[str], str]:

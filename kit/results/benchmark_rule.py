@@ -51,8 +51,11 @@ def validate_held(files: Sequence[tuple[Path, Path]], validate_all: ValidateAll,
     for i, ((path, root), st) in enumerate(zip(files, states)):
         if own[i] is not None or st.state not in (PairState.COMPLETE, PairState.STALE):
             continue    # a planned pair is held to its run; a broken file has nothing to hold
-        metadata = _metadata(path, st)
-        language = file_language(root, path, metadata)
+        if folders[i]:   # a sound file in a language folder records that language or none: no need to read it
+            language, metadata = folders[i], {}
+        else:
+            metadata = _metadata(path, st)
+            language = file_language(root, path, metadata)
         if language == UNDETERMINED_LANGUAGE and language not in dataset.languages:
             language = benchmark.language_of_digest(metadata.get(keys.BENCHMARK_SHA256))
             if language is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import is_
 from statistics import NormalDist
 
 from kit.results import keys
@@ -48,11 +49,19 @@ class NeighbourComparison:
 
 def neighbour_comparisons(valid: Sequence[CheckpointRecord], run_order: Sequence[str]) -> list[NeighbourComparison]:
     """The comparison of each run in `run_order` (the leaderboard's) with the next one, from the
-    records' item outcomes (records without them are listed as not compared)."""
+    records' item outcomes (records without them are listed as not compared). The last answer is kept
+    for the same records (the same objects) and order: a report's CSV files and its HTML ask in turn."""
+    if _LAST and _LAST[1] == list(run_order) and len(_LAST[0]) == len(valid) and all(map(is_, _LAST[0], valid)):
+        return _LAST[2]
     by_run: dict[str, Mapping[str, CheckpointRecord]] = {
         run: {r.language: r for r in group} for run, group in groups(list(valid), lambda r: r.run)}
-    return [NeighbourComparison(rank, compare_outcomes(a, by_run.get(a, {}), b, by_run.get(b, {})))
-            for rank, (a, b) in enumerate(zip(run_order, run_order[1:]), 1)]
+    found = [NeighbourComparison(rank, compare_outcomes(a, by_run.get(a, {}), b, by_run.get(b, {})))
+             for rank, (a, b) in enumerate(zip(run_order, run_order[1:]), 1)]
+    _LAST[:] = [list(valid), list(run_order), found]
+    return found
+
+
+_LAST: list = []   # [records, run order, comparisons] of the last call (records are frozen: their outcomes hold)
 
 
 def compare_outcomes(run_a: str, records_a: Mapping[str, CheckpointRecord], run_b: str,

@@ -12,6 +12,8 @@ and language, so the two give the same interval for the same pair.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
+from operator import add
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,8 +61,12 @@ def item_outcomes(predictions: Sequence[Any]) -> tuple[str, str] | None:
 
 
 def joint_of_outcomes(cells_a: str, cells_b: str) -> list[int]:
-    """The 25 joint cell counts of two digit strings of item_outcomes that share one digest."""
-    return joint_counts(map(int, cells_a), map(int, cells_b))
+    """The 25 joint cell counts of two digit strings of item_outcomes that share one digest (the few
+    distinct digit pairs counted in C, then placed)."""
+    counts = [0] * 25
+    for pair, n in Counter(map(add, cells_a, cells_b)).items():
+        counts[5 * int(pair[0]) + int(pair[1])] += n
+    return counts
 
 
 def joint_counts(cells_a: Iterable[int], cells_b: Iterable[int]) -> list[int]:

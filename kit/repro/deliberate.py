@@ -109,13 +109,29 @@ def _option(text: str, backend: str | None) -> tuple[str, Any]:
         parsed = tomllib.loads(f"v = {value.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         parsed = value.strip()
+    if not _plain(parsed):
+        raise ConfigError(f"--as-option {key}: {value.strip()!r} is not a text, number, true/false or a list of them",
+                          fix="write e.g. --as-option max_model_len=1024 or --as-option 'gguf_file=\"model.gguf\"'")
     return key, parsed
+
+
+def _plain(value: Any) -> bool:
+    """Whether a value is one a roster option holds and the rerun's roster writes as it is read."""
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return isinstance(value, (str, int, float, bool)) and (not isinstance(value, float) or value == value)
 
 
 def check_applies(deliberate: Deliberate, result: dict[str, Any], where: Path) -> None:
     """A ConfigError when the change cannot apply to this result: the same backend or dtype it ran
-    with, or an engine that does not run the result's task."""
+    with, an engine that does not run the result's task, or an option the engine rerun on does not read."""
     meta = result.get(keys.METADATA, {})
+    engine = deliberate.backend or backend_name(str(meta.get(keys.BACKEND)))
+    unread = sorted(k for k in deliberate.options if engine not in BACKENDS or k not in options_for(engine))
+    if unread:
+        raise ConfigError(f"{where}: --as-option {unread[0]}: the {engine} engine the rerun uses does not read it",
+                          fix=f"use one of {', '.join(options_for(engine)) if engine in BACKENDS else 'its options'}"
+                              " (docs/backends.md)")
     if deliberate.backend:
         if deliberate.backend == meta.get(keys.BACKEND):
             raise ConfigError(f"{where}: --as {deliberate.backend} is the backend the result ran on",

@@ -4,6 +4,8 @@ untrusted input like checkpoints: a file that does not parse or lacks a field is
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,7 +104,7 @@ def _paired(value: Any) -> Mapping[str, Any] | None:
     f1 = value.get("f1")
     numbers = [value.get("items"), value.get("changed"), *(f1.get(k) for k in ("a", "b", "diff", "low", "high"))] \
         if isinstance(f1, dict) else [None]
-    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and n == n for n in numbers):
+    if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) for n in numbers):
         return None
     if not 0 <= value["changed"] <= value["items"]:
         return None

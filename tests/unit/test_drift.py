@@ -50,6 +50,8 @@ def test_as_reads_engines_by_their_common_names_and_dtypes():
     (("gguf",), "not a model", (), "is not ORG/NAME"),
     (("vllm",), None, ("gguf_file=x",), "vllm does not read it"),
     (("vllm",), None, ("enforce_eager",), "is not KEY=VALUE"),
+    (("vllm",), None, ("max_model_len={a=1}",), "not a text, number"),
+    (("vllm",), None, ("max_model_len=nan",), "not a text, number"),
     ((), None, ("enforce_eager=true",), "without --as"),
 ])
 def test_as_refuses_what_it_cannot_mean_naming_the_value(values, model, options, words):
@@ -77,6 +79,9 @@ def test_a_change_that_is_no_change_or_cannot_run_the_task_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="does not run on vllm"):
         check_applies(Deliberate(backend="vllm"), _meta(**{keys.TASK: "score"}), tmp_path)
     check_applies(Deliberate(backend="vllm"), _meta(), tmp_path)   # a generate result on vLLM: fine
+    with pytest.raises(ConfigError, match="does not read it"):   # a dtype rerun's options are its own engine's
+        check_applies(parse_as(("bfloat16",), None, ("bad key=1",)), _meta(), tmp_path)
+    check_applies(parse_as(("bfloat16",), None, ("score_kind=\"yes_no\"",)), _meta(), tmp_path)
 
 
 def test_the_changed_run_drops_the_old_engines_options_and_swaps_the_model():
@@ -210,14 +215,15 @@ def test_a_hostile_verdict_is_escaped_or_left_out_of_the_drift_table(tmp_path):
     data["setups"]["rerun"]["backend"] = "=HYPERLINK(\"http://x\")"
     data["differing_items"][0]["rerun_output"] = HOSTILE
     good.write_text(json.dumps(data), encoding="utf-8")
+    infinite = {**data["paired"], "f1": {**data["paired"]["f1"], "high": float("inf")}}
     for name, paired in (("nan", {**data["paired"], "changed": "NaN"}), ("more", {**data["paired"], "changed": 99}),
-                         ("shape", {"f1": [1, 2]})):
+                         ("shape", {"f1": [1, 2]}), ("inf", infinite)):
         (tmp_path / "reproduce" / f"reproduce-org__m-en-{name}.json").write_text(
             json.dumps({**data, "paired": paired}), encoding="utf-8")
     verdicts, unread = read_verdicts([tmp_path / "reproduce"])
-    assert len(verdicts) == 4 and not unread
+    assert len(verdicts) == 5 and not unread
     rows = drift_rows(verdicts)
-    assert len(rows) == 1   # the three with a paired change that is not numbers, or more changes than items
+    assert len(rows) == 1   # those whose paired change is not finite numbers, or has more changes than items
     assert next(csv.DictReader(drift_csv(rows).splitlines()))["rerun_setup"].startswith("'=HYPERLINK")
     out = tmp_path / "report"
     write_report(results, out)

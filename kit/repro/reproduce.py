@@ -132,9 +132,12 @@ def rerun_here(result: Path, recorded: dict[str, Any], options: RerunOptions,
 
 
 def as_suffix(deliberate: Deliberate) -> str:
-    """The verdict file name's mark of a deliberate rerun ('-as-gguf', '-as-bfloat16', '-as-vllm-bfloat16'),
-    so that reruns of one result on several setups keep their own verdicts; '' for a reproduction."""
-    return "".join(f"-as-{v}" for v in (deliberate.backend, deliberate.dtype) if v)
+    """The verdict file name's mark of a deliberate rerun ('-as-bfloat16', '-as-vllm-bfloat16', and with the
+    model's name for a GGUF: '-as-gguf-tiny-llama-gguf'), so that reruns of one result on several setups keep
+    their own verdicts; '' for a reproduction."""
+    model = deliberate.model.rsplit("/", 1)[-1] if deliberate.model else None
+    values = [v for v in (deliberate.backend, model, deliberate.dtype) if v]
+    return "-as-" + "-".join(values) if values else ""
 
 
 def rerun_elsewhere(recorded: dict[str, Any], other: Path) -> tuple[dict[str, Any], ResolvedImage]:

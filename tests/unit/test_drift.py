@@ -59,6 +59,15 @@ def test_as_refuses_what_it_cannot_mean_naming_the_value(values, model, options,
         parse_as(values, model, options)
 
 
+def test_each_setup_of_one_result_gets_its_own_verdict_file_name():
+    from kit.repro.reproduce import as_suffix
+
+    names = [as_suffix(parse_as(v, m)) for v, m in ((("bfloat16",), None), (("vllm", "bfloat16"), None),
+                                                     (("gguf",), "org/m-Q4-GGUF"), (("gguf",), "org/m-Q8-GGUF"))]
+    assert names == ["-as-bfloat16", "-as-vllm-bfloat16", "-as-gguf-m-Q4-GGUF", "-as-gguf-m-Q8-GGUF"]
+    assert as_suffix(Deliberate()) == ""
+
+
 def test_engine_env_takes_engine_settings_only():
     assert parse_engine_env(("VLLM_CPU_KVCACHE_SPACE=1", "OMP_NUM_THREADS=2")) == {
         "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "2"}

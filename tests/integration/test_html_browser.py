@@ -111,7 +111,15 @@ def copied_report(tmp_path: Path) -> Path:
     (verdicts / "reproduce-org__model-a-en.json").write_text(json.dumps({
         "result": str(result), "verdict": "WITHIN TOLERANCE", "agreement": 0.95, "tolerance": {"agreement": 0.99},
         "environments": {"recorded": {"gpu": "A100", "site": "nancy", "runtime": "apptainer"},
-                         "rerun": {"gpu": HOSTILE, "site": "lyon", "runtime": "docker"}}}), encoding="utf-8")
+                         "rerun": {"gpu": HOSTILE, "site": "lyon", "runtime": "docker"}},
+        # a deliberate rerun's drift figures (kit reproduce --as): the drift section, its plot and the rerun's page
+        "deliberate": {"dtype": HOSTILE}, "run": "org/model-a",
+        "setups": {"recorded": {"backend": "vllm", "dtype": "float32", "gpu": "A100"},
+                   "rerun": {"backend": "vllm", "dtype": "bfloat16", "gpu": HOSTILE}},
+        "paired": {"items": 20, "changed": 1, "p_value": 1.0,
+                   "f1": {"a": 0.8, "b": 0.85, "diff": -0.05, "low": -0.15, "high": 0.0}},
+        "differing_items": [{"item_id": "item-000", "recorded": "yes", "rerun": "no", "recorded_output": "yes",
+                             "rerun_output": HOSTILE}]}), encoding="utf-8")
     outcome = write_report(results, tmp_path / "sweep" / "report")
     copy = tmp_path / "elsewhere" / "report"
     shutil.copytree(outcome.files["html"].parent, copy)
@@ -122,7 +130,8 @@ def copied_report(tmp_path: Path) -> Path:
 def test_every_page_loads_with_its_images_and_links_and_no_script(chromium, copied_report, tmp_path):
     report = copied_report.parent
     pages = sorted(p.relative_to(report.parent).as_posix() for p in report.rglob("*.html"))
-    assert len(pages) == 1 + len(LANGS) + len(RUNS) * len(LANGS) + len(RUNS) - 1   # and a page per neighbouring ranks
+    # the index, a page per language and per result, per pair of neighbouring ranks, and the rerun's
+    assert len(pages) == 1 + len(LANGS) + len(RUNS) * len(LANGS) + len(RUNS) - 1 + 1
     harness = report.parent / "harness.html"
     harness.write_text(HARNESS % json.dumps(pages), encoding="utf-8")
     r = _browse(chromium, tmp_path / "profile", "--allow-file-access-from-files", "--virtual-time-budget=20000",
@@ -147,7 +156,7 @@ def test_every_page_loads_with_its_images_and_links_and_no_script(chromium, copi
             assert parts.scheme == "file", (page["page"], href)
             target = Path(unquote(parts.path))
             assert target.is_file() and report in target.parents, (page["page"], href)
-    assert images >= 3   # the heatmap, F1 per language and the reruns' agreement on the index
+    assert images >= 4   # the heatmap, F1 per language, the reruns' agreement and the drift plot on the index
 
 
 def test_screenshot_of_the_index_shows_content(chromium, copied_report, tmp_path):

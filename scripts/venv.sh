@@ -5,7 +5,7 @@
 # VENV/.kit-setup.log; a failing step prints its name and the log's last lines.
 #   KIT_VENV       venv folder            (default: .venv)
 #   KIT_TORCH_SPEC torch requirement       (default: torch==2.13.0, the CPU build on this project's machines)
-#   KIT_EXTRAS     extras to install       (default: worker,report,images,publish,sign,fast,test)
+#   KIT_EXTRAS     extras to install       (default: worker,report,images,publish,sign,fast,demo,test)
 #   PYTHON         interpreter for the venv (default: python3; >= 3.11)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 . scripts/dev/lib.sh
 venv=${KIT_VENV:-.venv}
 torch_spec=${KIT_TORCH_SPEC:-torch==2.13.0}
-extras=${KIT_EXTRAS:-worker,report,images,publish,sign,fast,test}
+extras=${KIT_EXTRAS:-worker,report,images,publish,sign,fast,demo,test}
 py=${PYTHON:-python3}
 case $venv in /*) ;; *) venv="$PWD/$venv" ;; esac
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then

@@ -54,8 +54,8 @@ def drift_setups(hub: Path, lock: ImagesLock | None, lock_path: Path,
     for backend, name in (("gguf", "llama.cpp"), ("vllm", "vLLM")):
         built = lock.images.get(backend) if lock is not None else None
         if built is None:
-            skipped[name] = (f"{lock_path} records no {backend} image: build it with "
-                             f"`make base-image image-{backend} VARIANT=cpu` (root, Docker)")
+            skipped[name] = (f"{lock_path} records no {backend} image: build it with `make image-{backend} "
+                             "VARIANT=cpu` (root, Docker), or pass the lock that records it with --images-lock")
             continue
         if not image_present(built.image_id):
             skipped[name] = f"the {backend} image {built.tag} is not in this machine's Docker engine (docker load it, or build it)"
@@ -66,7 +66,7 @@ def drift_setups(hub: Path, lock: ImagesLock | None, lock_path: Path,
 
                 repo, _revision = write_gguf(hub)
             except ImportError:
-                skipped[name] = "writing the demo Llama as a GGUF needs the `gguf` package (pip install gguf==0.19.0)"
+                skipped[name] = "writing the demo Llama as a GGUF needs the `gguf` package (pip install 'kit-sweep[demo]')"
                 continue
             setups.append(DriftSetup(name, ("gguf",), "docker", as_model=repo, as_options=GGUF_OPTIONS))
         else:

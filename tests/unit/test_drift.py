@@ -254,7 +254,7 @@ def test_the_demo_names_each_setup_it_cannot_run_with_its_fix(tmp_path):
     lock_path = tmp_path / "images.lock.json"
     setups, skipped = drift_setups(tmp_path / "hub", None, lock_path, lambda image_id: True)
     assert [s.as_values for s in setups] == [("bfloat16",)] and setups[0].runtime == "host"
-    assert set(skipped) == {"llama.cpp", "vLLM"} and "make base-image image-vllm VARIANT=cpu" in skipped["vLLM"]
+    assert set(skipped) == {"llama.cpp", "vLLM"} and "make image-vllm VARIANT=cpu" in skipped["vLLM"]
     built = {"tag": "kit/vllm:0.32.0-cpu", "image_id": "sha256:" + "a" * 64, "base": "kit/base:bookworm",
              "kit_version": "0.1.0", "built_at": "2026-12-05T00:00:00Z", "dockerfile_sha256": "b" * 64,
              "lock_sha256": "c" * 64}

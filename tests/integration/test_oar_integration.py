@@ -93,9 +93,13 @@ def scenarios(frontend, folder):
                        check=True)
     held = [line.split("=")[1] for line in res.stdout.splitlines() if line.startswith("OAR_JOB_ID=")]
     frontend.run(["oarhold", held[0]], check=True)
-    time.sleep(2)
+    # oarhold only queues a hold event; OAR's server applies it on its next pass (seconds on a loaded machine)
     sched = OarScheduler(site(), frontend)
+    hold_by = time.monotonic() + 60
     held_status = sched.poll(held)[held[0]]
+    while "Hold" not in (held_status.reason or "") and time.monotonic() < hold_by:
+        time.sleep(0.5)
+        held_status = sched.poll(held)[held[0]]
     end = time.monotonic() + 60
     while sched.poll(ids["deleted"])[ids["deleted"][0]].state == JobState.PENDING and time.monotonic() < end:
         time.sleep(0.5)

@@ -8,6 +8,9 @@ reproduce) writes it.
   name, a file changed since, a link, or no inventory at all: refused, naming the file.
 - "update" outputs (export, reproduce) carry the earlier output's files over into the new one; the
   others are rebuilt from scratch.
+- An output may keep a memo in its inventory (a digest of everything it was made from, and what the
+  command needs to describe it): a command whose inputs have the same digest may leave an intact earlier
+  output as it is (unchanged_output) instead of rebuilding it.
 - Nothing is written through a link (the staging folder is new) nor outside the destination (names
   taken from data go through kit.files.name_part).
 - A full, read-only or missing disk is one ConfigError naming the folder, with the earlier output
@@ -23,8 +26,9 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kit.errors import DISK_ERRNOS, ConfigError
 from kit.files import file_sha256, name_part, read_regular_file, replace_folder, umask, write_text_atomic
@@ -44,6 +48,8 @@ class OutputFolder:
     dest: Path
     kind: str
     stage: Path
+    # what the inventory keeps besides the files (see unchanged_output): the block fills it before it ends
+    memo: dict[str, Any] = field(default_factory=dict)
 
     def file(self, *parts: str, what: str = "file name") -> Path:
         """The staging path of OUT/<parts...>, each part checked as one plain name (kit.files.name_part),
@@ -130,6 +136,30 @@ def _not_owned(dest: Path, files: dict[str, str]) -> Iterator[tuple[str, str]]:
 
 def read_inventory(folder: Path) -> tuple[str, dict[str, str]] | None:
     """(kind, {relative path: sha256}) of the output in `folder`, or None when it has no valid inventory."""
+    found = _inventory(folder)
+    return None if found is None else found[:2]
+
+
+def unchanged_output(dest: Path, kind: str, inputs: str) -> dict[str, Any] | None:
+    """The memo of the `kind` output in `dest` when it was made from inputs whose digest is `inputs` and
+    is intact (every file of its inventory there with its sha256, nothing else); None otherwise, and
+    then the output is written anew."""
+    dest = Path(dest)
+    if dest.is_symlink() or not dest.is_dir():
+        return None
+    found = _inventory(dest)
+    if found is None or found[0] != kind or found[2].get("inputs") != inputs:
+        return None
+    files = found[1]
+    if any(True for _ in _not_owned(dest, files)):
+        return None
+    if not all(os.path.isfile(dest / rel) and not os.path.islink(dest / rel) for rel in files):
+        return None
+    return found[2]
+
+
+def _inventory(folder: Path) -> tuple[str, dict[str, str], dict[str, Any]] | None:
+    """(kind, files, memo) of the output in `folder` (see read_inventory); the memo is {} when none was kept."""
     for name, legacy_kind in ((INVENTORY, None), *LEGACY_INVENTORIES.items()):
         path = Path(folder) / name
         if path.is_symlink() or not path.is_file():
@@ -144,7 +174,8 @@ def read_inventory(folder: Path) -> tuple[str, dict[str, str]] | None:
         if not isinstance(kind, str) or not isinstance(files, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in files.items()):
             return None
-        return kind, files
+        memo = data.get("memo")
+        return kind, files, memo if isinstance(memo, dict) else {}
     return None
 
 
@@ -163,8 +194,9 @@ def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
         stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".kit-staging", dir=dest.parent))
         if update and dest.is_dir():
             _carry_over(dest, stage)
-        yield OutputFolder(dest, kind, stage)
-        _seal(stage, kind)
+        out = OutputFolder(dest, kind, stage)
+        yield out
+        _seal(stage, kind, out.memo)
         replace_folder(stage, dest)
     except OSError as exc:
         if exc.errno not in DISK_ERRNOS:
@@ -196,13 +228,13 @@ def _carry_over(dest: Path, stage: Path) -> None:
             shutil.copy2(source, target)
 
 
-def _seal(stage: Path, kind: str) -> None:
-    """Write the inventory of `stage` and give its folders the modes of plain mkdir (mkdtemp makes 0700:
-    an output is meant to be read by a team)."""
+def _seal(stage: Path, kind: str, memo: dict[str, Any]) -> None:
+    """Write the inventory of `stage` (with `memo` when not empty) and give its folders the modes of plain
+    mkdir (mkdtemp makes 0700: an output is meant to be read by a team)."""
     files = {p.relative_to(stage).as_posix(): file_sha256(p) for p in sorted(stage.rglob("*"))
              if p.is_file() and not p.is_symlink() and p.name not in (INVENTORY, *LEGACY_INVENTORIES)}
-    write_text_atomic(stage / INVENTORY, json.dumps({"kit_output": kind, "files": files}, indent=1, sort_keys=True)
-                      + "\n", durable=False)
+    doc: dict[str, Any] = {"kit_output": kind, "files": files, **({"memo": memo} if memo else {})}
+    write_text_atomic(stage / INVENTORY, json.dumps(doc, indent=1, sort_keys=True) + "\n", durable=False)
     mode = 0o777 & ~umask()
     for path in [stage, *(p for p in stage.rglob("*") if p.is_dir() and not p.is_symlink())]:
         os.chmod(path, mode)

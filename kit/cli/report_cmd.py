@@ -34,6 +34,10 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
     plots, a page per language and per result with its provenance, MLLOG compliance verdict,
     reruns and `kit reproduce` command.
 
+    Asked again with nothing it reads changed (checkpoints, their logs and signatures,
+    verdicts, options, kit), an intact earlier report is left as it is and said to be
+    unchanged.
+
     Only complete checkpoints count. Refuses to mix runs whose prompt, benchmark digest or
     decoding differ: report those separately (--model).
 
@@ -72,7 +76,7 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
             "stale": [{"path": str(r.path), "reasons": list(r.reasons)} for r in written.stale],
             "stale_included": written.stale_included,
             "batches": {name: str(path) for name, path in written.batches.items()},
-            "not_counted": written.not_counted}
+            "not_counted": written.not_counted, "unchanged": written.unchanged}
     render(Outcome("report", data, partial(_print_text, written, files, bool(expect and expect.runs)),
                    failed=bool(written.invalid)), as_json)
 
@@ -85,6 +89,8 @@ def _print_text(written, files: dict[str, str], roster_checked: bool) -> None:
         click.echo(f"{role:<14} {path}")
     if "html" in files:
         click.echo(f"HTML report: {files['html']} (open it in a browser; the folder can be copied as is)")
+    if written.unchanged:
+        click.echo("unchanged: nothing the report reads changed since it was written, so it was left as it is")
     for name, index in written.batches.items():
         click.echo(f"batch {name}: its own report, {index}")
     click.echo(f"{written.pairs} pairs counted; {len(written.stale)} stale ({stale_note}); "

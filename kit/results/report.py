@@ -7,7 +7,8 @@ or data file than the run has now is stale: listed, not counted, unless asked fo
 (--include-stale), and then marked stale in the summary. Checkpoints of different kinds, or measured on different terms (manifest, prompt within
 a task, benchmark file within a language, decoding among generate runs), are refused rather than
 reported together. The report is built beside OUT and swapped in whole (kit.outputs), so its CSVs,
-pages and plots always come from one run of the report.
+pages and plots always come from one run of the report. Asked again with nothing it reads changed
+(kit.results.report_memo), an intact earlier report is left as it is.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from kit.results.benchmark_rule import validate_held
 from kit.results.identity import Expectation, PlanExpectations
 from kit.results.kinds import kind_name, result_kind
 from kit.results.kinds.base import ResultKind
-from kit.outputs import write_output
+from kit.outputs import unchanged_output, write_output
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, groups, select_runs
 from kit.results.store import archive_note, collection_of, file_language, iter_checkpoint_files
 from kit.results.report_batches import BATCHES_DIR, link_batches, write_batches_index
 from kit.results.html_report import write_html_report
+from kit.results.report_memo import report_inputs
 from kit.results.verdicts import default_verdict_dirs
 
 
@@ -57,6 +59,7 @@ class ReportOutcome:
     stale_included: bool
     batches: dict[str, Path] = field(default_factory=dict)   # lrb's batch folder -> the HTML index of its report
     not_counted: str | None = None   # why files under RESULTS/archive/ were left out (kit.results.store.archive_note)
+    unchanged: bool = False   # OUT already held this report (nothing it reads had changed): nothing was rewritten
 
 
 def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = None,
@@ -125,16 +128,45 @@ replaced) unless `own_output` is False: then OUT is a folder of another output b
     kinds = {name: _kind_of(members) for name, members in collections.items() if any(r.valid for r in members)}
     verdict_dirs = default_verdict_dirs(results_dir) if verdicts is None else verdicts
     out_dir = Path(out_dir)
+    kept = None
     if not own_output:   # a part of another output (a release's stage)
         files, batches = _fill_all(collections, kinds, out_dir, verdict_dirs)
     else:
-        with write_output(out_dir, "report", force_needed=False, legacy=_legacy_report) as out:
-            files, batches = _fill_all(collections, kinds, out.stage, verdict_dirs)
-        files = {role: out_dir / path.relative_to(out.stage) for role, path in files.items()}
-        batches = {name: out_dir / path.relative_to(out.stage) for name, path in batches.items()}
+        inputs = report_inputs(found, results_dir=results_dir, out_dir=out_dir, verdict_dirs=verdict_dirs,
+                               options={"runs": runs, "include_stale": include_stale})
+        kept = _kept_report(out_dir, inputs) if inputs is not None else None
+        if kept is not None:
+            files, batches = kept
+        else:
+            with write_output(out_dir, "report", force_needed=False, legacy=_legacy_report) as out:
+                files, batches = _fill_all(collections, kinds, out.stage, verdict_dirs)
+                if inputs is not None:
+                    out.memo.update(inputs=inputs, roles=_relative(files, out.stage), batches=_relative(batches, out.stage))
+            files = {role: out_dir / path.relative_to(out.stage) for role, path in files.items()}
+            batches = {name: out_dir / path.relative_to(out.stage) for name, path in batches.items()}
     return ReportOutcome(files, len(valid), [r for r in records if r.state == PairState.INVALID],
                          [r for r in stale if r.run in {x.run for x in records}], include_stale,
-                         batches=batches, not_counted=archive_note(results_dir))
+                         batches=batches, not_counted=archive_note(results_dir), unchanged=kept is not None)
+
+
+def _relative(paths: dict[str, Path], folder: Path) -> dict[str, str]:
+    return {name: path.relative_to(folder).as_posix() for name, path in paths.items()}
+
+
+def _kept_report(out_dir: Path, inputs: str) -> tuple[dict[str, Path], dict[str, Path]] | None:
+    """(files by role, each batch's HTML index) of the report already in OUT when it was made from
+    `inputs` and is intact (kit.outputs.unchanged_output); None when it must be written."""
+    memo = unchanged_output(out_dir, "report", inputs)
+    if memo is None:
+        return None
+    found = []
+    for part in (memo.get("roles"), memo.get("batches")):
+        if not isinstance(part, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) and v and not v.startswith("/")
+                and ".." not in v.split("/") and (out_dir / v).is_file() for k, v in part.items()):
+            return None
+        found.append({name: out_dir / rel for name, rel in part.items()})
+    return found[0], found[1]
 
 
 def _kind_of(records: list[CheckpointRecord]) -> ResultKind:

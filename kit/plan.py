@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,15 +36,19 @@ class Pair:
         return f"{self.run} [{self.language}]"
 
 
+# Pair's own order (run, then language) as a sort key compared in C: a sweep sorts tens of thousands
+PAIR_ORDER = attrgetter("run", "language")
+
+
 def plan_pairs(run_languages: Iterable[tuple[str, Iterable[str]]]) -> list[Pair]:
     """All (run, language) pairs, sorted by run then language, duplicates removed."""
-    return sorted({Pair(run, lang) for run, langs in run_languages for lang in langs})
+    return sorted({Pair(run, lang) for run, langs in run_languages for lang in langs}, key=PAIR_ORDER)
 
 
 def shard_pairs(pairs: Sequence[Pair], index: int, count: int) -> list[Pair]:
     """Shard `index` of `count`: the pairs whose position in the sorted list is index mod count."""
     check_shard(index, count)
-    ordered = sorted(pairs)
+    ordered = sorted(pairs, key=PAIR_ORDER)
     return [p for i, p in enumerate(ordered) if i % count == index]
 
 
@@ -103,7 +108,7 @@ def spread_slots(count: int, weights: Sequence[tuple[str, int]]) -> dict[str, li
 def group_by_run(pairs: Iterable[Pair]) -> dict[str, list[str]]:
     """run -> its languages, in plan order (so each model loads once)."""
     out: dict[str, list[str]] = {}
-    for p in sorted(pairs):
+    for p in sorted(pairs, key=PAIR_ORDER):
         out.setdefault(p.run, []).append(p.language)
     return out
 

@@ -27,7 +27,7 @@ class Outcome:
     a shell reports a process the signal killed."""
 
     command: str
-    data: Any = None
+    data: Any = None   # or a function returning it, called only for --json (a table of 20,000 pairs never needs it)
     text: Iterable[str] | Callable[[], None] = ()
     failed: bool = False
     errors: list[str] = field(default_factory=list)
@@ -52,7 +52,8 @@ def render(outcome: Outcome, as_json: bool) -> None:
     """Print the outcome (the envelope on stdout with --json, else its text, errors on stderr) and
     exit with its code when that is not 0."""
     if as_json:
-        print_json(outcome.command, outcome.status, outcome.data, outcome.errors)
+        data = outcome.data() if callable(outcome.data) else outcome.data
+        print_json(outcome.command, outcome.status, data, outcome.errors)
     else:
         if callable(outcome.text):
             outcome.text()

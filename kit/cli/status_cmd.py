@@ -96,8 +96,8 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     counts = count_states(statuses)
     note = archive_note(results) if not (site_names or all_sites) else None
     title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
-    render(Outcome("status", {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses],
-                              "from_cache": cached, "not_counted": note},
+    render(Outcome("status", lambda: {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses],
+                                      "from_cache": cached, "not_counted": note},
                    lambda: _print_tables(title, statuses, counts, every_pair, cached, results, note), errors=errors),
            as_json)
 
@@ -157,8 +157,9 @@ def _run_table(title: str, statuses: list):
     from rich.markup import escape
     from rich.table import Table
 
-    present = [state for state in STATE_STYLE if any(s.state == state for s in statuses)]
-    present += sorted({s.state for s in statuses} - set(present))
+    found = {s.state for s in statuses}
+    present = [state for state in STATE_STYLE if state in found]
+    present += sorted(found - set(present))
     table = Table(title=title, show_lines=False)
     table.add_column("run")
     for state in present:

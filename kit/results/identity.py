@@ -198,6 +198,7 @@ class PlanExpectations:
         self._run_parts: dict[str, tuple[dict[str, Any], str]] = {}
         self._in_order: dict[str, list[Any] | None] = {}
         self._digests: dict[str, str] | None = None
+        self._kind: Any = None   # the benchmark's ResultKind, found on first use
 
     def covers(self, pair: "Pair") -> bool:
         """True when the pair's run is one of the runs and its language one of the benchmark's."""
@@ -212,7 +213,11 @@ class PlanExpectations:
             part = run_part(run)
             self._run_parts[run.name] = (part, identity_text(part))
         part, part_text = self._run_parts[run.name]
-        extra = language_part(run, pair.language, self.dataset)
+        if self._kind is None:
+            from kit.results.kinds import result_kind
+
+            self._kind = result_kind(self.dataset.kind, str(self.dataset.root))
+        extra = self._kind.pair_identity(run, pair.language, self.dataset)   # language_part, its kind found once
         # repr, not JSON: a few flat values per pair, and the key only has to change when they do
         return LazyExpected(self, pair.language, {**part, **extra}, f"{part_text}\0{sorted(extra.items())!r}")
 

@@ -8,17 +8,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
 
 from kit.config.names import run_from_stem
-from kit.plan import Pair
+from kit.plan import PAIR_ORDER, Pair
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.benchmark_rule import validate_held
 from kit.results.checkpoint import ValidateAll, validate_each
 from kit.results.identity import Expected, PlanExpectations
-from kit.results.store import checkpoint_path, file_language, iter_checkpoint_files
+from kit.results.store import checkpoint_paths, file_language, iter_checkpoint_files
 
 
 @dataclass
@@ -45,9 +44,6 @@ class PairStatus:
         }
 
 
-_PAIR_ORDER = attrgetter("run", "language")
-
-
 def pair_states(
     results: Path,
     pairs: Iterable[Pair],
@@ -58,8 +54,8 @@ def pair_states(
     judged against `expect` (kit.results.identity.PlanExpectations) when given; the files are read by
     `validate_all` (kit.results.checkpoint.ValidateAll: one at a time, or a cache's)."""
     out = []
-    ordered = sorted(pairs, key=_PAIR_ORDER)   # Pair's own order, compared in C
-    paths = [checkpoint_path(results, pair.run, pair.language) for pair in ordered]
+    ordered = sorted(pairs, key=PAIR_ORDER)   # Pair's own order, compared in C
+    paths = checkpoint_paths(results, [(pair.run, pair.language) for pair in ordered])
     states = validate_all([(path, {"run": pair.run, "language": pair.language,
                                    "expect": expect(pair) if expect is not None else None})
                            for pair, path in zip(ordered, paths)])

@@ -11,15 +11,31 @@ from pathlib import Path
 from typing import Any
 
 from kit.config.names import run_file_stem
-from kit.errors import ConfigError
 from kit.files import name_part, write_text_atomic
 from kit.results import keys
 
 
 def checkpoint_path(results: Path, run: str, language: str) -> Path:
     """RESULTS/<language>/<run with '/' -> '__'>.json; refuses names that would leave RESULTS."""
-    folder, stem = name_part(language, "language"), name_part(run_file_stem(run), "run name")
-    return (results if isinstance(results, Path) else Path(results)).joinpath(folder, f"{stem}.json")
+    return checkpoint_paths(results, [(run, language)])[0]
+
+
+def checkpoint_paths(results: Path, pairs: list[tuple[str, str]]) -> list[Path]:
+    """checkpoint_path of each (run, language), in order; each run and language checked once (a sweep's
+    thousands of pairs share a few hundred of each)."""
+    root = results if isinstance(results, Path) else Path(results)
+    folders: dict[str, Path] = {}
+    stems: dict[str, str] = {}
+    out = []
+    for run, language in pairs:
+        folder = folders.get(language)
+        if folder is None:
+            folder = folders[language] = root / name_part(language, "language")
+        stem = stems.get(run)
+        if stem is None:
+            stem = stems[run] = f"{name_part(run_file_stem(run), 'run name')}.json"
+        out.append(folder / stem)
+    return out
 
 
 def dumps_checkpoint(data: dict[str, Any]) -> str:

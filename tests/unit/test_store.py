@@ -13,7 +13,7 @@ import pytest
 
 from kit.errors import ConfigError
 from kit.config.names import run_file_stem, run_from_stem
-from kit.results.store import checkpoint_path, dumps_checkpoint, write_checkpoint
+from kit.results.store import checkpoint_path, checkpoint_paths, dumps_checkpoint, write_checkpoint
 
 
 def test_path_layout_and_round_trip(tmp_path):
@@ -26,6 +26,17 @@ def test_path_layout_and_round_trip(tmp_path):
 def test_unsafe_names_are_refused(tmp_path, run, lang):
     with pytest.raises(ConfigError):
         checkpoint_path(tmp_path, run, lang)
+
+
+def test_many_paths_at_once_are_each_pair_s_path_in_order(tmp_path):
+    pairs = [("org/b", "fr"), ("org/a@v", "fr"), ("org/b", "en"), ("org/a@v", "en")]
+    assert checkpoint_paths(tmp_path, pairs) == [checkpoint_path(tmp_path, run, lang) for run, lang in pairs]
+
+
+@pytest.mark.parametrize("run,lang", [("../x", "fr"), ("a/b", ".."), ("a/b", "f/r"), ("..", "fr"), ("a/b", "")])
+def test_many_paths_refuse_an_unsafe_name_among_safe_ones(tmp_path, run, lang):
+    with pytest.raises(ConfigError):
+        checkpoint_paths(tmp_path, [("org/a", "en"), (run, lang)])
 
 
 def test_canonical_text_sorted_utf8_newline(tmp_path):

@@ -35,6 +35,14 @@ def test_mcnemar_exact_equals_the_written_out_binomial_sum(b, c):
     assert mcnemar_exact(b, c) == pytest.approx(_binomial_two_sided(b, b + c), rel=1e-9)
 
 
+def test_mcnemar_exact_is_scipy_s_binomial_test_over_a_language_s_range_of_counts():
+    from scipy.stats import binomtest   # the oracle (the test extra); kit computes it without SciPy
+
+    counts = [(b, c) for b in range(0, 301, 7) for c in range(0, 301 - b, 11) if b + c]
+    for b, c in counts:
+        assert mcnemar_exact(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-12, abs=0), (b, c)
+
+
 def test_holm_adjusts_step_down_and_keeps_order():
     # sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> raised to 0.06 (monotone)
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])

@@ -29,7 +29,7 @@ _Z = NormalDist().inv_cdf(1 - (1 - CONFIDENCE) / 2)
 METHOD = (f"{CONFIDENCE:.0%} normal (delta-method) interval of the paired difference, resampling the items both "
           "runs answered; the macro difference is the mean over the languages both runs have with the same "
           "items, its variance the sum of theirs over the count squared; exact McNemar test on per-item "
-          "correctness (two-sided binomial test at 1/2, scipy.stats.binomtest), Holm-corrected across "
+          "correctness (two-sided binomial test at 1/2, summed exactly), Holm-corrected across "
           "languages; kit compare gives the paired bootstrap and the flipped items")
 
 

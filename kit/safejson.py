@@ -59,7 +59,7 @@ def loads_utf8(raw: bytes) -> Any:
     return loads(raw.decode("utf-8"))
 
 
-def loads_own(raw: bytes) -> Any:
+def loads_own(raw: bytes | memoryview) -> Any:
     """JSON that kit wrote itself (its caches): orjson when installed, else Python's parser. Not for
     files others write: an integer past 64 bits would come back as a float (loads_utf8 is for those)."""
-    return orjson.loads(raw) if orjson is not None else json.loads(raw)
+    return orjson.loads(raw) if orjson is not None else json.loads(bytes(raw))

@@ -159,8 +159,9 @@ class CheckpointCache:
         self.entries: dict[str, dict[str, Any]] = self._load(self.file) if self.file else {}
         # thousands of summaries repeat the same few hundred strings (digests, names, versions): one object each
         self._strings: dict[str, str] = {}
-        self.data: dict[str, dict[str, Any]] = (shared_strings(self._load(self._data_file), self._strings)
-                                                if self.file and sections else {})
+        self.data: dict[str, dict[str, Any]] = self._load(self._data_file) if self.file and sections else {}
+        for name, kept in self.data.items():   # entry by entry: a whole second copy of a release's sections is 100s of MB
+            self.data[name] = shared_strings(kept, self._strings)
         self.changed: dict[str, dict[str, Any]] = {}
         self.changed_data: dict[str, dict[str, Any]] = {}
         self._digests: dict[tuple[int, int], tuple[Any, Any, str]] = {}
@@ -316,8 +317,11 @@ class CheckpointCache:
 
     def _load(self, file: Path) -> dict[str, dict[str, Any]]:
         try:
-            text, _, mac = file.read_bytes().rpartition(_MAC_LINE)
-            if not hmac.compare_digest(mac.strip(), self._mac(text).encode()):
+            raw = file.read_bytes()
+            at = raw.rfind(_MAC_LINE)
+            # a view, not a slice: a release's sections file is tens of MB, and a copy would be held while it parses
+            text = memoryview(raw)[:max(at, 0)]
+            if at < 0 or not hmac.compare_digest(raw[at + len(_MAC_LINE):].strip(), self._mac(text).encode()):
                 return {}   # edited by hand, or sealed with a key that is gone: rebuilt
             doc = safejson.loads_own(text)
         except (OSError, ValueError):
@@ -327,7 +331,7 @@ class CheckpointCache:
         entries = doc.get("entries")
         return entries if isinstance(entries, dict) else {}
 
-    def _mac(self, text: bytes) -> str:
+    def _mac(self, text: bytes | memoryview) -> str:
         return hmac.new(self._key or b"", text, hashlib.sha256).hexdigest()
 
     def _sealed(self, text: bytes) -> bytes:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
@@ -166,6 +166,26 @@ def maybe_link(href: str | None, text: Any) -> Cell:
     return Cell(esc(text) if href is None else link(href, text))
 
 
+class OnDemand(Mapping[str, str]):
+    """A mapping of `names` to sections of HTML built by `build(name)` each time one is asked for, so that a
+    report of thousands of results holds none of them (each page is written once)."""
+
+    def __init__(self, names: Iterable[str], build: Callable[[str], str]) -> None:
+        self._names = dict.fromkeys(names)
+        self._build = build
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self._names:
+            raise KeyError(name)
+        return self._build(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 @dataclass(frozen=True)
 class HtmlParts:
     """What a benchmark kind contributes to the HTML report (ResultKind.html_parts): the index's
@@ -176,6 +196,6 @@ class HtmlParts:
     title: str
     index: str
     languages: dict[str, str]
-    results: dict[str, str]
+    results: Mapping[str, str]   # a dict, or OnDemand: a release has thousands of result pages
     images: dict[str, bytes] = field(default_factory=dict)
     pages: dict[str, tuple[str, str]] = field(default_factory=dict)   # more pages/ files: name -> (title, body)

@@ -18,7 +18,7 @@ from conftest_checkpoints import predictions_of, write_job_checkpoint
 
 from kit.results import keys
 from kit.results.evidence import KIT_ONLY_METADATA
-from kit.results.html_page import INDEX, PAGES, slug
+from kit.results.html_page import INDEX, PAGES, OnDemand, slug
 from kit.results.metrics import compute_metrics
 from kit.results.report import write_report
 from kit.results.store import checkpoint_path, dumps_checkpoint, mllog_path, write_checkpoint
@@ -338,3 +338,13 @@ def test_bootstrap_f1_is_the_metrics_f1_bit_for_bit():
     for (tp, fp, tn, fn), value in zip(combos, got.tolist()):
         pairs = [("yes", "yes")] * tp + [("no", "yes")] * fp + [("no", "no")] * tn + [("yes", "no")] * fn
         assert value == compute_metrics(predictions_of(pairs))[keys.F1], (tp, fp, tn, fn)
+
+
+def test_sections_on_demand_are_built_when_asked_and_only_for_their_names():
+    built = []
+    sections = OnDemand(["en/b.json", "fr/a.json"], lambda name: built.append(name) or f"<p>{name}</p>")
+    assert list(sections) == ["en/b.json", "fr/a.json"] and len(sections) == 2 and built == []
+    assert sections["fr/a.json"] == "<p>fr/a.json</p>" and sections.get("de/x.json", "") == ""
+    with pytest.raises(KeyError):
+        sections["de/x.json"]
+    assert built == ["fr/a.json"]

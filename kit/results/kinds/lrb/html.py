@@ -8,7 +8,8 @@ import shlex
 from collections.abc import Sequence
 
 from kit.results import keys
-from kit.results.html_page import Cell, HtmlParts, PageLinks, esc, image, key_values, maybe_link, slug, table, titled_link
+from kit.results.html_page import (Cell, HtmlParts, OnDemand, PageLinks, esc, image, key_values, maybe_link, slug, table,
+                                   titled_link)
 from kit.results.html_plots import f1_by_language_png
 from kit.results.intervals import METHOD, f1_intervals
 from kit.results.kinds.lrb.compare_html import comparison_body, interval_text
@@ -71,21 +72,27 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
     page_links = links.from_page()
     rows = aggregate_rows(valid)
     language_pages = {}
+    by_language_of: dict[str, list[dict]] = {}
+    for row in rows:
+        by_language_of.setdefault(row[keys.LANGUAGE], []).append(row)
     for language in language_order:
-        mine = [row for row in rows if row[keys.LANGUAGE] == language]
+        mine = by_language_of.get(language, [])
         language_pages[language] = table(
             ("run", keys.N_ITEMS, keys.F1, F1_CI, *_METRICS, *_CONFUSION, keys.TRUNCATED, keys.DURATION_SECONDS),
             ([maybe_link(page_links.result(row["file"]), row[keys.RUN]), row[keys.N_ITEMS], row[keys.F1],
               _ci(intervals.pairs.get(row["file"])), *(row[m] for m in _METRICS), *(row[c] for c in _CONFUSION),
               row[keys.TRUNCATED], row[keys.DURATION_SECONDS]] for row in mine),
             caption=f"{language}: every counted run") + f"<p class=\"note\">{esc(F1_CI)}: {esc(METHOD)}.</p>\n"
-    result_pages = {}
-    for row in rows:
-        metrics = [(k, row[k]) for k in (keys.N_ITEMS, keys.F1)] + [(F1_CI, _ci(intervals.pairs.get(row["file"])))]
+    by_file = {row["file"]: row for row in rows}
+
+    def result_metrics(name: str) -> str:
+        row = by_file[name]
+        metrics = [(k, row[k]) for k in (keys.N_ITEMS, keys.F1)] + [(F1_CI, _ci(intervals.pairs.get(name)))]
         metrics += [(k, row[k]) for k in (*_METRICS, *_CONFUSION, keys.TRUNCATED, keys.DURATION_SECONDS)]
         metrics += [(k, row[k]) for k in CHECKPOINT_COLUMNS if row[k]]   # lrb's newer columns it has
-        result_pages[row["file"]] = key_values(metrics, caption="metrics (rates rounded to 4 decimals)")
-    return HtmlParts("kit report", index, language_pages, result_pages, {F1_PLOT: plot}, pages)
+        return key_values(metrics, caption="metrics (rates rounded to 4 decimals)")
+
+    return HtmlParts("kit report", index, language_pages, OnDemand(by_file, result_metrics), {F1_PLOT: plot}, pages)
 
 
 MARK_LEGEND = ("vs next: ≠ when the items tell the run from the one ranked below it (the 95% interval of their "

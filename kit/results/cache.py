@@ -14,8 +14,9 @@ validated again (a cache never hides a changed file):
 - the expectation: the run and language asked for, and a digest of the benchmark ids, answers and
   run identity the file was held to (kit.results.identity.Expected).
 A verdict is stored with the checkpoint's sections other than `predictions`, its count of
-truncated predictions and its items' outcomes in short (ResultKind.item_outcomes): what status,
-verify and report need, so nothing holds every prediction.
+truncated predictions, its items' outcomes in short (ResultKind.item_outcomes) and, for a report's
+reader, its MLLOG compliance findings (checked beside the validation, against its log, whose identity
+is in the key): what status, verify and report need, so nothing holds every prediction.
 
 A cache file that cannot be read or does not parse is ignored and rebuilt; each is written whole to
 a temporary file and renamed in, under a file lock (filelock), merging what other processes stored
@@ -114,10 +115,12 @@ def cache_key(folder: Path) -> bytes | None:
 
 def code_identity() -> str:
     """kit's version and the size and mtime of the sources validation runs (kit/results, kit/config,
-    kit/safejson.py), so that a changed kit, released or not, validates again."""
+    kit/safejson.py) and of its default files (the MLLOG rulesets), so that a changed kit, released or
+    not, validates again."""
     package = Path(kit.__file__).resolve().parent
+    # kit/defaults holds the MLLOG rulesets a cached compliance verdict was checked against
     sources = [*package.joinpath("results").rglob("*.py"), *package.joinpath("config").glob("*.py"),
-               package / "safejson.py"]
+               package / "safejson.py", *package.joinpath("defaults").glob("*")]
     parts = [kit.__version__, str(CACHE_FORMAT)]
     for path in sorted(sources):
         try:
@@ -209,7 +212,8 @@ class CheckpointCache:
                 self.hits += 1
         if misses:
             checked_at = time.time()
-            states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses], keep_data=self.sections)
+            states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses], keep_data=self.sections,
+                                   compliance=self.sections)
             if self.sections:
                 states = [replace(st, data=shared_strings(st.data, self._strings)) for st in states]
             for (index, _, _, found), state in zip(misses, states):
@@ -284,7 +288,7 @@ class CheckpointCache:
             state, reasons, notices = verdict
             if not (state in _STATES and isinstance(reasons, list) and isinstance(notices, list)):
                 return None
-            data, truncated, outcomes = None, None, None
+            data, truncated, outcomes, compliance = None, None, None, None
             if self.sections:
                 kept = self.data.get(name)
                 if not isinstance(kept, dict) or kept.get("file") != ident:
@@ -292,6 +296,12 @@ class CheckpointCache:
                 data, truncated, outcomes = kept["summary"], kept["truncated"], kept["outcomes"]
                 if not (data is None or isinstance(data, dict)) or not isinstance(truncated, int):
                     return None
+                compliance = kept.get("compliance")
+                if compliance is not None:
+                    if not (isinstance(compliance, list) and all(
+                            isinstance(f, list) and len(f) == 4 and all(isinstance(x, str) for x in f) for f in compliance)):
+                        return None
+                    compliance = tuple(tuple(f) for f in compliance)
                 if outcomes is not None:
                     digest, cells = outcomes
                     if not (isinstance(digest, str) and isinstance(cells, str)):
@@ -299,7 +309,8 @@ class CheckpointCache:
                     outcomes = (digest, cells)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        return CheckpointState(state, list(reasons), list(notices), data, truncated=truncated, outcomes=outcomes)
+        return CheckpointState(state, list(reasons), list(notices), data, truncated=truncated, outcomes=outcomes,
+                               compliance=compliance)
 
     def _store(self, name: str, ident: list[int], verdict_key: str, state: CheckpointState) -> None:
         entry = self.entries.get(name)
@@ -311,7 +322,8 @@ class CheckpointCache:
         if not self.sections:   # status and verify read no sections: a report stores its own
             return
         kept = {"file": ident, "summary": state.data, "truncated": state.truncated or 0,
-                "outcomes": list(state.outcomes) if state.outcomes is not None else None}
+                "outcomes": list(state.outcomes) if state.outcomes is not None else None,
+                "compliance": [list(f) for f in state.compliance] if state.compliance is not None else None}
         self.data[name] = kept
         self.changed_data[name] = kept
 

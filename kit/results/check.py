@@ -315,3 +315,16 @@ def check_pair(path: Path, data: dict) -> list[Finding]:
     inp = CheckInput(Path(path).parent.parent, None, [], frozenset(),  # type: ignore[arg-type]  # unread by PAIR_RULES
                      checkpoints={Path(path): CheckpointState(PairState.COMPLETE, data=data)})
     return [finding for rule in RULES if rule.name in PAIR_RULES for finding in rule.check(inp)]
+
+
+def compliance_findings(path: Path, data: dict) -> tuple[tuple[str, str, str, str], ...]:
+    """check_pair's findings for one checkpoint as (rule, file name, key, message): the file (the checkpoint
+    or its log) by its name beside the checkpoint, so that a finding kept in the cache reads the same
+    whatever path the tree is named by later (found_lines makes them lines). Empty: a PASS of the
+    PAIR_RULES. A missing mlperf-logging is a MissingExtraError."""
+    return tuple((f.rule, Path(f.path).name, f.key, f.message) for f in check_pair(path, data))
+
+
+def found_lines(path: Path, findings: tuple[tuple[str, str, str, str], ...]) -> list[str]:
+    """The lines `kit check` prints for compliance_findings of the checkpoint at `path`."""
+    return [Finding(rule, str(Path(path).with_name(name)), key, message).line() for rule, name, key, message in findings]

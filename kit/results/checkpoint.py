@@ -48,6 +48,9 @@ class CheckpointState:
     truncated: int | None = None    # predictions with truncated=true, when `data` no longer holds them
     # each item's outcome in a short form, kept when predictions go (ResultKind.item_outcomes); None when not asked for
     outcomes: tuple[str, str] | None = None
+    # a complete or stale checkpoint's MLLOG compliance findings, (rule, file name, key, message) each
+    # (kit.results.check.compliance_findings; empty: PASS), found while its file is read; None when not asked for
+    compliance: tuple[tuple[str, str, str, str], ...] | None = None
 
     @property
     def complete(self) -> bool:

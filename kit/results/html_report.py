@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kit.errors import MissingExtraError
 from kit.results import keys
-from kit.results.check import check_pair
+from kit.results.check import compliance_findings, found_lines
 from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, code, esc, flatten, image, key_values,
                                    link, maybe_link, page, slug, table)
 from kit.files import make_durable
@@ -285,13 +285,17 @@ def _signature(record: CheckpointRecord) -> str:
 
 
 def _compliance(record: CheckpointRecord) -> str:
+    """The page's compliance section: the findings the validation found beside the file, else checked now."""
     head = "<h2>MLLOG compliance (kit check)</h2>\n"
-    try:
-        findings = check_pair(record.path, dict(record.data or {}))
-    except MissingExtraError as exc:
-        return head + f"<p class=\"note\">Not checked: {esc(exc.one_line())}</p>\n"
-    if not findings:
+    findings = record.compliance
+    if findings is None:
+        try:
+            findings = compliance_findings(record.path, dict(record.data or {}))
+        except MissingExtraError as exc:
+            return head + f"<p class=\"note\">Not checked: {esc(exc.one_line())}</p>\n"
+    lines = found_lines(record.path, findings)
+    if not lines:
         return head + ("<p><span class=\"pass\">PASS</span>: the :::MLLOG log passes mlperf-logging's compliance "
                        "checker with the kind's ruleset and records this file's sha256.</p>\n")
     return head + "<p><span class=\"fail\">FAIL</span></p>\n<ul>\n" + "".join(
-        f"<li>{esc(f.line())}</li>\n" for f in findings) + "</ul>\n"
+        f"<li>{esc(line)}</li>\n" for line in lines) + "</ul>\n"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.results.checkpoint import CheckpointState, validate_checkpoint, without_predictions
+from kit.results.keys import PairState
 
 MIN_FILES = 200          # below this a pool costs more than it saves
 MAX_WORKERS = 8
@@ -17,6 +18,7 @@ MAX_WORKERS = 8
 # (path, validate_checkpoint keyword arguments), set before the fork: children read it, nothing is pickled in
 _JOBS: list[tuple[Path, dict[str, Any]]] = []
 _KEEP_DATA = True
+_COMPLIANCE = False
 
 
 def usable_cores() -> int:
@@ -27,14 +29,16 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = True) -> list[CheckpointState]:
+def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = True,
+                  compliance: bool = False) -> list[CheckpointState]:
     """validate_checkpoint(path, **kwargs) for each job, without predictions but with their item outcomes
     (unless `keep_data` is False: then without any section), in order; on a pool of forked workers when
-    there are enough files and cores."""
+    there are enough files and cores. With `compliance`, each complete or stale checkpoint also carries its
+    MLLOG compliance findings (CheckpointState.compliance), checked in the same worker that read it."""
     import multiprocessing
 
-    global _KEEP_DATA
-    _KEEP_DATA = keep_data
+    global _KEEP_DATA, _COMPLIANCE
+    _KEEP_DATA, _COMPLIANCE = keep_data, compliance
     workers = min(usable_cores(), MAX_WORKERS, len(jobs) // (MIN_FILES // 2) or 1)
     if workers < 2 or len(jobs) < MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
         return [_validate(path, kwargs) for path, kwargs in jobs]
@@ -65,5 +69,18 @@ def _job(index: int) -> CheckpointState:
 
 
 def _validate(path: Path, kwargs: dict[str, Any]) -> CheckpointState:
-    state = without_predictions(validate_checkpoint(path, **kwargs), outcomes=_KEEP_DATA)
+    state = validate_checkpoint(path, **kwargs)
+    if _COMPLIANCE and state.state in (PairState.COMPLETE, PairState.STALE) and state.data is not None:
+        state = replace(state, compliance=_compliance(path, state.data))
+    state = without_predictions(state, outcomes=_KEEP_DATA)
     return state if _KEEP_DATA else replace(state, data=None)   # less to send back from a worker
+
+
+def _compliance(path: Path, data: dict[str, Any]) -> tuple[tuple[str, str, str, str], ...] | None:
+    from kit.errors import MissingExtraError
+    from kit.results.check import compliance_findings   # the checker's imports only where a report asks
+
+    try:
+        return compliance_findings(path, data)
+    except MissingExtraError:   # the page says so itself, when it asks again
+        return None

@@ -41,6 +41,7 @@ class CheckpointRecord:
     truncated_count: int | None = None    # when `data` holds no predictions (kit.results.checkpoint.without_predictions)
     outcomes: tuple[str, str] | None = field(default=None, repr=False)   # ResultKind.item_outcomes, when read
     collection: str = ""    # "" for the tree's own files, else lrb's batch folder (kit.results.store.collection_of)
+    compliance: tuple[tuple[str, str, str, str], ...] | None = field(default=None, repr=False)   # CheckpointState's, when read
 
     @property
     def valid(self) -> bool:

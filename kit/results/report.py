@@ -95,7 +95,8 @@ def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRec
     language = file_language(results_dir, path, (st.data or {}).get(keys.METADATA))
     return CheckpointRecord(path, language, st.state, tuple(st.reasons), tuple(st.notices), data,
                             truncated_count=st.truncated, outcomes=st.outcomes if data is not None else None,
-                            collection=collection_of(results_dir, path, language))
+                            collection=collection_of(results_dir, path, language),
+                            compliance=st.compliance if data is not None else None)
 
 
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,

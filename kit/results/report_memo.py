@@ -56,6 +56,7 @@ def report_inputs(records: Sequence[CheckpointRecord], *, results_dir: Path, out
         for r in records:
             add([os.fspath(r.path), r.language, r.state, list(r.reasons), list(r.notices), r.truncated_count,
                  list(r.outcomes) if r.outcomes is not None else None, r.collection,
+                 [list(f) for f in r.compliance] if r.compliance is not None else None,
                  [_identity(p, now) for p in (r.path, mllog_path(r.path), envelope_path(r.path))]])
         for folder in verdict_dirs:
             add(["verdicts", os.path.realpath(folder)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -292,13 +293,15 @@ def test_a_pool_of_workers_gives_the_same_states_in_order(tmp_path, monkeypatch)
     assert pooled == validate_each_with_outcomes(jobs)
     assert pooled[0].outcomes is not None and pooled[0].outcomes[1] == "01"   # (yes, yes) tp, (no, yes) fp
     assert [s.state for s in pooled] == ["complete"] * 2 + ["invalid"] + ["complete"] * 3 + ["missing"]
+    # a report's reader also gets each complete file's MLLOG compliance findings, checked in the same worker
+    checked = parallel.validate_many(jobs, compliance=True)
+    assert [replace(s, compliance=None) for s in checked] == pooled
+    assert [s.compliance is not None for s in checked] == [s.state == "complete" for s in checked]
     c = fresh(results, tmp_path / "cache")
     assert [s.state for s in c.validate_all(jobs)] == [s.state for s in pooled]
     c.save()
     calls = counting(monkeypatch)
-    assert fresh(results, tmp_path / "cache").validate_all(jobs) == [
-        type(s)(s.state, s.reasons, s.notices, None if s.data is None else s.data, s.truncated, s.outcomes)
-        for s in pooled]   # the items' outcomes come back from the cache too
+    assert fresh(results, tmp_path / "cache").validate_all(jobs) == checked   # outcomes and findings cached too
     assert [p for p in calls] == [results / "fr" / "absent.json"]
 
 

@@ -150,6 +150,27 @@ def test_result_page_has_metrics_interval_provenance_compliance_and_reproduce_co
     assert "f1 95% CI" in text and "0.9" in text  # f1 of (9, 1, 8, 1, 1) is 0.9
 
 
+def test_the_compliance_found_while_validating_is_the_page_s_own_under_the_name_the_tree_has_now(
+        results, tmp_path, monkeypatch):
+    from kit.results import cache
+    from kit.results.tree import ResultsTree
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "RACY_SECONDS", -1.0)   # the test's files are seconds old: taken as settled
+    path = checkpoint_path(results, RUNS[0], "fr")
+    page = PAGES + "/" + slug("result", f"fr/{path.name}")
+    write_report(results, tmp_path / "plain", verdicts=[])   # each page checks its own log
+    with ResultsTree(results, sections=True) as tree:        # findings come from the validation (and are cached)
+        write_report(results, tmp_path / "checked", verdicts=[], validate_all=tree.validate_all)
+    assert (tmp_path / "checked" / page).read_bytes() == (tmp_path / "plain" / page).read_bytes()
+    monkeypatch.chdir(results.parent)   # a later report names the same tree otherwise: its findings say so
+    with ResultsTree(Path(results.name), sections=True) as tree:
+        write_report(Path(results.name), tmp_path / "again", verdicts=[], validate_all=tree.validate_all)
+        assert tree.from_cache == len(RUNS) * len(LANGS)
+    text = (tmp_path / "again" / page).read_text(encoding="utf-8")
+    assert f"FAIL [mllog_compliant] {results.name}/fr/" in text and str(results) not in text
+
+
 def test_leaderboard_intervals_hold_the_point_estimate_and_are_stable(results, tmp_path):
     from kit.results.intervals import f1_intervals
     from kit.results.report import collect_checkpoints

@@ -265,7 +265,10 @@ def report_split(results: str) -> str:
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         return f"`kit report`, where the time goes: not measured ({done.stderr.strip()[-300:]})"
-    return f"where a cold `kit report`'s time goes ({lines[0].split(': ', 1)[1]} profiled on one core): " + "; ".join(line.strip() for line in lines[1:])
+    times = [line.strip() for line in lines[1:] if not line.startswith("memory: ")]
+    memory = [line[len("memory: "):] for line in lines[1:] if line.startswith("memory: ")]
+    return (f"where a cold `kit report`'s time goes ({lines[0].split(': ', 1)[1]} profiled on one core): "
+            + "; ".join(times) + "\n- where its memory goes, stage by stage: " + "; ".join(memory))
 
 
 def _parser_anchor(suite: Suite, results: str) -> tuple[list[str], str]:

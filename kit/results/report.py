@@ -29,7 +29,7 @@ from kit.results.identity import Expectation, PlanExpectations
 from kit.results.kinds import kind_name, result_kind
 from kit.results.kinds.base import ResultKind
 from kit.outputs import unchanged_output, write_output
-from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, groups, select_runs
+from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, ReportFiles, groups, select_runs
 from kit.results.store import archive_note, collection_of, file_language, iter_checkpoint_files
 from kit.results.report_batches import BATCHES_DIR, link_batches, write_batches_index
 from kit.results.html_report import write_html_report
@@ -199,6 +199,11 @@ def _fill_all(collections: dict[str, list[CheckpointRecord]], kinds: dict[str, R
 def _fill(records: list[CheckpointRecord], kind: ResultKind, folder: Path,
           verdict_dirs: Sequence[Path]) -> dict[str, Path]:
     """Write the kind's report files and the HTML report of `records` into `folder`; each file by role."""
-    written = kind.write_report(records, folder)
+    written = _kind_files(records, kind, folder)
     html = write_html_report(records, folder, kind, verdict_dirs)
     return {**written.files, "html": html.index}
+
+
+def _kind_files(records: list[CheckpointRecord], kind: ResultKind, folder: Path) -> ReportFiles:
+    """The kind's own report files (tables, plots); a step of its own so the bench can measure it."""
+    return kind.write_report(records, folder)

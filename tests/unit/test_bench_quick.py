@@ -18,7 +18,7 @@ from bench.readme import END, START, replace_section  # noqa: E402
 
 ROWS = ("`kit status` (table), cold", "`kit status --json`, cold", "`kit status` (table), peak RSS",
         "`kit status` (table), warm", "`kit verify`, cold", "`kit verify`, peak RSS", "`kit verify`, warm", "`kit report`, cold",
-        "`kit report`, peak RSS", "`kit report`, warm", "`kit plan`", "worker, 1 pairs of the tiny Llama",
+        "`kit report`, peak RSS", "`kit report`, warm", "`kit report`, one checkpoint changed", "`kit plan`", "worker, 1 pairs of the tiny Llama",
         "`kit status --help`", "`kit --help`")
 PACKING = ("one job per pair", "kit index shards, walltime 4 h", "kit cost-packed, --walltime auto (cap 4 h)")
 
@@ -50,6 +50,23 @@ def test_quick_bench_prints_every_row_with_a_numeric_ratio(tmp_path):
     assert re.search(r"^- job start to first prompt, host \(this venv\): \d+\.\d\d s$", done.stdout, re.M), done.stdout
     assert "- job start, per-job environment sync: skipped by --quick" in done.stdout
     assert (tmp_path / "last-quick.md").read_text() in done.stdout
+
+
+@pytest.mark.timeout(300)
+def test_the_report_split_finds_every_part_and_every_stage_of_memory(tmp_path):
+    from bench.report_parts import PARTS, STAGES
+    from bench.tree import build_tree
+
+    tree = build_tree(tmp_path, 2, 3, items=20, progress=lambda message: None)
+    done = subprocess.run([sys.executable, "-m", "bench.report_parts", str(tree.results), str(tmp_path / "out")],
+                          cwd=REPO, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr   # a part or stage that never ran is an error, not a 0 s row
+    lines = done.stdout.splitlines()
+    for label, _ in PARTS:
+        assert any(re.fullmatch(re.escape(label) + r": \d+\.\d s \(\d+%\)", line) for line in lines), (label, lines)
+    memory = [line for line in lines if line.startswith("memory: ")]
+    assert [m.split(": ")[1] for m in memory] == ["start-up and imports", *(stage for stage, _ in STAGES)]
+    assert all(re.search(r": \+-?\d+ MB \(resident \d+ MB, peak \d+ MB\)$", m) for m in memory), memory
 
 
 def test_readme_section_is_replaced_between_the_markers_only():

@@ -151,11 +151,19 @@ def unchanged_output(dest: Path, kind: str, inputs: str) -> dict[str, Any] | Non
     if found is None or found[0] != kind or found[2].get("inputs") != inputs:
         return None
     files = found[1]
+    if not all(_plain_relative(rel) for rel in files):   # an inventory naming files outside is no evidence
+        return None
     if any(True for _ in _not_owned(dest, files)):
         return None
     if not all(os.path.isfile(dest / rel) and not os.path.islink(dest / rel) for rel in files):
         return None
     return found[2]
+
+
+def _plain_relative(rel: str) -> bool:
+    """Whether an inventory's path names a file inside its folder (relative, no '..', no empty part)."""
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and "\\" not in rel and all(p not in ("", ".", "..") for p in parts)
 
 
 def _inventory(folder: Path) -> tuple[str, dict[str, str], dict[str, Any]] | None:

@@ -3,6 +3,7 @@ what it reads (a checkpoint, its log or envelope, a verdict, an option, the repo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -111,6 +112,18 @@ def test_a_memo_that_names_files_outside_the_report_is_not_trusted(results, tmp_
     (out / INVENTORY).write_text(json.dumps(inventory))
     again = _report(results, out)
     assert not again.unchanged and again.files["html"] == out / "index.html"
+
+
+def test_an_inventory_naming_a_file_outside_the_report_is_no_evidence_it_is_unchanged(results, tmp_path):
+    out = tmp_path / "report"
+    _report(results, out)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("x")
+    inventory = json.loads((out / INVENTORY).read_text())
+    inventory["files"]["../outside.txt"] = hashlib.sha256(b"x").hexdigest()
+    (out / INVENTORY).write_text(json.dumps(inventory))
+    assert not _report(results, out).unchanged
+    assert outside.read_text() == "x"
 
 
 def test_a_file_changed_within_the_racy_window_keeps_no_memo(results, tmp_path, monkeypatch):

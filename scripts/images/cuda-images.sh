@@ -8,13 +8,19 @@
 # sizes (the compressed forms), build, SIF, sqsh and verify seconds, lint result. Each image is about
 # 10 GB unpacked: this is a bench, not a test. gguf first makes its build stage's base,
 # kit/base:bookworm-build (scripts/images/build-base.sh: the base plus g++ and make).
+#   KIT_CUDA_VARIANT   the variant built (default cuda); cuda11 builds gguf's CUDA 11.8 variant for Volta
+#                      (KIT_CUDA_VARIANT=cuda11 scripts/images/cuda-images.sh gguf), whose build stage's
+#                      base is kit/base:bookworm-cuda11-build (scripts/images/build-base-cuda11.sh: Debian's
+#                      CUDA 11.8 toolkit and g++-11), made first; images without that variant are skipped
 #   KIT_WHEELHOUSE     the wheelhouse (default ~/.cache/kit/wheelhouse); filled from pip's indexes on the
 #                      first build (PyPI has torch's CUDA build and NVIDIA's nvidia-* wheels)
-#   KIT_IMAGES_LOCK    the lock of built images (default build/images/cuda/images.lock.json: the CPU
-#                      variants' lock is left alone)
-#   KIT_IMAGES_DIR     where SIF and sqsh go (default build/images/cuda)
+#   KIT_IMAGES_LOCK    the lock of built images (default build/images/VARIANT/images.lock.json, e.g.
+#                      build/images/cuda/images.lock.json: the CPU variants' lock is left alone)
+#   KIT_IMAGES_DIR     where SIF and sqsh go (default build/images/VARIANT)
 #   KIT_BUILD_TIMES    a TSV each image's figures are appended to (default build/images/cuda-builds.tsv)
 #   KIT_DROP_ARTIFACTS=1  delete each SIF and sqsh once measured and verified (they are GBs)
+#   KIT_BUILD_OUTPUT=1 print the builds' output (cmake's configure, the compile seconds line), not only
+#                      their steps (kit images build without --quiet)
 #   KIT_KEEP_BUILD_STAGES=1  keep each build stage's images, Docker's cache for the next build (9 to 15 GB
 #                      each; gguf's holds the 48-minute CUDA compile); by default they are removed
 set -euo pipefail
@@ -24,8 +30,11 @@ cd "$(dirname "$0")/../.."
 kit_require_root
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(transformers-5.17 gguf vllm)
-export KIT_IMAGES_LOCK=${KIT_IMAGES_LOCK:-build/images/cuda/images.lock.json}
-export KIT_IMAGES_DIR=${KIT_IMAGES_DIR:-build/images/cuda}
+variant=${KIT_CUDA_VARIANT:-cuda}
+[[ $variant =~ ^cuda[a-z0-9-]*$ ]] || die "KIT_CUDA_VARIANT=$variant: a CUDA variant (cuda, cuda11)"
+# one lock per variant: the lock keeps one entry per image, so cuda11 must not replace gguf's cuda entry
+export KIT_IMAGES_LOCK=${KIT_IMAGES_LOCK:-build/images/$variant/images.lock.json}
+export KIT_IMAGES_DIR=${KIT_IMAGES_DIR:-build/images/$variant}
 wheelhouse=${KIT_WHEELHOUSE:-$HOME/.cache/kit/wheelhouse}
 times=${KIT_BUILD_TIMES:-build/images/cuda-builds.tsv}
 mkdir -p "$(dirname "$times")" "$wheelhouse" "$KIT_IMAGES_DIR" "$(dirname "$KIT_IMAGES_LOCK")"
@@ -37,14 +46,20 @@ seconds() { local t; t=$(date +%s); "$@"; echo $(( $(date +%s) - t )) >"$tmp/s";
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for name in "${names[@]}"; do
-  if ! $py -c 'import sys; from kit.images.spec import target; target(sys.argv[1], "cuda")' "$name" 2>/dev/null; then
-    step "$name: no cuda variant in containers/images.toml, skipped"
+  if ! $py -c 'import sys; from kit.images.spec import target; target(sys.argv[1], sys.argv[2])' "$name" "$variant" 2>/dev/null; then
+    step "$name: no $variant variant in containers/images.toml, skipped"
     continue
   fi
-  [ "$name" != gguf ] || bash scripts/images/build-base.sh | sed 's/^/  /'
+  if [ "$name" = gguf ] && [ "$variant" = cuda11 ]; then
+    bash scripts/images/build-base-cuda11.sh | sed 's/^/  /'
+  elif [ "$name" = gguf ]; then
+    bash scripts/images/build-base.sh | sed 's/^/  /'
+  fi
   drop=(--drop-build-stages)
   [ "${KIT_KEEP_BUILD_STAGES:-0}" != 1 ] || drop=()
-  seconds "$kit" images build "$name" --variant cuda --wheelhouse "$wheelhouse" "${drop[@]}" --quiet
+  quiet=(--quiet)
+  [ "${KIT_BUILD_OUTPUT:-0}" != 1 ] || quiet=()
+  seconds "$kit" images build "$name" --variant "$variant" --wheelhouse "$wheelhouse" "${drop[@]}" "${quiet[@]}"
   build_s=$(cat "$tmp/s")
   seconds "$kit" images convert "$name" --to sif
   sif_s=$(cat "$tmp/s")

@@ -9,9 +9,12 @@
 #   registry  the default of the others (transformers-5.11, gliner2, gliclass): the Dockerfile on its
 #             nvidia/cuda base pinned by digest, which needs a registry; for any image, its registry build
 #             (gguf's: CUDA 12.8 for Volta to Hopper, 70;75;80;86;89;90);
-#   cpu       the CPU variant (scripts/images/cpu-images.sh NAME: its bases and wheels first).
+#   cpu       the CPU variant (scripts/images/cpu-images.sh NAME: its bases and wheels first);
+#   cuda11    gguf only: llama.cpp compiled with Debian 12's CUDA 11.8 for Volta (V100, sm_70), which
+#             CUDA 13 dropped; no registry (README: CUDA variants without a registry).
 # The Debian-based builds make kit/base:bookworm first when Docker lacks it (scripts/images/tools.sh;
-# root), and gguf's cuda build its build-stage base (scripts/images/build-base.sh).
+# root), gguf's cuda build its build-stage base (scripts/images/build-base.sh) and its cuda11 build its
+# own (scripts/images/build-base-cuda11.sh).
 #   --print         print the build command it would run (after the variant is chosen), run nothing
 #   KIT_WHEELHOUSE  the wheelhouse (default ~/.cache/kit/wheelhouse)
 set -euo pipefail
@@ -49,6 +52,7 @@ fi
 if [ "$variant" != registry ] && [ "$variant" != cpu ]; then
   docker image inspect kit/base:bookworm >/dev/null 2>&1 || bash scripts/images/tools.sh
   [ "$name/$variant" != gguf/cuda ] || bash scripts/images/build-base.sh
+  [ "$name/$variant" != gguf/cuda11 ] || bash scripts/images/build-base-cuda11.sh
 fi
 step "$name: variant $variant"
 exec "${cmd[@]}"

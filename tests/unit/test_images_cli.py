@@ -81,5 +81,8 @@ def test_make_image_builds_the_variant_that_was_built_here_unless_told():
         assert chosen(name).stdout.strip() == expected, name
     assert chosen("gguf", "registry").stdout.strip() == ".venv/bin/kit images build gguf"
     assert chosen("gguf", "cpu").stdout.strip() == "bash scripts/images/cpu-images.sh gguf"
+    # Volta's build (CUDA 11.8) is gguf's alone
+    assert chosen("gguf", "cuda11").stdout.strip() == ".venv/bin/kit images build gguf --variant cuda11 --wheelhouse /w"
+    assert "has no variant cuda11" in (lambda r: r.stdout + r.stderr)(chosen("vllm", "cuda11"))
     refused = chosen("gliner2", "cuda")
     assert refused.returncode != 0 and "has no variant cuda" in refused.stdout + refused.stderr

@@ -49,8 +49,9 @@ def test_every_lock_pins_every_package_with_hashes(t):
 @pytest.mark.parametrize("t", targets(), ids=lambda t: f"{t.name}:{t.variant or 'default'}")
 def test_dockerfile_rules(t):
     text = t.path(t.spec.dockerfile).read_text()
-    # a Dockerfile of a variant alone (gguf's cpu and cuda) builds on the local bootstrapped base, which has no digest
-    own = t.variant in ("cpu", "cuda") and t.spec.dockerfile.endswith(f".{t.variant}")
+    # a Dockerfile of a variant alone (gguf's cpu, cuda and cuda11) builds on the local bootstrapped base, which has
+    # no digest
+    own = t.variant in ("cpu", "cuda", "cuda11") and t.spec.dockerfile.endswith(f".{t.variant}")
     assert re.search(r"^ARG BASE_IMAGE=\S+@sha256:[0-9a-f]{64}$", text, re.M) or (
         own and re.search(r"^ARG BASE_IMAGE=kit/base:bookworm$", text, re.M)), "base pinned by digest"
     assert "NVIDIA_VISIBLE_DEVICES=all" in text and "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in text
@@ -108,6 +109,35 @@ def test_gguf_cuda_compiles_in_a_build_stage_for_an_explicit_list():
     assert text.rsplit("\nFROM ", 1)[1].startswith("${BASE_IMAGE}\n")
     toolkit = {r.split("==")[0] for r in lock_hashes(t.path("containers/gguf/cuda-toolkit.lock"))}
     assert {"nvidia-cuda-nvcc", "nvidia-cuda-cccl", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cublas"} <= toolkit
+
+
+def test_gguf_cuda11_compiles_volta_with_debians_cuda_11_8():
+    t = spec.target("gguf", "cuda11", IMAGES)
+    assert t.tag == "kit/gguf:0.3.36-cu118-bookworm" and t.tag != spec.target("gguf", "cuda", IMAGES).tag
+    assert t.spec.cuda == "11.8" and t.spec.base == "kit/base:bookworm" and t.spec.python == "3.11"
+    assert t.spec.dockerfile == "containers/gguf/Dockerfile.cuda11"
+    # a Dockerfile of its own: only its own build arguments (the image's devel base never leaks in)
+    assert t.spec.build_args == {"BUILD_IMAGE": "kit/base:bookworm-cuda11-build", "CMAKE_CUDA_ARCHITECTURES": "70"}
+    assert t.spec.cuda_code().flags() == "sm_70 compute_70"   # Volta, which the cuda variant (CUDA 13) cannot serve
+    assert t.spec.build_locks == ["containers/gguf/build-tools.lock", "containers/gguf/llama-cpp-python.lock"]
+    pins = lock_hashes(t.path(t.spec.lock))
+    # CUDA 11.8's cudart and cuBLAS as PyPI's cu11 wheels, hash-pinned; nothing of CUDA 13 beside them
+    for req in ("nvidia-cuda-runtime-cu11==11.8.89", "nvidia-cublas-cu11==11.11.3.6"):
+        assert pins.get(req), req
+    assert not any(r.startswith(("nvidia-cuda-runtime==", "nvidia-cublas==")) for r in pins)
+    assert not any(r.startswith("llama-cpp-python==") for r in pins)   # compiled in the build stage
+    assert t.spec.compile_args[t.spec.lock] == ["--no-emit-package", "llama-cpp-python", "{cuda_wheels}"]
+    text = t.path(t.spec.dockerfile).read_text()
+    assert "-DGGML_CUDA=on" in text and "-DGGML_CUDA_NO_VMM=on" in text and "-DGGML_NATIVE=off" in text
+    assert "-DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++-11" in text   # nvcc 11.8 takes gcc <= 11
+    assert 'ARG CMAKE_CUDA_ARCHITECTURES="70;75;80;86;89;90"' in text   # the release list: Volta to Hopper
+    assert re.search(r"^FROM \$\{BUILD_IMAGE\} AS build$", text, re.M)
+    assert re.search(r"^ARG BUILD_IMAGE=kit/base:bookworm-cuda11-build$", text, re.M)
+    final = text.rsplit("\nFROM ", 1)[1]
+    assert final.startswith("${BASE_IMAGE}\n") and 'LABEL org.kit.cuda-architectures="${CMAKE_CUDA_ARCHITECTURES}"' in final
+    for lib in ("libcudart.so.11.0", "libcublas.so.11", "libcublasLt.so.11"):   # linked beside llama.cpp's libraries
+        assert lib in text
+    assert (REPO / "scripts" / "images" / "build-base-cuda11.sh").is_file()
 
 
 def test_gliner2_runs_transformers_4():

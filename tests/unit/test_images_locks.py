@@ -22,7 +22,7 @@ def jobs(monkeypatch):
 def test_one_job_per_lock_file_each_from_its_in_file(jobs):
     got = jobs()
     # every lock but gguf's prebuilt CPU wheel lock (written by scripts/images/gguf-cpu-wheel.sh)
-    assert len(got) == 18 and "containers/gguf/llama-cpp-python-cpu.lock" not in got
+    assert len(got) == 19 and "containers/gguf/llama-cpp-python-cpu.lock" not in got
     for lock, argv in got.items():
         assert argv[:3] == ["uv", "pip", "compile"]
         assert lock.replace(".lock", ".in") in argv
@@ -87,7 +87,8 @@ def test_upgrade_and_name_selection(jobs):
     got = jobs(names=["gguf"], upgrade=True)
     assert set(got) == {"containers/gguf/requirements.lock", "containers/gguf/build-tools.lock",
                         "containers/gguf/llama-cpp-python.lock", "containers/gguf/requirements-cpu.lock",
-                        "containers/gguf/requirements-cuda.lock", "containers/gguf/cuda-toolkit.lock"}
+                        "containers/gguf/requirements-cuda.lock", "containers/gguf/cuda-toolkit.lock",
+                        "containers/gguf/requirements-cuda11.lock"}
     assert all(argv[-1] == "--upgrade" for argv in got.values())
     with pytest.raises(ConfigError) as exc:
         jobs(names=["nope"])

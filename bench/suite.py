@@ -94,9 +94,10 @@ class Suite:
         return other
 
     def run(self, args: list[str], *, cold: bool, repeat: int | None = None) -> Sample:
-        """kit ARGS in the tree's folder; with `cold`, the validated-checkpoint cache is emptied first."""
+        """kit ARGS in the tree's folder; with `cold`, nothing of an earlier run is kept: the validated-checkpoint
+        cache is emptied and the command's output folder (its -o) removed, so a report is written whole."""
         return best_of(self.kit + args, self.tree.root, repeat or self.repeat, self.env,
-                       before=self.clear_cache if cold else (lambda: None))
+                       before=(lambda: self.clear_cache(args)) if cold else (lambda: None))
 
     def python(self, script: str, *args: str, repeat: int | None = None) -> Sample:
         """A Python anchor script under bench/anchors/."""
@@ -118,9 +119,12 @@ class Suite:
         """The argv of a Python anchor script under bench/anchors/."""
         return [sys.executable, str(ANCHORS / script), *args]
 
-    def clear_cache(self) -> None:
-        """Forget every validated checkpoint."""
+    def clear_cache(self, args: list[str] = ()) -> None:
+        """Forget every validated checkpoint, and the output folder ARGS name with -o (an earlier report
+        kit would leave as it is when nothing changed)."""
         shutil.rmtree(self.cache, ignore_errors=True)
+        if "-o" in args[:-1]:
+            shutil.rmtree(Path(self.tree.root, args[list(args).index("-o") + 1]), ignore_errors=True)
 
     def add(self, measurement: str, kit: float, unit: str, anchor: float, label: str, goal: str,
             met: Callable[[float, float], bool], noise: float | None = None) -> None:
@@ -202,7 +206,7 @@ def measure_all(suite: Suite, progress=print) -> list[Row]:
         checkpoint_kb = sum(f.stat().st_size for f in suite.tree.results.glob("*/*.json")) / n / 1024
         for name, args, big in (("status", ["status", "results"], colds["status"]), ("verify", ["verify", "results"], colds["verify"]),
                                 ("report", ["report", "results", "-o", str(BUILD / "report-out-small")], report_cold)):
-            few = best_of(suite.kit + args, small.root, 1, suite.env, before=suite.clear_cache)
+            few = best_of(suite.kit + args, small.root, 1, suite.env, before=lambda: suite.clear_cache(args))
             growth_kb = (big.rss_mb - few.rss_mb) * 1024 / (n - small.files)
             # a parsed checkpoint held in Python takes several times its JSON size: well under 1, none is held
             suite.add(f"`kit {name}`, peak RSS growth per file ({small.files} to {n} files)", growth_kb, "KB",

@@ -48,10 +48,11 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, trusted_keys: Path |
 
         outcomes = held_to_keys(outcomes, common.trusted_keys(trusted_keys))
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
-    data = [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices} for p, st in outcomes]
-    # the text as one string, so one write: a release tree is thousands of lines
+    # the envelope's list only for --json; the text as one string, so one write: a release tree is thousands of lines
     caveat = NOT_PROVEN_SIGNED if trusted_keys is not None else NOT_PROVEN
-    render(Outcome("verify", data, ("\n".join(_lines(outcomes, len(bad), caveat)),), failed=bool(bad)), as_json)
+    render(Outcome("verify", lambda: [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices}
+                                      for p, st in outcomes],
+                   ("\n".join(_lines(outcomes, len(bad), caveat)),), failed=bool(bad)), as_json)
 
 
 def _lines(outcomes: list, bad: int, caveat: str = NOT_PROVEN):

@@ -199,6 +199,7 @@ class PlanExpectations:
         self._in_order: dict[str, list[Any] | None] = {}
         self._digests: dict[str, str] | None = None
         self._kind: Any = None   # the benchmark's ResultKind, found on first use
+        self._of_language: dict[str, LazyExpected] = {}
 
     def covers(self, pair: "Pair") -> bool:
         """True when the pair's run is one of the runs and its language one of the benchmark's."""
@@ -224,9 +225,13 @@ class PlanExpectations:
     def of_language(self, language: str) -> "LazyExpected | None":
         """What any checkpoint of `language` must hold on this benchmark, whatever its run (as
         data_expectation, read lazily); None for a language the benchmark does not define."""
-        if language not in self.dataset.languages:
-            return None
-        return LazyExpected(self, language, {keys.BENCHMARK_SHA256: self.dataset.pinned_sha256(language)})
+        known = self._of_language.get(language)
+        if known is None:   # one per language (a verify of a sweep asks for each of its thousands of files)
+            if language not in self.dataset.languages:
+                return None
+            identity = {keys.BENCHMARK_SHA256: self.dataset.pinned_sha256(language)}
+            known = self._of_language[language] = LazyExpected(self, language, identity, identity_text(identity))
+        return known
 
     def language_of_digest(self, digest: object) -> str | None:
         """The language whose data file the benchmark pins with this sha256 (None: no file has it);

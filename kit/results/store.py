@@ -154,8 +154,9 @@ _LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
 def language_folder(results: Path, path: Path) -> str | None:
     """The name of the folder a checkpoint lies in when that folder is a language folder of RESULTS
     (RESULTS/fr/...: named like a language code), else None (a top-level file, a batch folder)."""
-    folder = Path(path).parent
-    if folder != Path(results) and _LANGUAGE_CODE.fullmatch(folder.name):
+    folder = (path if isinstance(path, Path) else Path(path)).parent
+    # the name first: a sweep asks for every file, and comparing paths costs more than matching a name
+    if _LANGUAGE_CODE.fullmatch(folder.name) and folder != (results if isinstance(results, Path) else Path(results)):
         return folder.name
     return None
 

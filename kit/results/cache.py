@@ -131,6 +131,21 @@ def code_identity() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+_CHECKER: list[str | None] = []
+
+
+def checker_version() -> str | None:
+    """The installed mlperf-logging's version (None without it): cached compliance findings hold for it only."""
+    if not _CHECKER:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            _CHECKER.append(version("mlperf-logging"))
+        except PackageNotFoundError:
+            _CHECKER.append(None)
+    return _CHECKER[0]
+
+
 def file_identity(st: os.stat_result) -> list[int]:
     """The facts of a file that any write changes: size, mtime_ns, ctime_ns, inode, device."""
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
@@ -296,7 +311,8 @@ class CheckpointCache:
                 data, truncated, outcomes = kept["summary"], kept["truncated"], kept["outcomes"]
                 if not (data is None or isinstance(data, dict)) or not isinstance(truncated, int):
                     return None
-                compliance = kept.get("compliance")
+                # findings of another mlperf-logging than this one are checked again, at the page
+                compliance = kept.get("compliance") if kept.get("checker") == checker_version() else None
                 if compliance is not None:
                     if not (isinstance(compliance, list) and all(
                             isinstance(f, list) and len(f) == 4 and all(isinstance(x, str) for x in f) for f in compliance)):
@@ -323,7 +339,8 @@ class CheckpointCache:
             return
         kept = {"file": ident, "summary": state.data, "truncated": state.truncated or 0,
                 "outcomes": list(state.outcomes) if state.outcomes is not None else None,
-                "compliance": [list(f) for f in state.compliance] if state.compliance is not None else None}
+                "compliance": [list(f) for f in state.compliance] if state.compliance is not None else None,
+                "checker": checker_version()}
         self.data[name] = kept
         self.changed_data[name] = kept
 

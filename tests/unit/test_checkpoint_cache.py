@@ -303,6 +303,11 @@ def test_a_pool_of_workers_gives_the_same_states_in_order(tmp_path, monkeypatch)
     calls = counting(monkeypatch)
     assert fresh(results, tmp_path / "cache").validate_all(jobs) == checked   # outcomes and findings cached too
     assert [p for p in calls] == [results / "fr" / "absent.json"]
+    # findings of another mlperf-logging are not taken from the cache (the page checks the log again)
+    monkeypatch.setattr(cache_mod, "_CHECKER", ["0.0.0-other"])
+    again = fresh(results, tmp_path / "cache").validate_all(jobs)
+    assert [s.compliance for s in again] == [None] * len(jobs)
+    assert [replace(s, compliance=None) for s in again] == [replace(s, compliance=None) for s in checked]
 
 
 def test_a_changed_benchmark_file_is_never_hidden_by_cached_verdicts(tmp_path, monkeypatch):

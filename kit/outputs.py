@@ -151,7 +151,7 @@ def unchanged_output(dest: Path, kind: str, inputs: str) -> dict[str, Any] | Non
     if found is None or found[0] != kind or found[2].get("inputs") != inputs:
         return None
     files = found[1]
-    if not all(_plain_relative(rel) for rel in files):   # an inventory naming files outside is no evidence
+    if not all(plain_relative(rel) for rel in files):   # an inventory naming files outside is no evidence
         return None
     if any(True for _ in _not_owned(dest, files)):
         return None
@@ -160,8 +160,9 @@ def unchanged_output(dest: Path, kind: str, inputs: str) -> dict[str, Any] | Non
     return found[2]
 
 
-def _plain_relative(rel: str) -> bool:
-    """Whether an inventory's path names a file inside its folder (relative, no '..', no empty part)."""
+def plain_relative(rel: str) -> bool:
+    """Whether a path an inventory or its memo names is a file inside its folder (relative, no '..', no
+    empty part, no backslash)."""
     parts = rel.split("/")
     return bool(rel) and not rel.startswith("/") and "\\" not in rel and all(p not in ("", ".", "..") for p in parts)
 

@@ -28,7 +28,7 @@ from kit.results.benchmark_rule import validate_held
 from kit.results.identity import Expectation, PlanExpectations
 from kit.results.kinds import kind_name, result_kind
 from kit.results.kinds.base import ResultKind
-from kit.outputs import unchanged_output, write_output
+from kit.outputs import plain_relative, unchanged_output, write_output
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, ReportFiles, groups, select_runs
 from kit.results.store import archive_note, collection_of, file_language, iter_checkpoint_files
 from kit.results.report_batches import BATCHES_DIR, link_batches, write_batches_index
@@ -163,8 +163,8 @@ def _kept_report(out_dir: Path, inputs: str) -> tuple[dict[str, Path], dict[str,
     found = []
     for part in (memo.get("roles"), memo.get("batches")):
         if not isinstance(part, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) and v and not v.startswith("/")
-                and ".." not in v.split("/") and (out_dir / v).is_file() for k, v in part.items()):
+                isinstance(k, str) and isinstance(v, str) and plain_relative(v) and (out_dir / v).is_file()
+                for k, v in part.items()):
             return None
         found.append({name: out_dir / rel for name, rel in part.items()})
     return found[0], found[1]

@@ -28,7 +28,7 @@ from kit.results.keys import PairState
 from kit.results.columns import column, shared
 from kit.results.evidence import evidence_notices, evidence_reasons
 from kit.results.identity import Expectation, answer_reasons, edit_reasons, stale_reasons
-from kit.results.kinds import ResultKind, kind_of, unknown_kind
+from kit.results.kinds import ResultKind, kind_of, typed_read, unknown_kind
 
 # keys.py has no checkpoint-side name for "no file yet"; kept here until it does.
 MISSING = "missing"
@@ -172,6 +172,58 @@ def validate_checkpoint(
     return CheckpointState(PairState.INVALID if reasons else PairState.COMPLETE, reasons, notices, data)
 
 
+def validate_summary(
+    path: str | os.PathLike[str],
+    *,
+    run: str | None = None,
+    language: str | None = None,
+    expect: Expectation | None = None,
+    outcomes: bool = False,
+) -> CheckpointState:
+    """without_predictions(validate_checkpoint(path, run=, language=, expect=), outcomes=outcomes): the state a
+    batch reader keeps. A file its kind's typed reader takes (ResultKind.typed_read: one pass that parses and
+    checks every item's shape) and that passes every check is judged from its items' columns; any other
+    file takes validate_checkpoint, which names each fault. Both give the same state."""
+    path = Path(path)
+    state = _typed_summary(path, run, language, expect, outcomes)
+    if state is not None:
+        return state
+    return without_predictions(validate_checkpoint(path, run=run, language=language, expect=expect), outcomes=outcomes)
+
+
+def _typed_summary(path: Path, run: str | None, language: str | None, expect: Expectation | None,
+                   outcomes: bool) -> CheckpointState | None:
+    """validate_summary's state from a typed read when the file is complete or stale and nothing is in doubt;
+    None sends it to the full path. The checks and their order are validate_checkpoint's."""
+    try:
+        if not path.is_file():
+            return None
+        read = typed_read(path.read_bytes())
+    except OSError:
+        return None
+    if read is None:
+        return None
+    typed = read[1]
+    data = typed.sections
+    metadata = data[keys.METADATA]
+    notices: list[str] = []
+    if (_run_reasons(metadata, path, run) or _language_reasons(metadata, path, language, notices)
+            or _metadata_type_reasons(metadata) or not typed.items_pass() or edit_reasons(data)
+            or evidence_reasons(path, data)):
+        return None
+    notices += evidence_notices(path, data)
+    state, reasons = PairState.COMPLETE, []
+    if expect is not None:
+        stale = stale_reasons(metadata, expect.identity, legacy=keys.PROVENANCE not in data) \
+            if expect.identity is not None else []
+        if stale:
+            state, reasons = PairState.STALE, stale
+        elif not typed.matches(expect):
+            return None
+    return CheckpointState(state, reasons, notices, data, truncated=typed.truncated,
+                           outcomes=typed.outcomes() if outcomes else None)
+
+
 # Validates a batch of (path, validate_checkpoint keyword arguments) jobs, in order, without predictions:
 # validate_each here, or kit.results.cache.CheckpointCache.validate_all (cached, the rest on every core).
 ValidateAll = Callable[[list[tuple[Path, dict[str, Any]]]], list[CheckpointState]]
@@ -179,12 +231,12 @@ ValidateAll = Callable[[list[tuple[Path, dict[str, Any]]]], list[CheckpointState
 
 def validate_each(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
     """validate_checkpoint(path, **kwargs) for each job, one file at a time, without predictions."""
-    return [without_predictions(validate_checkpoint(path, **kwargs)) for path, kwargs in jobs]
+    return [validate_summary(path, **kwargs) for path, kwargs in jobs]
 
 
 def validate_each_with_outcomes(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
     """validate_each, keeping each complete checkpoint's item outcomes (see without_predictions): a report's reader."""
-    return [without_predictions(validate_checkpoint(path, **kwargs), outcomes=True) for path, kwargs in jobs]
+    return [validate_summary(path, **kwargs, outcomes=True) for path, kwargs in jobs]
 
 
 def validate_sealed(path: str | os.PathLike[str]) -> CheckpointState:

@@ -56,14 +56,12 @@ def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]
     if not isinstance(predictions, Sequence):
         predictions = list(predictions)
     try:   # count the few distinct (expected, predicted) pairs at C speed, then check those
-        pairs = Counter(zip(column(predictions, keys.EXPECTED, required=True),
-                            column(predictions, keys.PREDICTED, required=True)))
+        counted = counts_of_columns(column(predictions, keys.EXPECTED, required=True),
+                                    column(predictions, keys.PREDICTED, required=True))
     except (KeyError, TypeError, AttributeError):   # a key missing, an item not an object, an unhashable value
-        pairs = None
-    if pairs is not None and all(e in keys.LABELS and p in PREDICTED_LABELS for e, p in pairs):
-        for (expected, predicted), n in pairs.items():
-            counts[confusion_cell(expected, predicted)] += n
-        return counts
+        counted = None
+    if counted is not None:
+        return counted
     for index, item in enumerate(predictions):
         expected, predicted = item.get(keys.EXPECTED), item.get(keys.PREDICTED, "(missing)")
         if expected not in keys.LABELS or not has_verdict(item):
@@ -73,6 +71,19 @@ def confusion_counts(predictions: Iterable[Mapping[str, Any]]) -> dict[str, int]
                 fix="expected must be yes/no and predicted yes/no/unparsed (or null, as lrb writes it)",
             )
         counts[confusion_cell(expected, predicted)] += 1
+    return counts
+
+
+def counts_of_columns(expected: Sequence[Any], predicted: Sequence[Any]) -> dict[str, int] | None:
+    """The five confusion cell counts of items given as their `expected` and `predicted` columns, or None when
+    a label is not one of lrb's (the caller then goes item by item, naming the fault); a TypeError for an
+    unhashable value."""
+    pairs = Counter(zip(expected, predicted))
+    if not all(e in keys.LABELS and p in PREDICTED_LABELS for e, p in pairs):
+        return None
+    counts = dict.fromkeys(_CELLS, 0)
+    for (e, p), n in pairs.items():
+        counts[confusion_cell(e, p)] += n
     return counts
 
 

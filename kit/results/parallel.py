@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kit.results.checkpoint import CheckpointState, validate_checkpoint, without_predictions
+from kit.results.checkpoint import CheckpointState, validate_summary
 from kit.results.keys import PairState
 
 MIN_FILES = 200          # below this a pool costs more than it saves
@@ -69,10 +69,9 @@ def _job(index: int) -> CheckpointState:
 
 
 def _validate(path: Path, kwargs: dict[str, Any]) -> CheckpointState:
-    state = validate_checkpoint(path, **kwargs)
+    state = validate_summary(path, **kwargs, outcomes=_KEEP_DATA)
     if _COMPLIANCE and state.state in (PairState.COMPLETE, PairState.STALE) and state.data is not None:
         state = replace(state, compliance=_compliance(path, state.data))
-    state = without_predictions(state, outcomes=_KEEP_DATA)
     return state if _KEEP_DATA else replace(state, data=None)   # less to send back from a worker
 
 

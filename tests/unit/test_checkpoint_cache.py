@@ -38,13 +38,13 @@ def tree(tmp_path):
 def counting(monkeypatch):
     """Count the real validations behind the cache."""
     calls = []
-    real = parallel.validate_checkpoint
+    real = parallel.validate_summary
 
     def spy(path, **kw):
         calls.append(path)
         return real(path, **kw)
 
-    monkeypatch.setattr(parallel, "validate_checkpoint", spy)
+    monkeypatch.setattr(parallel, "validate_summary", spy)
     return calls
 
 

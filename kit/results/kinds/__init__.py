@@ -9,7 +9,7 @@ from typing import Any
 from kit.config.kinds import DEFAULT_KIND, KINDS, get_kind
 from kit.registry import Registry
 from kit.results import keys
-from kit.results.kinds.base import ResultKind
+from kit.results.kinds.base import ResultKind, TypedCheckpoint
 
 # kind name -> its ResultKind, in kit.results.kinds.<name> (imported when first asked for)
 RESULT_KINDS: Registry = Registry("benchmark kind", "kit.results.kinds", KINDS)
@@ -35,3 +35,11 @@ def kind_of(data: Mapping[str, Any] | None) -> ResultKind | None:
 def unknown_kind(data: Mapping[str, Any] | None) -> str:
     """Why a checkpoint's kind is not usable, in one line naming the key and the known kinds."""
     return f"metadata.{keys.BENCHMARK_KIND} is {kind_name(data)!r}; kit knows {', '.join(sorted(KINDS))}"
+
+
+def typed_read(raw: bytes) -> tuple[ResultKind, TypedCheckpoint] | None:
+    """The checkpoint in these bytes as read by the typed reader of the default kind (the one lrb's own
+    files are: they name none), with that kind, when it reads them (ResultKind.typed_read); else None."""
+    kind = RESULT_KINDS.get(DEFAULT_KIND)
+    read = kind.typed_read(raw)
+    return (kind, read) if read is not None and kind_of(read.sections) is kind else None

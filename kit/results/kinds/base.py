@@ -19,6 +19,28 @@ if TYPE_CHECKING:
     from kit.config.roster import Run
 
 
+class TypedCheckpoint(ABC):
+    """A checkpoint read by its kind's typed reader (ResultKind.typed_read): its sections but `predictions`,
+    and what validation asks of its items, answered from their columns."""
+
+    sections: dict[str, Any]
+    truncated: int    # items whose `truncated` is true
+
+    @abstractmethod
+    def items_pass(self) -> bool:
+        """True when the items pass every item check of validate_checkpoint (unique ids, metrics that
+        recompute, each verdict what its output gives); False when any might not (the full path names it)."""
+
+    @abstractmethod
+    def matches(self, expect: Any) -> bool:
+        """True when the item ids are the benchmark's, in its order, and each expected label its answer, as far
+        as `expect` (kit.results.identity.Expectation) holds them; False when they might not be."""
+
+    @abstractmethod
+    def outcomes(self) -> tuple[str, str] | None:
+        """ResultKind.item_outcomes of the items."""
+
+
 class ResultKind(ABC):
     """One benchmark kind's checkpoints."""
 
@@ -62,6 +84,13 @@ class ResultKind(ABC):
     def pair_identity(self, run: "Run", language: str, dataset: "Dataset") -> dict[str, Any]:
         """The data-side identity a current checkpoint of (run, language) records (metadata key ->
         value now): the data file's and prompt's digests, the decoding, the kind's own settings."""
+
+    def typed_read(self, raw: bytes) -> TypedCheckpoint | None:
+        """The checkpoint in these bytes, parsed with every item's shape checked in one typed pass, when they
+        hold a well-formed checkpoint of this kind and nothing a typed pass could read otherwise than
+        kit.safejson; None when the kind has no typed reader (the default), its library is not installed, or
+        in any doubt: validate_checkpoint then reads the file, and names what is wrong."""
+        return None
 
     def item_outcomes(self, predictions: Sequence[Any]) -> tuple[str, str] | None:
         """Each item's outcome in short, for paired tests between two runs of the same items:

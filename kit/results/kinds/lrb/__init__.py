@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from itertools import compress, repeat
-from operator import is_
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +13,9 @@ from kit.results.answers import parse_verdict
 from kit.results.columns import column
 from kit.results.evidence import is_kit_checkpoint
 from kit.results.kinds import RESULT_KINDS
-from kit.results.kinds.base import ResultKind
+from kit.results.kinds.base import ResultKind, TypedCheckpoint
 from kit.results.kinds.lrb.report import write_lrb_report
+from kit.results.kinds.lrb.verdicts import REREAD_CHARS, score_verdicts_agree, text_verdicts_agree
 from kit.results.metrics import all_well_formed, compute_metrics, has_verdict, metrics_equal
 from kit.results.records import CheckpointRecord, ReportFiles, item_faults
 
@@ -90,6 +89,12 @@ class LrbKind(ResultKind):
                 "p_value": found.p_value, "only_rerun_right": found.only_a_right,
                 "only_recorded_right": found.only_b_right}
 
+    def typed_read(self, raw: bytes) -> "TypedCheckpoint | None":
+        """lrb's typed reader (kit.results.kinds.lrb.typed: msgspec, the `fast` extra)."""
+        from kit.results.kinds.lrb.typed import read_typed
+
+        return read_typed(raw)
+
     def item_outcomes(self, predictions: Sequence[Any]) -> tuple[str, str] | None:
         """(sha256 of the item ids and expected labels, each item's confusion cell as a digit of
         kit.results.kinds.lrb.paired.CELLS), in item id order; None when a prediction is malformed."""
@@ -130,37 +135,14 @@ class LrbKind(ResultKind):
         return write_lrb_report(records, out_dir)
 
 
-# answers up to this length are re-read by verify; a reasoning model's long ones are not (cost)
-_REREAD_CHARS = 256
-# a short raw output -> the verdict lrb's rules give it (not truncated); bounded: cleared when full
-_READ: dict[str, str] = {}
-_READ_MAX = 1 << 16
-
-
 def _all_agree(predictions: Sequence[Any], threshold: Any) -> bool:
     """True when every verdict is what its output gives, decided mostly with C-level passes over the
     list (a verify reads thousands of files); False sends the caller to the item-by-item check."""
     try:
         got = column(predictions, keys.PREDICTED, required=True)
         if predictions and predictions[0].get(keys.PARSE_MODE) == keys.PARSE_SCORE:
-            yes = column(predictions, keys.SCORE_YES)
-            return [keys.YES if y >= threshold else keys.NO for y in yes] == got   # TypeError: not numbers
-        raws = column(predictions, keys.RAW_OUTPUT)
-        if max(map(len, raws), default=0) > _REREAD_CHARS:   # TypeError: not text. A reasoning model's
-            return all(_verdict_of(item, threshold) in (None, item[keys.PREDICTED])   # short answers only
-                       for item, raw in zip(predictions, raws) if len(raw) <= _REREAD_CHARS)
-        want = list(map(_READ.get, raws))
-        if None in want:   # answers not seen yet in this process: read once each
-            if len(_READ) > _READ_MAX:
-                _READ.clear()
-            for raw in set(raws).difference(_READ):
-                _READ[raw] = parse_verdict(raw, False)[0]
-            want = list(map(_READ.__getitem__, raws))
-        truncated = column(predictions, keys.TRUNCATED)
-        if True in truncated:   # a truncated answer is unparsed whatever it says (the few found in C)
-            for at in compress(range(len(truncated)), map(is_, truncated, repeat(True))):
-                want[at] = keys.UNPARSED
-        return want == got
+            return score_verdicts_agree(column(predictions, keys.SCORE_YES), got, threshold)
+        return text_verdicts_agree(column(predictions, keys.RAW_OUTPUT), column(predictions, keys.TRUNCATED), got)
     except (TypeError, KeyError, AttributeError):   # not objects, not numbers, not text
         return False
 
@@ -210,7 +192,7 @@ def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:
             return None
         return keys.YES if yes >= threshold else keys.NO
     raw = item.get(keys.RAW_OUTPUT)
-    if not isinstance(raw, str) or len(raw) > _REREAD_CHARS:
+    if not isinstance(raw, str) or len(raw) > REREAD_CHARS:
         return None
     return parse_verdict(raw, item.get(keys.TRUNCATED) is True)[0]
 

@@ -51,12 +51,19 @@ def item_outcomes(predictions: Sequence[Any]) -> tuple[str, str] | None:
     hold the same items with the same labels, so their digit strings pair item by item. None when an
     item is not a well-formed lrb prediction."""
     try:
-        items = sorted((p[keys.ITEM_ID], p[keys.EXPECTED], p.get(keys.PREDICTED)) for p in predictions)
-        digest = hashlib.sha256("\n".join(f"{i}\t{e}" for i, e, _ in items).encode("utf-8", "surrogatepass"))
-        # (expected, predicted) -> cell; anything else (null, unparsed) is unparsed, as confusion_cell has it
-        cells = "".join(_CELL_DIGIT.get((e, p), "4") for _, e, p in items)
+        return outcomes_of_columns([p[keys.ITEM_ID] for p in predictions], [p[keys.EXPECTED] for p in predictions],
+                                   [p.get(keys.PREDICTED) for p in predictions])
     except (TypeError, KeyError, AttributeError):
         return None
+
+
+def outcomes_of_columns(ids: Sequence[Any], expected: Sequence[Any], predicted: Sequence[Any]) -> tuple[str, str]:
+    """item_outcomes of items given as their id, expected and predicted columns (a TypeError when the
+    items cannot be ordered: ids of several types, or a shared id whose labels do not compare)."""
+    items = sorted(zip(ids, expected, predicted))
+    digest = hashlib.sha256("\n".join(f"{i}\t{e}" for i, e, _ in items).encode("utf-8", "surrogatepass"))
+    # (expected, predicted) -> cell; anything else (null, unparsed) is unparsed, as confusion_cell has it
+    cells = "".join(_CELL_DIGIT.get((e, p), "4") for _, e, p in items)
     return digest.hexdigest(), cells
 
 

@@ -50,7 +50,7 @@ def report_parts(results: Path, out: Path) -> tuple[float, list[tuple[str, float
     import kit.results.report as report
     from kit.results.tree import ResultsTree
 
-    parallel.MIN_FILES = 1 << 62   # one process: the profile sees every part
+    parallel.MAX_WORKERS = 1   # one process: the profile sees every part
     memory = [("start-up and imports", *_resident_mb())]
     for stage, name in STAGES:
         setattr(report, name, _measured(getattr(report, name), stage, memory))

@@ -65,6 +65,29 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
         fh.write(data)
 
 
+def write_bytes_new(path: Path, data: bytes) -> None:
+    """Write a file that should not exist yet (a page of an output being built in its staging folder,
+    which is swapped in whole): created in one step, without the temporary file and rename of
+    write_bytes_atomic, which a file already there (an earlier one, maybe a hard link) still takes."""
+    path = Path(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        try:
+            fd = os.open(path, flags, 0o666)
+        except FileNotFoundError:   # its folder, first
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o666)
+    except FileExistsError:
+        write_bytes_atomic(path, data, durable=False)
+        return
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
 def make_durable(paths: list[Path]) -> None:
     """fsync these files and their folders, many at once: one fsync after another costs a journal
     commit each (seconds for thousands of report pages), while concurrent ones share commits."""
@@ -104,16 +127,19 @@ def umask() -> int:
     return mask
 
 
-def read_regular_file(path: str | os.PathLike[str], what: str, limit_bytes: int, *,
+def read_regular_file(path: str | os.PathLike[str], what: str, limit_bytes: int | None, *,
                       fix: str = "pass the file itself, not a device, pipe or folder") -> bytes:
-    """The bytes of a regular file of at most `limit_bytes`; a device, FIFO or folder, or a larger
-    file, is a ConfigError naming the file (OSError when it cannot be opened)."""
+    """The bytes of a regular file of at most `limit_bytes` (None: any size); a device, FIFO or folder, or
+    a larger file, is a ConfigError naming the file (OSError when it cannot be opened)."""
     # O_NONBLOCK: opening a FIFO must not wait for a writer before it can be refused
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ConfigError(f"{path}: {what} is not a regular file (a device, pipe or folder)", fix=fix)
+        if limit_bytes is None:
+            with open(fd, "rb", buffering=0, closefd=False) as whole:
+                return whole.readall()
         data = b""
         if info.st_size <= limit_bytes:   # read to the limit, not to st_size: the file may grow meanwhile
             with os.fdopen(fd, "rb", closefd=False) as fh:

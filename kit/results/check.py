@@ -17,7 +17,7 @@ from kit.plan import Pair
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.checkpoint import CheckpointState, validate_checkpoint
-from kit.results.compliance import check_mllog, metrics_unlike_logged, run_stop_checkpoint_sha256
+from kit.results.compliance import check_mllog, log_events, metrics_unlike_logged, run_stop_checkpoint_sha256
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_of
 from kit.results.store import checkpoint_path, iter_checkpoint_files, mllog_path
@@ -91,11 +91,12 @@ def log_matches_checkpoint(inp: CheckInput) -> list[Finding]:
     """The sha256 the job wrote in its log's run_stop line is the checkpoint's, and so are the metrics it
     logged (eval_accuracy): no edit since, even one that rewrote the logged digest."""
     out = []
-    for path, _ in inp.complete():
+    for path, data in inp.complete():
         log = mllog_path(path)
         if not log.is_file():
             continue   # mllog_compliant reports the missing log
-        recorded = run_stop_checkpoint_sha256(log)
+        events = log_events(log)
+        recorded = run_stop_checkpoint_sha256(log, events)
         actual = file_sha256(path)
         if recorded is None:
             out.append(Finding("log_matches_checkpoint", str(log), "run_stop.metadata.checkpoint_sha256",
@@ -104,7 +105,7 @@ def log_matches_checkpoint(inp: CheckInput) -> list[Finding]:
             out.append(Finding("log_matches_checkpoint", str(path), "-",
                                f"sha256 {actual[:16]} is not the {recorded[:16]} its job logged: "
                                "the file was changed after the job wrote it"))
-        elif (unlike := metrics_unlike_logged(path, log)) is not None:
+        elif (unlike := metrics_unlike_logged(path, log, metrics=data.get(keys.METRICS), events=events)) is not None:
             out.append(Finding("log_matches_checkpoint", str(path), "metrics", unlike))
     return out
 

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from kit import safejson
+from kit.errors import ConfigError
+from kit.files import read_regular_file
 from kit.config.names import run_file_stem
 from kit.results import keys
 from kit.results.keys import PairState
@@ -196,10 +198,8 @@ def _typed_summary(path: Path, run: str | None, language: str | None, expect: Ex
     """validate_summary's state from a typed read when the file is complete or stale and nothing is in doubt;
     None sends it to the full path. The checks and their order are validate_checkpoint's."""
     try:
-        if not path.is_file():
-            return None
-        read = typed_read(path.read_bytes())
-    except OSError:
+        read = typed_read(read_regular_file(path, "checkpoint", None))
+    except (OSError, ConfigError):   # the full path says why it cannot be read
         return None
     if read is None:
         return None

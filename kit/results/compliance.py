@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ USAGE = "training"      # the checker only accepts training|hpc; the ruleset ver
 RULESET = "6.1.0"
 
 
+@functools.lru_cache(maxsize=None)
 def ruleset_path(ruleset: str) -> Path:
     """One of kit's shipped compliance YAMLs (each benchmark kind names its own: ResultKind.ruleset)."""
     return Path(str(resources.files("kit") / "defaults" / ruleset))
@@ -30,18 +32,19 @@ MAX_LINE_BYTES = 16 << 10
 MAX_LINE_BRACKETS = 512
 
 
-def run_stop_checkpoint_sha256(log: Path) -> str | None:
+def run_stop_checkpoint_sha256(log: Path, events: dict[str, dict[str, Any]] | None = None) -> str | None:
     """The checkpoint digest the job wrote in the log's last run_stop line; None when it wrote none
-    (or the log cannot be read)."""
-    meta = _last_events(log).get("run_stop", {}).get("metadata")
+    (or the log cannot be read). `events`: the log's log_events, when already read."""
+    meta = (log_events(log) if events is None else events).get("run_stop", {}).get("metadata")
     value = meta.get("checkpoint_sha256") if isinstance(meta, dict) else None
     return value if isinstance(value, str) else None
 
 
-def logged_metrics(log: Path) -> dict[str, Any]:
+def logged_metrics(log: Path, events: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The metrics the job logged in its last eval_accuracy line: {metric name: value}; the line's
-    value is its metadata's `metric` (accuracy when it names none). Empty when it logged none."""
-    entry = _last_events(log).get("eval_accuracy")
+    value is its metadata's `metric` (accuracy when it names none). Empty when it logged none.
+    `events`: the log's log_events, when already read."""
+    entry = (log_events(log) if events is None else events).get("eval_accuracy")
     if not entry:
         return {}
     meta = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
@@ -50,7 +53,7 @@ def logged_metrics(log: Path) -> dict[str, Any]:
     return out
 
 
-def _last_events(log: Path) -> dict[str, dict[str, Any]]:
+def log_events(log: Path) -> dict[str, dict[str, Any]]:
     """The last :::MLLOG line of each key in a log (read up to MAX_LOG_BYTES); empty when it cannot be read."""
     try:
         with open(log, "rb") as fh:
@@ -76,22 +79,27 @@ def edited_since_logged(checkpoint: Path) -> str | None:
     log = Path(checkpoint).with_suffix(".mllog")
     if not log.is_file():
         return None
-    recorded, actual = run_stop_checkpoint_sha256(log), file_sha256(checkpoint)
+    events = log_events(log)
+    recorded, actual = run_stop_checkpoint_sha256(log, events), file_sha256(checkpoint)
     if recorded is None:
         return f"its log {log.name} records no checkpoint digest (run_stop.metadata.checkpoint_sha256)"
     if recorded != actual:
         return f"sha256 {actual[:16]} is not the {recorded[:16]} its job logged: the file was changed after the job wrote it"
-    return metrics_unlike_logged(checkpoint, log)
+    return metrics_unlike_logged(checkpoint, log, events=events)
 
 
-def metrics_unlike_logged(checkpoint: Path, log: Path) -> str | None:
+def metrics_unlike_logged(checkpoint: Path, log: Path, *, metrics: Any = None,
+                          events: dict[str, dict[str, Any]] | None = None) -> str | None:
     """Why a checkpoint's metrics are not those its job logged (eval_accuracy), or None when they are
-    (or the log holds none): a checkpoint edited together with its logged digest still differs here."""
-    logged = logged_metrics(log)
-    try:
-        metrics = safejson.loads_utf8(Path(checkpoint).read_bytes()).get("metrics")
-    except (OSError, ValueError, AttributeError):
-        return None
+    (or the log holds none): a checkpoint edited together with its logged digest still differs here.
+    `metrics`: the checkpoint's metrics section as just read from it (else it is read again); `events`:
+    the log's log_events, when already read."""
+    logged = logged_metrics(log, events)
+    if metrics is None:
+        try:
+            metrics = safejson.loads_utf8(Path(checkpoint).read_bytes()).get("metrics")
+        except (OSError, ValueError, AttributeError):
+            return None
     if not isinstance(metrics, dict):
         return None
     for name, value in sorted(logged.items()):

@@ -47,16 +47,19 @@ def evidence_reasons(path: Path, data: Mapping[str, Any], *, sealed: bool = Fals
     """Why the checkpoint at `path` (holding `data`) is not evidence under the policy; empty when it is.
     `sealed` adds the log's recorded sha256 and metrics (for the commands that publish or certify)."""
     log = mllog_path(path)
-    has_log = os.path.lexists(log)
-    if not is_kit_checkpoint(data) and not has_log:
+    try:
+        log_mode: int | None = os.lstat(log).st_mode
+    except (OSError, ValueError):   # as os.path.lexists has it: no log
+        log_mode = None
+    if not is_kit_checkpoint(data) and log_mode is None:
         return []
     reasons = []
     if not isinstance(data.get(keys.PROVENANCE), Mapping):
         reasons.append("a kit checkpoint without its provenance block is not evidence (rerun the pair)")
-    if not has_log:
+    if log_mode is None:
         reasons.append(f"its :::MLLOG log {log.name} is missing: a kit checkpoint is evidence only with the log "
                        "its job wrote (restore the log, or rerun the pair)")
-    elif not stat.S_ISREG(os.lstat(log).st_mode):
+    elif not stat.S_ISREG(log_mode):
         reasons.append(f"its log {log.name} is not a regular file (a link or device): kit reads only the file "
                        "its job wrote")
     elif sealed and not reasons:

@@ -17,7 +17,8 @@ from kit.results.check import compliance_findings, found_lines
 from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, code, esc, flatten, image, key_values,
                                    link, maybe_link, page, slug, table)
 from kit.files import make_durable
-from kit.files import write_bytes_atomic, write_text_atomic
+from kit.results.parallel import fork_map
+from kit.files import write_bytes_atomic, write_bytes_new, write_text_atomic
 from kit.results.drift import DRIFT_CSV, DriftRow, drift_csv, drift_rows, setup_label, setup_pairs
 from kit.results.html_plots import agreement_png, drift_png
 from kit.results.kinds.base import ResultKind
@@ -87,10 +88,15 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
         written.append(_write(out_dir / PAGES / links.languages[language], page(title, body, nav)))
     for name, (title, body) in sorted(parts.pages.items()):
         written.append(_write(out_dir / PAGES / name, page(title, body, [(links.from_page().index(), "index")])))
-    for record in valid:
-        written.append(_write(out_dir / PAGES / links.results[record.name],
-                              _result_page(record, parts, links.from_page(),
-                                           [v for v in verdicts if v.key == record.name], rerun_pages)))
+    verdicts_of: dict[str, list[Verdict]] = {}
+    for verdict in verdicts:
+        verdicts_of.setdefault(verdict.key, []).append(verdict)
+
+    def result_page(record: CheckpointRecord) -> Path:
+        return _write(out_dir / PAGES / links.results[record.name],
+                      _result_page(record, parts, links.from_page(), verdicts_of.get(record.name, []), rerun_pages))
+
+    written += fork_map(result_page, valid)   # thousands of pages: rendered and written on every core
     for verdict in verdicts:
         written.append(_write(out_dir / PAGES / rerun_pages[verdict.path],
                               _rerun_page(verdict, links.from_page())))
@@ -111,7 +117,10 @@ def _remove_old_pages(folder: Path, keep: set[Path]) -> None:
 
 
 def _write(path: Path, text: str, *, durable: bool = False) -> Path:
-    write_text_atomic(path, text, durable=durable)
+    if durable:
+        write_text_atomic(path, text, durable=True)
+    else:   # one of thousands of pages, made durable together (make_durable) before the index links them
+        write_bytes_new(path, text.encode("utf-8"))
     return path
 
 

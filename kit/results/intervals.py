@@ -39,16 +39,29 @@ def f1_intervals(valid: Sequence[CheckpointRecord], resamples: int = RESAMPLES) 
         import numpy as np
     except ImportError as exc:
         raise MissingExtraError("kit report's confidence intervals", "numpy", "report") from exc
+    from kit.results.parallel import fork_map
+
     tail = (1 - CONFIDENCE) / 2 * 100
+
+    def of_run(group: list[CheckpointRecord]) -> tuple[list[tuple[str, tuple[float, float]]], tuple[float, float]]:
+        # languages in name order: the sum's rounding must not depend on the order files were read
+        ordered = sorted(group, key=lambda r: r.name)
+        draws = [_draws(np, r, resamples) for r in ordered]   # one run's draws in memory at a time
+        return [(r.name, _bounds(np, d, tail)) for r, d in zip(ordered, draws)], _bounds(np, np.mean(draws, axis=0), tail)
+
+    by_run = groups(list(valid), lambda r: r.run)
     pairs: dict[str, tuple[float, float]] = {}
     runs: dict[str, tuple[float, float]] = {}
-    for run, group in groups(list(valid), lambda r: r.run):   # one run's draws in memory at a time
-        # languages in name order: the sum's rounding must not depend on the order files were read
-        draws = [_draws(np, r, resamples) for r in sorted(group, key=lambda r: r.name)]
-        for record, d in zip(sorted(group, key=lambda r: r.name), draws):
-            pairs[record.name] = _bounds(np, d, tail)
-        runs[run] = _bounds(np, np.mean(draws, axis=0), tail)
+    # runs on every core when there are results enough to pay for the pool (each run's draws are its own)
+    pooled = len(valid) >= POOL_AT_RESULTS
+    found = fork_map(of_run, [group for _, group in by_run], min_items=2 if pooled else len(by_run) + 1)
+    for (run, _), (of_pairs, bounds) in zip(by_run, found):
+        pairs.update(of_pairs)
+        runs[run] = bounds
     return F1Intervals(pairs, runs)
+
+
+POOL_AT_RESULTS = 500   # below this many results, one process (a pool costs more than it saves)
 
 
 def _draws(np, record: CheckpointRecord, resamples: int):

@@ -1,22 +1,26 @@
-"""Validate many checkpoints on every core the process may use: a fork pool for cold runs, so that a
+"""Work on every core the process may use: a fork pool (fork_map) for cold validation, so that a
 release-size tree (thousands of files, each parsed and recomputed in pure Python) takes the time of
-one core's share. Small batches, one usable core, or a platform without fork run in this process."""
+one core's share, and for a report's pages and intervals. Small batches, one usable core, or a
+platform without fork run in this process."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kit.results.checkpoint import CheckpointState, validate_summary
 from kit.results.keys import PairState
 
 MIN_FILES = 200          # below this a pool costs more than it saves
 MAX_WORKERS = 8
+T = TypeVar("T")
+R = TypeVar("R")
 
-# (path, validate_checkpoint keyword arguments), set before the fork: children read it, nothing is pickled in
-_JOBS: list[tuple[Path, dict[str, Any]]] = []
+# fork_map's function and items, set before the fork: children read them, nothing is pickled in
+_TASK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
 _KEEP_DATA = True
 _COMPLIANCE = False
 
@@ -35,27 +39,41 @@ def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = 
     (unless `keep_data` is False: then without any section), in order; on a pool of forked workers when
     there are enough files and cores. With `compliance`, each complete or stale checkpoint also carries its
     MLLOG compliance findings (CheckpointState.compliance), checked in the same worker that read it."""
-    import multiprocessing
-
     global _KEEP_DATA, _COMPLIANCE
     _KEEP_DATA, _COMPLIANCE = keep_data, compliance
-    workers = min(usable_cores(), MAX_WORKERS, len(jobs) // (MIN_FILES // 2) or 1)
-    if workers < 2 or len(jobs) < MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
-        return [_validate(path, kwargs) for path, kwargs in jobs]
     # Jobs grouped by language: a worker then reads the benchmark data (ids, answers) of the languages
     # its chunks hold, in parallel with the others, instead of this process reading all of them first.
     order = sorted(range(len(jobs)), key=lambda i: _language(jobs[i][1]))
-    global _JOBS
-    _JOBS = [jobs[i] for i in order]
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            states = pool.map(_job, range(len(jobs)), chunksize=max(1, len(jobs) // (workers * 16)))
-    finally:
-        _JOBS = []
+    states = fork_map(_validate_job, [jobs[i] for i in order])
     out: list[CheckpointState] = [None] * len(jobs)   # type: ignore[list-item]   # each filled below
     for position, index in enumerate(order):
         out[index] = states[position]
     return out
+
+
+def fork_map(function: Callable[[T], R], items: Sequence[T], *, min_items: int | None = None) -> list[R]:
+    """[function(item) for item in items], in order: on a pool of forked workers when there are at least
+    `min_items` items (MIN_FILES by default) and two usable cores (the function and the items are inherited
+    by the fork, never pickled; each result is pickled back), else in this process."""
+    import multiprocessing
+
+    min_items = MIN_FILES if min_items is None else min_items
+    workers = min(usable_cores(), MAX_WORKERS, len(items) // max(1, min_items // 2) or 1)
+    if workers < 2 or len(items) < min_items or "fork" not in multiprocessing.get_all_start_methods():
+        return [function(item) for item in items]
+    global _TASK
+    _TASK = (function, items)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_run_task, range(len(items)), chunksize=max(1, len(items) // (workers * 16)))
+    finally:
+        _TASK = None
+
+
+def _run_task(index: int) -> Any:
+    assert _TASK is not None   # set before the fork
+    function, items = _TASK
+    return function(items[index])
 
 
 def _language(kwargs: dict[str, Any]) -> str:
@@ -63,9 +81,8 @@ def _language(kwargs: dict[str, Any]) -> str:
     return language if isinstance(language, str) else ""
 
 
-def _job(index: int) -> CheckpointState:
-    path, kwargs = _JOBS[index]
-    return _validate(path, kwargs)
+def _validate_job(job: tuple[Path, dict[str, Any]]) -> CheckpointState:
+    return _validate(*job)
 
 
 def _validate(path: Path, kwargs: dict[str, Any]) -> CheckpointState:

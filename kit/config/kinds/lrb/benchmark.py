@@ -237,31 +237,33 @@ class Benchmark:
                 f"{path}: sha256 {digest} differs from the manifest's files.{language}.sha256 {entry.sha256}",
                 fix=f"restore the file from dataset revision {self.manifest.revision}, or update the manifest if the change is intended",
             )
-        rows = _read_rows(path, data)
+        column, rows = _read_rows(path, data)
         if len(rows) != entry.rows:
             raise ConfigError(
                 f"{path}: {len(rows)} rows but the manifest's files.{language}.rows is {entry.rows}",
                 fix=f"restore the file from dataset revision {self.manifest.revision}",
             )
+        sid_at, language_at, label_at, sentence_at = (column[name] for name in ("source_item_id", "language", "label",
+                                                                                "sentence"))
         expected = self.manifest.source_item_ids
         for n, ((line, row), want) in enumerate(zip(rows, expected), start=1):
-            if row["source_item_id"] != want:
+            if row[sid_at] != want:
                 raise ConfigError(
-                    f"{path}: row {n} (line {line}) has source_item_id {row['source_item_id']!r} "
+                    f"{path}: row {n} (line {line}) has source_item_id {row[sid_at]!r} "
                     f"where the manifest's source_item_ids[{n - 1}] is {want!r}",
                     fix="keep the rows in the manifest's source_item_ids order",
                 )
         items = []
         for n, (line, row) in enumerate(rows, start=1):
-            if row["language"] != language:
+            if row[language_at] != language:
                 raise ConfigError(
-                    f"{path}: row {n} (line {line}) has language {row['language']!r}, expected {language!r}",
+                    f"{path}: row {n} (line {line}) has language {row[language_at]!r}, expected {language!r}",
                     fix=f"check that files.{language}.path points at the {language!r} file",
                 )
-            if row["label"] not in LABELS:
-                raise ConfigError(f"{path}: row {n} (line {line}) has label {row['label']!r}", fix="write yes or no")
-            sid = row["source_item_id"]
-            items.append(Item(item_id(sid, language), sid, row["sentence"], row["label"]))
+            if row[label_at] not in LABELS:
+                raise ConfigError(f"{path}: row {n} (line {line}) has label {row[label_at]!r}", fix="write yes or no")
+            sid = row[sid_at]
+            items.append(Item(item_id(sid, language), sid, row[sentence_at], row[label_at]))
         return LanguageData(language=language, items=tuple(items), file_sha256=digest, path=path)
 
     def whole_set_status(self) -> tuple[str, str]:
@@ -316,23 +318,26 @@ def _preview(values: list[str], n: int) -> str:
     return shown if len(values) <= n else f"{shown}, ... ({len(values)} in all)"
 
 
-def _read_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
-    """Parse a language CSV into (line number, row) pairs; malformed files are a ConfigError."""
+def _read_rows(path: Path, data: bytes) -> tuple[dict[str, int], list[tuple[int, list[str]]]]:
+    """Parse a language CSV into its header (column name -> index; a repeated name: its last column) and
+    (line number, fields) rows, blank lines skipped; malformed files are a ConfigError."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})", fix="save the file as UTF-8") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-    header = reader.fieldnames or []
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise ConfigError(
-            f"{path}: header lacks column {', '.join(missing)}", fix=f"the header row must name {','.join(CSV_COLUMNS)}"
-        )
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows = []
     try:
+        header = next(reader, [])
+        missing = [c for c in REQUIRED_COLUMNS if c not in header]
+        if missing:
+            raise ConfigError(
+                f"{path}: header lacks column {', '.join(missing)}", fix=f"the header row must name {','.join(CSV_COLUMNS)}"
+            )
         for row in reader:
-            if None in row or None in row.values():
+            if not row:
+                continue
+            if len(row) != len(header):
                 raise ConfigError(
                     f"{path}: line {reader.line_num} does not have the header's {len(header)} fields",
                     fix="quote fields that contain commas, quotes or newlines",
@@ -340,7 +345,7 @@ def _read_rows(path: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
             rows.append((reader.line_num, row))
     except csv.Error as exc:
         raise ConfigError(f"{path}: line {reader.line_num}: malformed CSV: {exc}", fix="restore the file") from None
-    return rows
+    return {name: i for i, name in enumerate(header)}, rows
 
 
 # --- loading ------------------------------------------------------------------------

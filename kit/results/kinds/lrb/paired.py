@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from operator import add
+from itertools import repeat
+from operator import add, itemgetter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,10 +61,23 @@ def item_outcomes(predictions: Sequence[Any]) -> tuple[str, str] | None:
 def outcomes_of_columns(ids: Sequence[Any], expected: Sequence[Any], predicted: Sequence[Any]) -> tuple[str, str]:
     """item_outcomes of items given as their id, expected and predicted columns (a TypeError when the
     items cannot be ordered: ids of several types, or a shared id whose labels do not compare)."""
-    items = sorted(zip(ids, expected, predicted))
-    digest = hashlib.sha256("\n".join(f"{i}\t{e}" for i, e, _ in items).encode("utf-8", "surrogatepass"))
+    try:
+        unique = len(set(ids)) == len(ids)
+    except TypeError:   # an unhashable id
+        unique = False
+    if unique and len(ids) > 1:   # the usual case: ordered by id alone, in C
+        pick = itemgetter(*sorted(range(len(ids)), key=ids.__getitem__))
+        ids, expected, predicted = pick(ids), pick(expected), pick(predicted)
+    else:
+        items = sorted(zip(ids, expected, predicted))
+        ids, expected, predicted = (list(column) for column in zip(*items)) if items else ([], [], [])
+    try:
+        lines = "\n".join(map("\t".join, zip(ids, expected)))
+    except TypeError:   # an id or label that is not text
+        lines = "\n".join(map("{}\t{}".format, ids, expected))
+    digest = hashlib.sha256(lines.encode("utf-8", "surrogatepass"))
     # (expected, predicted) -> cell; anything else (null, unparsed) is unparsed, as confusion_cell has it
-    cells = "".join(_CELL_DIGIT.get((e, p), "4") for _, e, p in items)
+    cells = "".join(map(_CELL_DIGIT.get, zip(expected, predicted), repeat("4")))
     return digest.hexdigest(), cells
 
 

@@ -1,0 +1,83 @@
+"""Work spread on forked workers (kit.results.parallel.fork_map) gives what one process gives: a report's
+pages and intervals, byte for byte; and a page written in one step (kit.files.write_bytes_new) never
+writes through a file already there (issue 33)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from conftest_checkpoints import make_checkpoint, predictions_of
+
+from kit.files import write_bytes_new
+from kit.results import intervals, keys, parallel
+from kit.results.report import write_report
+
+Y, N, U = keys.YES, keys.NO, keys.UNPARSED
+
+
+def _pid(_: object) -> int:
+    return os.getpid()
+
+
+def test_fork_map_keeps_the_order_and_uses_workers(monkeypatch):
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    assert parallel.fork_map(lambda x: x * x, list(range(50)), min_items=4) == [x * x for x in range(50)]
+    pids = set(parallel.fork_map(_pid, list(range(40)), min_items=4))
+    assert os.getpid() not in pids and pids
+    # too few items, or one core: in this process
+    assert set(parallel.fork_map(_pid, list(range(3)), min_items=4)) == {os.getpid()}
+    monkeypatch.setattr(parallel, "MAX_WORKERS", 1)
+    assert set(parallel.fork_map(_pid, list(range(40)), min_items=4)) == {os.getpid()}
+
+
+def test_an_error_in_a_worker_reaches_the_caller(monkeypatch):
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+
+    def fails(x: int) -> int:
+        if x == 17:
+            raise ValueError("item 17")
+        return x
+
+    with pytest.raises(ValueError, match="item 17"):
+        parallel.fork_map(fails, list(range(40)), min_items=4)
+
+
+def _tree(root):
+    rng = random.Random(7)
+    for run in range(5):
+        for language in ("de", "fr", "it", "nl"):
+            pairs = [(rng.choice((Y, N)), rng.choice((Y, N, N, U))) for _ in range(40)]
+            make_checkpoint(root, f"org/model-{run}", language, predictions_of(pairs))
+
+
+def _files(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_pooled_report_is_the_one_process_report(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    results = tmp_path / "results"
+    _tree(results)
+    monkeypatch.setattr(parallel, "MAX_WORKERS", 1)
+    write_report(results, tmp_path / "one")
+    monkeypatch.setattr(parallel, "MAX_WORKERS", 8)
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "MIN_FILES", 4)               # pages and validation on the pool
+    monkeypatch.setattr(intervals, "POOL_AT_RESULTS", 1)       # intervals too
+    pooled = tmp_path / "pooled"
+    write_report(results, pooled)
+    one, many = _files(tmp_path / "one"), _files(pooled)
+    assert sorted(one) == sorted(many) and len([n for n in one if n.startswith("pages/result-")]) == 20
+    assert {n for n in one if one[n] != many[n]} == set()
+
+
+def test_a_new_page_is_written_and_an_existing_file_is_replaced_not_written_through(tmp_path):
+    page = tmp_path / "pages" / "a.html"
+    write_bytes_new(page, b"first")                     # its folder is made
+    assert page.read_bytes() == b"first"
+    other = tmp_path / "elsewhere.html"
+    os.link(page, other)                                # a hard link, as a carried-over output has
+    write_bytes_new(page, b"second")
+    assert page.read_bytes() == b"second" and other.read_bytes() == b"first"

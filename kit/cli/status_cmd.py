@@ -47,7 +47,8 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
 
     \b
     By default the table has one row per run (how many of its languages are in each
-    state), then only the pairs that are not complete; --pairs lists every pair.
+    state), then the pairs that are not complete, the ones that need a look first
+    (invalid, failed, ..., pending last), 50 at most; --pairs lists every pair.
     --json always holds every pair.
 
     \b
@@ -114,8 +115,13 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
     else:
         console.print(_run_table(title, statuses))
         problems = [s for s in statuses if s.state != "complete"]
+        # the ones that need a look first; a sweep just planned has thousands pending, which --pairs lists
+        problems.sort(key=lambda s: ATTENTION.get(s.state, len(ATTENTION)))
         if problems:
-            console.print(_pair_table("pairs not complete (every pair: --pairs)", problems, results))
+            console.print(_pair_table("pairs not complete (every pair: --pairs)", problems[:LISTED], results))
+        if len(problems) > LISTED:
+            click.echo(f"... and {len(problems) - LISTED} more pairs not complete, not listed here "
+                       "(every pair: --pairs; all of them with their reasons: --json)")
     click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
     if note:
         click.echo(note)
@@ -123,6 +129,11 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
         click.echo(f"{cached} verdicts from kit's cache of files unchanged since they were validated "
                    "(`kit verify` reads every file again)")
 
+
+# the pairs not complete that the table lists without --pairs, the states that need a look first
+LISTED = 50
+ATTENTION = {state: rank for rank, state in enumerate(
+    ("invalid", "failed", "timeout", "cancelled", "unknown", "stale", "unclaimed", "running", "queued", "pending"))}
 
 # states in the order a sweep moves through them, and how the table shows each
 STATE_STYLE = {"complete": "green", "stale": "magenta", "pending": "yellow", "invalid": "red", "running": "cyan",

@@ -16,9 +16,8 @@ from kit.results import keys
 from kit.results.check import compliance_findings, found_lines
 from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, code, esc, flatten, image, key_values,
                                    link, maybe_link, page, slug, table)
-from kit.files import make_durable
 from kit.results.parallel import fork_map
-from kit.files import write_bytes_atomic, write_bytes_new, write_text_atomic
+from kit.files import write_bytes_atomic, write_bytes_new
 from kit.results.drift import DRIFT_CSV, DriftRow, drift_csv, drift_rows, setup_label, setup_pairs
 from kit.results.html_plots import agreement_png, drift_png
 from kit.results.kinds.base import ResultKind
@@ -100,10 +99,9 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
     for verdict in verdicts:
         written.append(_write(out_dir / PAGES / rerun_pages[verdict.path],
                               _rerun_page(verdict, links.from_page())))
-    make_durable([*plots, *written])   # all on disk before the index that links them
+    # no fsync here: OUT is a staging folder, which kit.outputs makes durable as a whole before it is swapped in
     index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns + drift_section,
-                                                                  kind.units)),
-                   durable=True)
+                                                                  kind.units)))
     _remove_old_pages(out_dir / PAGES, set(written))
     return HtmlReport(index, written, plots)
 
@@ -116,11 +114,9 @@ def _remove_old_pages(folder: Path, keep: set[Path]) -> None:
             old.unlink()
 
 
-def _write(path: Path, text: str, *, durable: bool = False) -> Path:
-    if durable:
-        write_text_atomic(path, text, durable=True)
-    else:   # one of thousands of pages, made durable together (make_durable) before the index links them
-        write_bytes_new(path, text.encode("utf-8"))
+def _write(path: Path, text: str) -> Path:
+    # into the staging folder (kit.outputs.write_output), which is made durable and swapped in whole
+    write_bytes_new(path, text.encode("utf-8"))
     return path
 
 

@@ -13,9 +13,9 @@ from kit.results.html_page import (Cell, HtmlParts, OnDemand, PageLinks, esc, im
 from kit.results.html_plots import f1_by_language_png
 from kit.results.intervals import METHOD, f1_intervals
 from kit.results.kinds.lrb.compare_html import comparison_body, interval_text
-from kit.results.kinds.lrb.neighbours import NeighbourComparison, neighbour_comparisons
+from kit.results.kinds.lrb.neighbours import NeighbourComparison
 from kit.results.kinds.lrb.columns import CHECKPOINT_COLUMNS
-from kit.results.kinds.lrb.report import HEATMAP, aggregate_rows, by_language_rows, leaderboard_rows
+from kit.results.kinds.lrb.report import HEATMAP, aggregate_rows, lrb_tables
 from kit.results.records import CheckpointRecord
 from kit.results.tables import rate
 
@@ -37,15 +37,14 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
     valid = [r for r in records if r.valid]
     by_pair = {(r.run, r.language): r for r in valid}
     intervals = f1_intervals(valid)
-    leaderboard = leaderboard_rows(valid)
-    languages = by_language_rows(valid)
-    run_order = [row[keys.RUN] for row in leaderboard]
-    language_order = [row[keys.LANGUAGE] for row in languages]
+    tables = lrb_tables(valid)
+    leaderboard, languages = tables.leaderboard, tables.languages
+    run_order, language_order = tables.run_order, tables.language_order
     plot = f1_by_language_png(run_order, language_order,
                               {pair: float(r.metrics[keys.F1]) for pair, r in by_pair.items()},
                               {pair: intervals.pairs[r.name] for pair, r in by_pair.items()})
 
-    neighbours = neighbour_comparisons(valid, run_order)
+    neighbours = tables.neighbours
     pages = {_page_name(n): _neighbour_page(n) for n in neighbours}
     marks = {n.comparison.run_a: _mark(n, links.page(_page_name(n))) for n in neighbours}
     # what a reader came for first (rank, run, F1, its interval, the mark), then the rest
@@ -70,7 +69,7 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
              f"<h2>Languages</h2>\n{by_language}")
 
     page_links = links.from_page()
-    rows = aggregate_rows(valid)
+    rows = aggregate_rows(valid, tables.top)
     language_pages = {}
     by_language_of: dict[str, list[dict]] = {}
     for row in rows:

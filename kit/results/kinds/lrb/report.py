@@ -47,7 +47,9 @@ from __future__ import annotations
 
 import io
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from kit.errors import MissingExtraError
@@ -87,11 +89,13 @@ HEATMAP_ANNOTATE_MAX_CELLS = 400
 # --------------------------------------------------------------------------- tables
 
 
-def aggregate_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]]:
-    """One formatted row per complete checkpoint (run x language), sorted by run then language."""
+def aggregate_rows(records: Iterable[CheckpointRecord],
+                   top: Mapping[str, tuple[str, str]] | None = None) -> list[dict[str, str]]:
+    """One formatted row per complete checkpoint (run x language), sorted by run then language; `top`:
+    their mcnemar_against_top, when already found."""
     rows = []
     valid = [r for r in records if r.valid]
-    top = mcnemar_against_top(valid)
+    top = mcnemar_against_top(valid) if top is None else top
     for r in sorted(valid, key=lambda r: (r.run, r.language)):
         confusion = r.metrics.get(keys.CONFUSION) or {}
         row = {keys.RUN: r.run, keys.LANGUAGE: r.language}
@@ -282,24 +286,62 @@ def heatmap_png(runs: Sequence[str], languages: Sequence[str], f1: Mapping[tuple
 # --------------------------------------------------------------------------- write
 
 
+@dataclass(frozen=True)
+class LrbTables:
+    """The tables of one report's complete records, as both its CSV files and its HTML report show them
+    (the aggregate rows, one per record, are made by each: holding them between the two costs more
+    memory than making them again costs time)."""
+
+    leaderboard: list[dict[str, str]]
+    languages: list[dict[str, str]]
+    top: dict[str, tuple[str, str]]   # mcnemar_against_top
+    neighbours: list[NeighbourComparison]
+
+    @property
+    def run_order(self) -> list[str]:
+        """The runs in leaderboard order."""
+        return [row[keys.RUN] for row in self.leaderboard]
+
+    @property
+    def language_order(self) -> list[str]:
+        """The languages in by-language order."""
+        return [row[keys.LANGUAGE] for row in self.languages]
+
+
+# the last records' tables: a report's CSV files and its HTML pages are made from the same records
+_LAST: list[tuple[tuple[CheckpointRecord, ...], LrbTables]] = []
+
+
+def lrb_tables(valid: Sequence[CheckpointRecord]) -> LrbTables:
+    """The leaderboard, by-language rows, McNemar tests against each language's top run and neighbour
+    comparisons of these complete records, computed once for the same records (the very objects, in the
+    same order)."""
+    if _LAST and len(_LAST[0][0]) == len(valid) and all(map(operator.is_, _LAST[0][0], valid)):
+        return _LAST[0][1]
+    leaderboard = leaderboard_rows(valid)
+    tables = LrbTables(leaderboard, by_language_rows(valid), mcnemar_against_top(valid),
+                       neighbour_comparisons(valid, [row[keys.RUN] for row in leaderboard]))
+    _LAST[:] = [(tuple(valid), tables)]
+    return tables
+
+
 def write_lrb_report(records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
     """Write leaderboard.csv, aggregates.csv, by_language.csv, summary.md and heatmap_f1.png to OUT
     from these records (complete ones are counted, invalid ones listed); nothing is written when
     the checkpoints are not comparable or matplotlib is missing."""
     valid = [r for r in records if r.valid]
     check_comparable(valid)
-    leaderboard = leaderboard_rows(valid)
-    languages = by_language_rows(valid)
-    run_order = [row[keys.RUN] for row in leaderboard]
-    language_order = [row[keys.LANGUAGE] for row in languages]
+    tables = lrb_tables(valid)
+    leaderboard, languages = tables.leaderboard, tables.languages
+    run_order, language_order = tables.run_order, tables.language_order
     png = heatmap_png(run_order, language_order, {(r.run, r.language): float(r.metrics[keys.F1]) for r in valid})
-    neighbours = neighbour_rows(neighbour_comparisons(valid, run_order))
+    neighbours = neighbour_rows(tables.neighbours)
 
     out_dir = Path(out_dir)
     files = {"leaderboard": out_dir / LEADERBOARD, "aggregates": out_dir / AGGREGATES,
              "by_language": out_dir / BY_LANGUAGE, "summary": out_dir / SUMMARY, "heatmap": out_dir / HEATMAP}
     write_text_atomic(files["leaderboard"], csv_text(LEADERBOARD_COLUMNS, leaderboard))
-    write_text_atomic(files["aggregates"], csv_text(AGGREGATE_COLUMNS, aggregate_rows(valid)))
+    write_text_atomic(files["aggregates"], csv_text(AGGREGATE_COLUMNS, aggregate_rows(valid, tables.top)))
     write_text_atomic(files["by_language"], csv_text(BY_LANGUAGE_COLUMNS, languages))
     if neighbours:
         files["neighbours"] = out_dir / NEIGHBOURS

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest_checkpoints import LRB_FILES, dump, make_checkpoint, predictions_of, seal
+from test_safejson import EDGES, values   # the texts where Python's parser and a C parser may part ways
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -283,3 +284,24 @@ def test_msgspec_reads_every_number_as_pythons_parser_does(value, form):
         return
     assert type(decoded) is type(expected)
     assert decoded == expected and math.copysign(1, decoded) == math.copysign(1, expected)
+
+
+def _with_value(tmp_path: Path, value_text: bytes) -> Path:
+    """A sound checkpoint whose metadata holds one more key, `x`, written as this raw JSON text."""
+    path = base_checkpoint(tmp_path / "results")
+    text = path.read_bytes()
+    path.write_bytes(text.replace(b'"metadata": {', b'"metadata": {"x": ' + value_text + b", ", 1))
+    return path
+
+
+@pytest.mark.parametrize("raw", [e for e in EDGES if e.strip() and b"[1] x" != e], ids=lambda e: repr(e[:24]))
+def test_safejsons_edge_values_in_a_checkpoint_give_the_full_paths_state(tmp_path, raw):
+    path = _with_value(tmp_path, raw)
+    assert validate_summary(path, outcomes=True) == full_path(path, True)
+
+
+@settings(max_examples=120, deadline=None)
+@given(value=values)
+def test_any_json_value_in_a_checkpoint_gives_the_full_paths_state(tmp_path_factory, value):
+    path = _with_value(tmp_path_factory.mktemp("v"), json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    assert validate_summary(path) == full_path(path, False)

@@ -83,8 +83,8 @@ def read_typed(raw: bytes) -> "LrbTyped | None":
             break
         except msgspec.ValidationError:   # not this shape: the next decoder may read it
             continue
-        except msgspec.DecodeError:       # not JSON msgspec reads: the full path decides
-            return None
+        except (msgspec.DecodeError, RecursionError, ValueError, OverflowError):   # not JSON msgspec reads
+            return None   # (or nested past its limit): the full path decides
     else:
         return None
     sections: dict[str, Any] = {}

@@ -264,6 +264,18 @@ class CheckpointCache:
             return
         self.changed, self.changed_data = {}, {}
 
+    def forget(self, paths: list[Path]) -> None:
+        """Save, then drop these files' entries from memory: a report reads each file once, and its
+        records hold what it needs (a release's entries are tens of MB). Asked again, a file is validated
+        again."""
+        self.save()
+        if self.changed:   # not saved (another process held the lock): kept for the next save
+            return
+        for path in paths:
+            name = self._name(os.fspath(path))
+            self.entries.pop(name, None)
+            self.data.pop(name, None)
+
     def _name(self, text: str) -> str:
         # the entry's name only has to be stable: the key holds the inode and device
         root = self._root

@@ -202,7 +202,7 @@ class HtmlParts:
 
     title: str
     index: str
-    languages: dict[str, str]
+    languages: Mapping[str, str]   # a dict, or OnDemand: each language page built when it is written
     results: Mapping[str, str]   # a dict, or OnDemand: a release has thousands of result pages
     images: dict[str, bytes] = field(default_factory=dict)
     pages: dict[str, tuple[str, str]] = field(default_factory=dict)   # more pages/ files: name -> (title, body)

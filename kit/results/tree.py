@@ -25,6 +25,7 @@ class ResultsTree:
 
     def __init__(self, root: Path, *, sections: bool = False) -> None:
         self.root = Path(root)
+        self._sections = sections
         self._cache = CheckpointCache.open(self.root, sections=sections)
 
     def __enter__(self) -> ResultsTree:
@@ -44,8 +45,12 @@ class ResultsTree:
 
     def validate_all(self, jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
         """Each (checkpoint path, validate_checkpoint keywords) job validated, in order, from the cache
-        where nothing it depended on changed (kit.results.checkpoint.ValidateAll)."""
-        return self._cache.validate_all(jobs)
+        where nothing it depended on changed (kit.results.checkpoint.ValidateAll). A reader of sections
+        (a report) saves the cache then and lets go of these entries, which its records now hold."""
+        states = self._cache.validate_all(jobs)
+        if self._sections:
+            self._cache.forget([path for path, _ in jobs])
+        return states
 
     def pair_states(self, pairs: Iterable[Pair], expect: Callable[[Pair], Expected] | None = None) -> list[PairStatus]:
         """Every planned pair's state from its checkpoint (kit.results.status.pair_states)."""

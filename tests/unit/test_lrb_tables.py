@@ -1,5 +1,6 @@
-"""A report's lrb tables are computed once for its CSV files and its HTML report, and again for any other
-records (kit.results.kinds.lrb.report.lrb_tables)."""
+"""A report's memory and time: its lrb tables are computed once for its CSV files and its HTML report,
+and again for any other records (kit.results.kinds.lrb.report.lrb_tables); its reader saves the cache
+and lets go of the entries its records hold (kit.results.cache.CheckpointCache.forget)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,22 @@ def test_the_same_records_give_the_same_tables_and_others_their_own(tmp_path, mo
     other = [replace(valid[0]), valid[1]]                                        # an equal record, another object
     assert lrb_report.lrb_tables(other) is not first and len(calls) == 2
     assert lrb_report.lrb_tables(valid[:1]).run_order == ["org/a"]
+
+
+def test_a_reports_reader_saves_the_cache_and_lets_go_of_the_entries_its_records_hold(tmp_path, monkeypatch):
+    from kit.results import cache as cache_mod
+    from kit.results.tree import ResultsTree
+
+    monkeypatch.setattr(cache_mod, "RACY_SECONDS", -1.0)
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("KIT_NO_CACHE", raising=False)
+    path = make_checkpoint(tmp_path / "results", "org/a", "fr", predictions_of([(Y, Y), (N, N)]))
+    with ResultsTree(tmp_path / "results", sections=True) as tree:
+        first = tree.validate_all([(path, {})])
+        assert tree._cache.entries == {} and tree._cache.data == {}          # saved, then let go
+        assert tree.validate_all([(path, {})]) == first and tree.from_cache == 0   # asked again: validated again
+    with ResultsTree(tmp_path / "results", sections=True) as tree:           # the next report: from the file
+        assert tree.validate_all([(path, {})]) == first and tree.from_cache == 1
+    with ResultsTree(tmp_path / "results") as tree:                          # status keeps its entries
+        tree.validate_all([(path, {})])
+        assert tree._cache.entries

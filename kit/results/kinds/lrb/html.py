@@ -70,18 +70,19 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
 
     page_links = links.from_page()
     rows = aggregate_rows(valid, tables.top)
-    language_pages = {}
     by_language_of: dict[str, list[dict]] = {}
     for row in rows:
         by_language_of.setdefault(row[keys.LANGUAGE], []).append(row)
-    for language in language_order:
-        mine = by_language_of.get(language, [])
-        language_pages[language] = table(
+
+    def language_page(language: str) -> str:
+        return table(
             ("run", keys.N_ITEMS, keys.F1, F1_CI, *_METRICS, *_CONFUSION, keys.TRUNCATED, keys.DURATION_SECONDS),
             ([maybe_link(page_links.result(row["file"]), row[keys.RUN]), row[keys.N_ITEMS], row[keys.F1],
               _ci(intervals.pairs.get(row["file"])), *(row[m] for m in _METRICS), *(row[c] for c in _CONFUSION),
-              row[keys.TRUNCATED], row[keys.DURATION_SECONDS]] for row in mine),
+              row[keys.TRUNCATED], row[keys.DURATION_SECONDS]] for row in by_language_of.get(language, [])),
             caption=f"{language}: every counted run") + f"<p class=\"note\">{esc(F1_CI)}: {esc(METHOD)}.</p>\n"
+
+    language_pages = OnDemand(language_order, language_page)   # each built when its page is written
     by_file = {row["file"]: row for row in rows}
 
     def result_metrics(name: str) -> str:

@@ -14,7 +14,6 @@ from kit.results.columns import column
 from kit.results.evidence import is_kit_checkpoint
 from kit.results.kinds import RESULT_KINDS
 from kit.results.kinds.base import ResultKind, TypedCheckpoint
-from kit.results.kinds.lrb.report import write_lrb_report
 from kit.results.kinds.lrb.verdicts import REREAD_CHARS, score_verdicts_agree, text_verdicts_agree
 from kit.results.metrics import all_well_formed, compute_metrics, has_verdict, metrics_equal
 from kit.results.records import CheckpointRecord, ReportFiles, item_faults
@@ -132,6 +131,8 @@ class LrbKind(ResultKind):
 
     def write_report(self, records: Sequence[CheckpointRecord], out_dir: Path) -> ReportFiles:
         """leaderboard.csv, aggregates.csv, by_language.csv, summary.md, heatmap_f1.png."""
+        from kit.results.kinds.lrb.report import write_lrb_report   # the tables' code, only where a report asks
+
         return write_lrb_report(records, out_dir)
 
 

@@ -26,6 +26,17 @@ class KitError(Exception):
             text = f"{text}; fix: {' '.join(self.fix.split())}"
         return text
 
+    def __reduce__(self) -> tuple:
+        # raised in a worker process, it reaches the parent pickled: rebuilt as it was, whatever arguments
+        # its class's __init__ takes (a pool that cannot unpickle an error waits for it forever)
+        return _rebuilt, (type(self), self.message, self.fix), self.__dict__
+
+
+def _rebuilt(cls: type[KitError], message: str, fix: str | None) -> KitError:
+    error = cls.__new__(cls)
+    KitError.__init__(error, message, fix=fix)
+    return error
+
 
 def error_line(exc: KitError) -> str:
     """The one stderr line every kit program prints for a KitError."""

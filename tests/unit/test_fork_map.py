@@ -81,3 +81,26 @@ def test_a_new_page_is_written_and_an_existing_file_is_replaced_not_written_thro
     os.link(page, other)                                # a hard link, as a carried-over output has
     write_bytes_new(page, b"second")
     assert page.read_bytes() == b"second" and other.read_bytes() == b"first"
+
+
+@pytest.mark.timeout(120)
+def test_kits_own_errors_cross_from_a_worker_whole(monkeypatch):
+    """A KitError raised in a worker reaches the caller with its type, message and fix (MissingExtraError's
+    __init__ takes other arguments: unpickled the default way it failed, and the pool waited forever)."""
+    import pickle
+
+    from kit.errors import ConfigError, MissingExtraError
+
+    for error in (ConfigError("a.csv: bad row", fix="restore it"), MissingExtraError("the heatmap", "matplotlib", "report")):
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and back.one_line() == error.one_line() and back.fix == error.fix
+        assert back.exit_code == error.exit_code and str(back) == str(error)
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+
+    def needs_an_extra(x: int) -> int:
+        if x == 5:
+            raise MissingExtraError("the heatmap", "matplotlib", "report")
+        return x
+
+    with pytest.raises(MissingExtraError, match="matplotlib"):
+        parallel.fork_map(needs_an_extra, list(range(40)), min_items=4)

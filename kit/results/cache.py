@@ -38,6 +38,7 @@ import json
 import os
 import stat
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -119,16 +120,25 @@ def code_identity() -> str:
     not, validates again."""
     package = Path(kit.__file__).resolve().parent
     # kit/defaults holds the MLLOG rulesets a cached compliance verdict was checked against
-    sources = [*package.joinpath("results").rglob("*.py"), *package.joinpath("config").glob("*.py"),
+    sources = [*package.joinpath("results").rglob("*.py"), *package.joinpath("config").rglob("*.py"),
                package / "safejson.py", *package.joinpath("defaults").glob("*")]
-    parts = [kit.__version__, str(CACHE_FORMAT)]
-    for path in sorted(sources):
+    parts = [kit.__version__, str(CACHE_FORMAT), *package_file_stats(sources)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def package_file_stats(paths: Iterable[Path]) -> list[str]:
+    """"path:size:mtime_ns" of each of these files of the kit package (path relative to it), in path order,
+    leaving out any that is gone: what any edit of kit's own files changes (the cache's and the report
+    memo's code identity)."""
+    package = Path(kit.__file__).resolve().parent
+    out = []
+    for path in sorted(Path(p) for p in paths):
         try:
             st = path.stat()
         except OSError:
             continue
-        parts.append(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        out.append(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns}")
+    return out
 
 
 _CHECKER: list[str | None] = []

@@ -53,8 +53,9 @@ def f1_intervals(valid: Sequence[CheckpointRecord], resamples: int = RESAMPLES) 
     pairs: dict[str, tuple[float, float]] = {}
     runs: dict[str, tuple[float, float]] = {}
     # runs on every core when there are results enough to pay for the pool (each run's draws are its own)
+    run_groups = [group for _, group in by_run]
     pooled = len(valid) >= POOL_AT_RESULTS
-    found = fork_map(of_run, [group for _, group in by_run], min_items=2 if pooled else len(by_run) + 1)
+    found = fork_map(of_run, run_groups, min_items=2) if pooled else [of_run(group) for group in run_groups]
     for (run, _), (of_pairs, bounds) in zip(by_run, found):
         pairs.update(of_pairs)
         runs[run] = bounds

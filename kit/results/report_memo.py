@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit.results.cache import RACY_SECONDS, file_identity
+from kit.results.cache import RACY_SECONDS, file_identity, package_file_stats
 from kit.results.records import CheckpointRecord
 from kit.results.store import envelope_path, mllog_path
 from kit.results.verdicts import VERDICT_GLOB
@@ -81,18 +81,9 @@ def _identity(path: Path, now: float) -> list[int]:
 def _code_identity() -> list[str]:
     """kit's version and the size and mtime of each of its files (sources, rulesets, prompts)."""
     package = Path(kit.__file__).resolve().parent
-    parts = [kit.__version__, sys.version]
-    for top, dirs, names in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(names):
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            try:
-                st = os.stat(os.path.join(top, name))
-            except OSError:
-                continue
-            parts.append(f"{os.path.relpath(os.path.join(top, name), package)}:{st.st_size}:{st.st_mtime_ns}")
-    return parts
+    files = [path for path in package.rglob("*")
+             if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo")]
+    return [kit.__version__, sys.version, *package_file_stats(files)]
 
 
 def _library_versions() -> dict[str, str | None]:

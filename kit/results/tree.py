@@ -25,7 +25,6 @@ class ResultsTree:
 
     def __init__(self, root: Path, *, sections: bool = False) -> None:
         self.root = Path(root)
-        self._sections = sections
         self._cache = CheckpointCache.open(self.root, sections=sections)
 
     def __enter__(self) -> ResultsTree:
@@ -48,7 +47,7 @@ class ResultsTree:
         where nothing it depended on changed (kit.results.checkpoint.ValidateAll). A reader of sections
         (a report) saves the cache then and lets go of these entries, which its records now hold."""
         states = self._cache.validate_all(jobs)
-        if self._sections:
+        if self._cache.sections:
             self._cache.forget([path for path, _ in jobs])
         return states
 

@@ -64,10 +64,17 @@ def test_a_pooled_report_is_the_one_process_report(tmp_path, monkeypatch):
     write_report(results, tmp_path / "one")
     monkeypatch.setattr(parallel, "MAX_WORKERS", 8)
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
-    monkeypatch.setattr(parallel, "MIN_FILES", 4)               # pages and validation on the pool
+    monkeypatch.setattr(parallel, "MIN_FILES", 4)               # pages on the pool
     monkeypatch.setattr(intervals, "POOL_AT_RESULTS", 1)       # intervals too
+    import multiprocessing.context
+
+    pools = []
+    real_pool = multiprocessing.context.ForkContext.Pool
+    monkeypatch.setattr(multiprocessing.context.ForkContext, "Pool",
+                        lambda self, *a, **k: pools.append(a) or real_pool(self, *a, **k))
     pooled = tmp_path / "pooled"
     write_report(results, pooled)
+    assert len(pools) == 2   # intervals and pages each on a pool (write_report alone validates in this process)
     one, many = _files(tmp_path / "one"), _files(pooled)
     assert sorted(one) == sorted(many) and len([n for n in one if n.startswith("pages/result-")]) == 20
     assert {n for n in one if one[n] != many[n]} == set()

@@ -76,7 +76,8 @@ def _decoders() -> list[Any]:
 
 
 def read_typed(raw: bytes) -> "LrbTyped | None":
-    """The lrb checkpoint in these bytes (ResultKind.typed_read), or None."""
+    """The lrb-shaped checkpoint in these bytes (ResultKind.typed_read), or None; which kind its metadata
+    names is kit.results.kinds.typed_read's check."""
     for text_only, decoder in zip((True, False), _decoders()):
         try:
             whole = decoder.decode(raw)
@@ -95,8 +96,6 @@ def read_typed(raw: bytes) -> "LrbTyped | None":
         if not _as_python_reads(value, 0):
             return None
         sections[name] = value
-    if sections[keys.METADATA].get(keys.BENCHMARK_KIND, keys.KIND_LRB) != keys.KIND_LRB:
-        return None
     return LrbTyped(sections, getattr(whole, keys.PREDICTIONS), text_only)
 
 

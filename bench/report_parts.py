@@ -21,7 +21,8 @@ PARTS = (
     ("the kind's tables (leaderboard, aggregates, by-language CSVs, summary)", ("kit/results/kinds/lrb/report.py", "write_lrb_report")),
     ("F1 intervals (bootstrap per checkpoint)", ("kit/results/intervals.py", "f1_intervals")),
     ("marks between neighbouring ranks", ("kit/results/kinds/lrb/neighbours.py", "neighbour_comparisons")),
-    ("plots (heatmap, F1 per language)", ("kit/results/html_plots.py", "_png")),
+    ("waiting for the plots (heatmap, F1 per language; drawn in a process of their own)",
+     ("kit/results/plot_process.py", "result")),
     ("result pages (one per checkpoint)", ("kit/results/html_report.py", "_result_page")),
 )
 # stage -> the function of kit.results.report after whose return the resident memory is read

@@ -51,18 +51,8 @@ from kit.results.checkpoint import CheckpointState
 from kit.results.keys import PairState
 from kit.results.identity import Expectation, identity_text
 from kit.results.parallel import validate_many
+from kit.results.shared_values import shared_strings
 
-
-def shared_strings(value: Any, table: dict[str, str]) -> Any:
-    """The same JSON value, with each string (keys and values) replaced by the equal one in `table`
-    (added when new), so that equal strings across many documents are held once."""
-    if isinstance(value, str):
-        return table.setdefault(value, value)
-    if isinstance(value, dict):
-        return {table.setdefault(k, k) if isinstance(k, str) else k: shared_strings(v, table) for k, v in value.items()}
-    if isinstance(value, list):
-        return [shared_strings(v, table) for v in value]
-    return value
 
 CACHE_FORMAT = 4
 RACY_SECONDS = 2.0
@@ -228,7 +218,8 @@ class CheckpointCache:
                 out.append(None)
                 continue
             found = (self._name(text), file_identity(st) + _log_identity(text),
-                     self._verdict_key(kwargs.get("run"), kwargs.get("language"), kwargs.get("expect")), st)
+                     self._verdict_key(kwargs.get("run"), kwargs.get("language"), kwargs.get("expect")),
+                     max(st.st_mtime, st.st_ctime))   # not the whole stat: thousands are held while the pool runs
             hit = self._lookup(*found[:3])
             out.append(hit)
             if hit is None:
@@ -237,15 +228,17 @@ class CheckpointCache:
                 self.hits += 1
         if misses:
             checked_at = time.time()
+            # each state's strings shared as it comes back: a release's summaries are never all held twice
             states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses], keep_data=self.sections,
-                                   compliance=self.sections)
-            if self.sections:
-                states = [replace(st, data=shared_strings(st.data, self._strings)) for st in states]
+                                   compliance=self.sections, then=self._shared if self.sections else None)
             for (index, _, _, found), state in zip(misses, states):
                 out[index] = state
-                if found is not None and checked_at - max(found[3].st_mtime, found[3].st_ctime) > RACY_SECONDS:
+                if found is not None and checked_at - found[3] > RACY_SECONDS:
                     self._store(*found[:3], state)
         return out   # type: ignore[return-value]   # every None was filled
+
+    def _shared(self, state: CheckpointState) -> CheckpointState:
+        return replace(state, data=shared_strings(state.data, self._strings))
 
     def save(self) -> None:
         """Write what this process validated into the cache files (merged with what is there now)."""

@@ -17,6 +17,7 @@ from kit.results.check import compliance_findings, found_lines
 from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, code, esc, flatten, image, key_values,
                                    link, maybe_link, page, slug, table)
 from kit.results.parallel import fork_map
+from kit.results.plot_process import draw
 from kit.files import write_bytes_atomic, write_bytes_new
 from kit.results.drift import DRIFT_CSV, DriftRow, drift_csv, drift_rows, setup_label, setup_pairs
 from kit.results.html_plots import agreement_png, drift_png
@@ -152,7 +153,7 @@ def _reruns_section(verdicts: list[Verdict], unread: list[tuple[Path, str]], lin
         rows = [(f"{v.key}: {v.hardware('recorded')} -> {v.hardware('rerun')}", v.agreement, v.verdict) for v in verdicts]
         tolerance = verdicts[0].tolerance.get("agreement")
         try:
-            plot = agreement_png(rows, float(tolerance) if isinstance(tolerance, (int, float)) else None)
+            plot = draw(agreement_png, rows, float(tolerance) if isinstance(tolerance, (int, float)) else None).result()
             out.append(f"<p>{image(links.file(AGREEMENT_PLOT), 'per-item agreement of each rerun')}</p>\n")
         except MissingExtraError as exc:
             out.append(f"<p class=\"note\">No plot: {esc(exc.one_line())}</p>\n")
@@ -193,8 +194,8 @@ def _drift_section(rows: list[DriftRow], links: PageLinks, rerun_pages: dict[Pat
     plot = None
     index = {p: i for i, p in enumerate((p.recorded_setup, p.rerun_setup) for p in pairs)}
     try:
-        plot = drift_png([(f"{r.run} [{r.language}] {r.deliberate or 'rerun ' + str(index[r.setups] + 1)}"[:70],
-                           r.f1_change, r.f1_low, r.f1_high, r.changed_share, index[r.setups]) for r in rows])
+        plot = draw(drift_png, [(f"{r.run} [{r.language}] {r.deliberate or 'rerun ' + str(index[r.setups] + 1)}"[:70],
+                               r.f1_change, r.f1_low, r.f1_high, r.changed_share, index[r.setups]) for r in rows]).result()
         out.append(f"<p>{image(links.file(DRIFT_PLOT), 'F1 change of each rerun with its interval')}</p>\n")
     except MissingExtraError as exc:
         out.append(f"<p class=\"note\">No plot: {esc(exc.one_line())}</p>\n")

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from kit.results.checkpoint import CheckpointState, validate_summary
 from kit.results.keys import PairState
+from kit.results.shared_values import shared_strings
 
 MIN_FILES = 200          # below this a pool costs more than it saves
 MAX_WORKERS = 8
@@ -23,6 +24,8 @@ R = TypeVar("R")
 _TASK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
 _KEEP_DATA = True
 _COMPLIANCE = False
+# a validation's strings, one object each (kit.results.shared_values): the pickle back then holds each once
+_STRINGS: dict[str, str] = {}
 
 
 def usable_cores() -> int:
@@ -34,40 +37,54 @@ def usable_cores() -> int:
 
 
 def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = True,
-                  compliance: bool = False) -> list[CheckpointState]:
+                  compliance: bool = False,
+                  then: Callable[[CheckpointState], CheckpointState] | None = None) -> list[CheckpointState]:
     """validate_checkpoint(path, **kwargs) for each job, without predictions but with their item outcomes
     (unless `keep_data` is False: then without any section), in order; on a pool of forked workers when
     there are enough files and cores. With `compliance`, each complete or stale checkpoint also carries its
-    MLLOG compliance findings (CheckpointState.compliance), checked in the same worker that read it."""
-    global _KEEP_DATA, _COMPLIANCE
-    _KEEP_DATA, _COMPLIANCE = keep_data, compliance
+    MLLOG compliance findings (CheckpointState.compliance), checked in the same worker that read it. `then`
+    is applied here to each state as it comes back (see fork_map)."""
+    global _KEEP_DATA, _COMPLIANCE, _STRINGS
+    _KEEP_DATA, _COMPLIANCE, _STRINGS = keep_data, compliance, {}
     # Jobs grouped by language: a worker then reads the benchmark data (ids, answers) of the languages
     # its chunks hold, in parallel with the others, instead of this process reading all of them first.
     order = sorted(range(len(jobs)), key=lambda i: _language(jobs[i][1]))
-    states = fork_map(_validate_job, [jobs[i] for i in order])
+    try:
+        states = fork_map(_validate_job, [jobs[i] for i in order], then=then)
+    finally:
+        _STRINGS = {}
     out: list[CheckpointState] = [None] * len(jobs)   # type: ignore[list-item]   # each filled below
     for position, index in enumerate(order):
         out[index] = states[position]
     return out
 
 
-def fork_map(function: Callable[[T], R], items: Sequence[T], *, min_items: int | None = None) -> list[R]:
-    """[function(item) for item in items], in order: on a pool of forked workers when there are at least
-    `min_items` items (MIN_FILES by default) and two usable cores (the function and the items are inherited
-    by the fork, never pickled; each result is pickled back), else in this process."""
+def fork_map(function: Callable[[T], R], items: Sequence[T], *, min_items: int | None = None,
+             then: Callable[[R], R] | None = None) -> list[R]:
+    """[then(function(item)) for item in items], in order: `function` on a pool of forked workers when there
+    are at least `min_items` items (MIN_FILES by default) and two usable cores (the function and the items
+    are inherited by the fork, never pickled; each result is pickled back), else in this process; `then`
+    (none: the result as it is) always here, on each result as it arrives, so that what it makes of the
+    results (sharing their strings) never waits for all of them to be held at once."""
     import multiprocessing
 
+    after = then if then is not None else _as_is
     min_items = MIN_FILES if min_items is None else min_items
     workers = min(usable_cores(), MAX_WORKERS, len(items) // max(1, min_items // 2) or 1)
     if workers < 2 or len(items) < min_items or "fork" not in multiprocessing.get_all_start_methods():
-        return [function(item) for item in items]
+        return [after(function(item)) for item in items]
     global _TASK
     _TASK = (function, items)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_run_task, range(len(items)), chunksize=max(1, len(items) // (workers * 16)))
+            return list(map(after, pool.imap(_run_task, range(len(items)),
+                                             chunksize=max(1, len(items) // (workers * 16)))))
     finally:
         _TASK = None
+
+
+def _as_is(value: R) -> R:
+    return value
 
 
 def _run_task(index: int) -> Any:
@@ -89,7 +106,9 @@ def _validate(path: Path, kwargs: dict[str, Any]) -> CheckpointState:
     state = validate_summary(path, **kwargs, outcomes=_KEEP_DATA)
     if _COMPLIANCE and state.state in (PairState.COMPLETE, PairState.STALE) and state.data is not None:
         state = replace(state, compliance=_compliance(path, state.data))
-    return state if _KEEP_DATA else replace(state, data=None)   # less to send back from a worker
+    if not _KEEP_DATA:
+        return replace(state, data=None)   # less to send back from a worker
+    return replace(state, data=shared_strings(state.data, _STRINGS)) if state.data is not None else state
 
 
 def _compliance(path: Path, data: dict[str, Any]) -> tuple[tuple[str, str, str, str], ...] | None:

@@ -33,6 +33,7 @@ from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, Repo
 from kit.results.store import archive_note, collection_of, file_language, iter_checkpoint_files
 from kit.results.report_batches import BATCHES_DIR, link_batches, write_batches_index
 from kit.results.html_report import write_html_report
+from kit.results.plot_process import plot_process
 from kit.results.report_memo import report_inputs
 from kit.results.verdicts import default_verdict_dirs
 
@@ -110,7 +111,16 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
     complete checkpoint, an unknown run, kinds mixed, checkpoints that are not comparable,
     matplotlib missing). The files are read by `validate_all` (see collect_checkpoints). OUT is written
 under the output contract (kit.outputs: built beside, swapped in, only kit's own earlier report
-replaced) unless `own_output` is False: then OUT is a folder of another output being built."""
+replaced) unless `own_output` is False: then OUT is a folder of another output being built. The plots
+are drawn in a process forked before the checkpoints are read (kit.results.plot_process)."""
+    with plot_process():
+        return _write_report(results_dir, out_dir, runs=runs, expect=expect, include_stale=include_stale,
+                             verdicts=verdicts, validate_all=validate_all, own_output=own_output)
+
+
+def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, expect: PlanExpectations | None,
+                  include_stale: bool, verdicts: list[Path] | None, validate_all: ValidateAll,
+                  own_output: bool) -> ReportOutcome:
     found = collect_checkpoints(results_dir, expect, validate_all)
     stale = [r for r in found if r.state == PairState.STALE]
     if include_stale:

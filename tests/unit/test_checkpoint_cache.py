@@ -343,7 +343,7 @@ def test_a_changed_benchmark_file_is_never_hidden_by_cached_verdicts(tmp_path, m
 
 
 def test_shared_strings_keeps_the_value_and_holds_each_string_once():
-    from kit.results.cache import shared_strings
+    from kit.results.shared_values import shared_strings
 
     a = json.loads('{"metadata": {"run": "org/m", "seed": 0}, "tags": ["org/m", 1.5, null, true]}')
     b = json.loads('{"metadata": {"run": "org/m", "seed": 0}, "tags": ["org/m", 1.5, null, true]}')

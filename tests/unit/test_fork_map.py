@@ -32,6 +32,37 @@ def test_fork_map_keeps_the_order_and_uses_workers(monkeypatch):
     assert set(parallel.fork_map(_pid, list(range(40)), min_items=4)) == {os.getpid()}
 
 
+@pytest.mark.parametrize("cores", [1, 2])
+def test_then_runs_here_on_each_result_in_order(monkeypatch, cores):
+    monkeypatch.setattr(parallel, "usable_cores", lambda: cores)
+    seen = []
+
+    def then(pid: int) -> tuple[int, int]:
+        seen.append(pid)
+        return pid, os.getpid()
+
+    done = parallel.fork_map(_pid, list(range(40)), min_items=4, then=then)
+    assert [pid for pid, _ in done] == seen and len(done) == 40
+    assert {here for _, here in done} == {os.getpid()}
+    assert (os.getpid() in seen) == (cores == 1)
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_report_reader_holds_each_string_once(tmp_path, monkeypatch, pooled):
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "MIN_FILES", 4 if pooled else 1000)
+    paths = [make_checkpoint(tmp_path / "results", f"org/model@r{i}", "en", predictions_of([(Y, N), (N, N)]))
+             for i in range(8)]
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    from kit.results.cache import CheckpointCache
+
+    # the cache a report reads through: each state shared as it arrives from the workers
+    states = CheckpointCache.open(tmp_path / "results").validate_all([(p, {}) for p in paths])
+    assert [st.state for st in states] == [keys.PairState.COMPLETE] * 8
+    model_ids = [st.data[keys.METADATA][keys.MODEL_ID] for st in states]
+    assert model_ids == ["org/model"] * 8 and len({id(m) for m in model_ids}) == 1
+
+
 def test_an_error_in_a_worker_reaches_the_caller(monkeypatch):
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
 

@@ -12,10 +12,11 @@ from kit.results.html_page import (Cell, HtmlParts, OnDemand, PageLinks, esc, im
                                    titled_link)
 from kit.results.html_plots import f1_by_language_png
 from kit.results.intervals import METHOD, f1_intervals
+from kit.results.plot_process import draw
 from kit.results.kinds.lrb.compare_html import comparison_body, interval_text
 from kit.results.kinds.lrb.neighbours import NeighbourComparison
 from kit.results.kinds.lrb.columns import CHECKPOINT_COLUMNS
-from kit.results.kinds.lrb.report import HEATMAP, aggregate_rows, lrb_tables
+from kit.results.kinds.lrb.report import HEATMAP, aggregate_row, lrb_tables
 from kit.results.records import CheckpointRecord
 from kit.results.tables import rate
 
@@ -40,9 +41,9 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
     tables = lrb_tables(valid)
     leaderboard, languages = tables.leaderboard, tables.languages
     run_order, language_order = tables.run_order, tables.language_order
-    plot = f1_by_language_png(run_order, language_order,
-                              {pair: float(r.metrics[keys.F1]) for pair, r in by_pair.items()},
-                              {pair: intervals.pairs[r.name] for pair, r in by_pair.items()})
+    plot = draw(f1_by_language_png, run_order, language_order,   # drawn while the tables are made
+                {pair: float(r.metrics[keys.F1]) for pair, r in by_pair.items()},
+                {pair: intervals.pairs[r.name] for pair, r in by_pair.items()})
 
     neighbours = tables.neighbours
     pages = {_page_name(n): _neighbour_page(n) for n in neighbours}
@@ -69,30 +70,32 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
              f"<h2>Languages</h2>\n{by_language}")
 
     page_links = links.from_page()
-    rows = aggregate_rows(valid, tables.top)
-    by_language_of: dict[str, list[dict]] = {}
-    for row in rows:
-        by_language_of.setdefault(row[keys.LANGUAGE], []).append(row)
+    # each page's rows made when it is written: a release's 20,000 formatted rows are never all held
+    records_of: dict[str, list[CheckpointRecord]] = {}
+    for r in sorted(valid, key=lambda r: (r.run, r.language)):
+        records_of.setdefault(r.language, []).append(r)
 
     def language_page(language: str) -> str:
+        rows = [aggregate_row(r, tables.top) for r in records_of.get(language, [])]
         return table(
             ("run", keys.N_ITEMS, keys.F1, F1_CI, *_METRICS, *_CONFUSION, keys.TRUNCATED, keys.DURATION_SECONDS),
             ([maybe_link(page_links.result(row["file"]), row[keys.RUN]), row[keys.N_ITEMS], row[keys.F1],
               _ci(intervals.pairs.get(row["file"])), *(row[m] for m in _METRICS), *(row[c] for c in _CONFUSION),
-              row[keys.TRUNCATED], row[keys.DURATION_SECONDS]] for row in by_language_of.get(language, [])),
+              row[keys.TRUNCATED], row[keys.DURATION_SECONDS]] for row in rows),
             caption=f"{language}: every counted run") + f"<p class=\"note\">{esc(F1_CI)}: {esc(METHOD)}.</p>\n"
 
     language_pages = OnDemand(language_order, language_page)   # each built when its page is written
-    by_file = {row["file"]: row for row in rows}
+    by_file = {r.name: r for r in valid}
 
     def result_metrics(name: str) -> str:
-        row = by_file[name]
+        row = aggregate_row(by_file[name], tables.top)
         metrics = [(k, row[k]) for k in (keys.N_ITEMS, keys.F1)] + [(F1_CI, _ci(intervals.pairs.get(name)))]
         metrics += [(k, row[k]) for k in (*_METRICS, *_CONFUSION, keys.TRUNCATED, keys.DURATION_SECONDS)]
         metrics += [(k, row[k]) for k in CHECKPOINT_COLUMNS if row[k]]   # lrb's newer columns it has
         return key_values(metrics, caption="metrics (rates rounded to 4 decimals)")
 
-    return HtmlParts("kit report", index, language_pages, OnDemand(by_file, result_metrics), {F1_PLOT: plot}, pages)
+    return HtmlParts("kit report", index, language_pages, OnDemand(by_file, result_metrics), {F1_PLOT: plot.result()},
+                     pages)
 
 
 MARK_LEGEND = ("vs next: ≠ when the items tell the run from the one ranked below it (the 95% interval of their "

@@ -58,6 +58,7 @@ from kit.results import keys
 from kit.results.kinds.lrb.columns import CHECKPOINT_COLUMNS, RUN_COLUMNS, checkpoint_columns, mcnemar_against_top, run_columns
 from kit.results.kinds.lrb.neighbours import METHOD as NEIGHBOUR_METHOD
 from kit.results.kinds.lrb.neighbours import NeighbourComparison, neighbour_comparisons
+from kit.results.plot_process import draw
 from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
 from kit.results.tables import csv_text, digest_lines, markdown_table, md_code, md_text, rate, seconds, text
 
@@ -93,22 +94,25 @@ def aggregate_rows(records: Iterable[CheckpointRecord],
                    top: Mapping[str, tuple[str, str]] | None = None) -> list[dict[str, str]]:
     """One formatted row per complete checkpoint (run x language), sorted by run then language; `top`:
     their mcnemar_against_top, when already found."""
-    rows = []
     valid = [r for r in records if r.valid]
     top = mcnemar_against_top(valid) if top is None else top
-    for r in sorted(valid, key=lambda r: (r.run, r.language)):
-        confusion = r.metrics.get(keys.CONFUSION) or {}
-        row = {keys.RUN: r.run, keys.LANGUAGE: r.language}
-        row.update({k: text(r.metadata.get(k) if k != keys.TASK else r.task) for k in _RUN_FIELDS})
-        row[keys.N_ITEMS] = text(r.metrics.get(keys.N_ITEMS))
-        row.update({k: rate(r.metrics.get(k)) for k in keys.METRIC_NAMES})
-        row.update({k: text(confusion.get(k)) for k in _CONFUSION})
-        row[keys.TRUNCATED] = str(r.truncated)
-        row[keys.DURATION_SECONDS] = seconds(r.duration_seconds)
-        row["file"] = r.name
-        row.update(checkpoint_columns(r, top))
-        rows.append(row)
-    return rows
+    return [aggregate_row(r, top) for r in sorted(valid, key=lambda r: (r.run, r.language))]
+
+
+def aggregate_row(r: CheckpointRecord, top: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """The formatted row of one complete checkpoint (see aggregate_rows), with its McNemar test against its
+    language's top run from `top` (mcnemar_against_top of the report's records)."""
+    confusion = r.metrics.get(keys.CONFUSION) or {}
+    row = {keys.RUN: r.run, keys.LANGUAGE: r.language}
+    row.update({k: text(r.metadata.get(k) if k != keys.TASK else r.task) for k in _RUN_FIELDS})
+    row[keys.N_ITEMS] = text(r.metrics.get(keys.N_ITEMS))
+    row.update({k: rate(r.metrics.get(k)) for k in keys.METRIC_NAMES})
+    row.update({k: text(confusion.get(k)) for k in _CONFUSION})
+    row[keys.TRUNCATED] = str(r.truncated)
+    row[keys.DURATION_SECONDS] = seconds(r.duration_seconds)
+    row["file"] = r.name
+    row.update(checkpoint_columns(r, top))
+    return row
 
 
 def leaderboard_rows(records: Iterable[CheckpointRecord]) -> list[dict[str, str]]:
@@ -334,14 +338,16 @@ def write_lrb_report(records: Sequence[CheckpointRecord], out_dir: Path) -> Repo
     tables = lrb_tables(valid)
     leaderboard, languages = tables.leaderboard, tables.languages
     run_order, language_order = tables.run_order, tables.language_order
-    png = heatmap_png(run_order, language_order, {(r.run, r.language): float(r.metrics[keys.F1]) for r in valid})
+    heatmap = draw(heatmap_png, run_order, language_order, {(r.run, r.language): float(r.metrics[keys.F1]) for r in valid})
     neighbours = neighbour_rows(tables.neighbours)
+    aggregates = csv_text(AGGREGATE_COLUMNS, aggregate_rows(valid, tables.top))   # while the heatmap is drawn
+    png = heatmap.result()   # before any file: nothing is written when it cannot be drawn
 
     out_dir = Path(out_dir)
     files = {"leaderboard": out_dir / LEADERBOARD, "aggregates": out_dir / AGGREGATES,
              "by_language": out_dir / BY_LANGUAGE, "summary": out_dir / SUMMARY, "heatmap": out_dir / HEATMAP}
     write_text_atomic(files["leaderboard"], csv_text(LEADERBOARD_COLUMNS, leaderboard))
-    write_text_atomic(files["aggregates"], csv_text(AGGREGATE_COLUMNS, aggregate_rows(valid, tables.top)))
+    write_text_atomic(files["aggregates"], aggregates)
     write_text_atomic(files["by_language"], csv_text(BY_LANGUAGE_COLUMNS, languages))
     if neighbours:
         files["neighbours"] = out_dir / NEIGHBOURS

@@ -111,10 +111,7 @@ def metrics_unlike_logged(checkpoint: Path, log: Path, *, metrics: Any = None,
 
 def check_mllog(log: Path, ruleset: str) -> list[str]:
     """Problems the compliance checker finds in one pair's log under `ruleset` (empty when it passes)."""
-    try:
-        from mlperf_logging.compliance_checker import mlp_compliance
-    except ImportError:
-        raise MissingExtraError("kit check's MLPerf log rules", "mlperf_logging", "worker") from None
+    mlp_compliance = _checker()
     if not Path(log).is_file():
         return [f"{log}: no :::MLLOG file beside the checkpoint"]
     oversize = _oversize(Path(log))
@@ -125,7 +122,7 @@ def check_mllog(log: Path, ruleset: str) -> list[str]:
     level = root.level
     root.setLevel(logging.CRITICAL)  # the checker logs through the root logger; keep our output to the findings
     try:
-        ok = checker.check_file(str(log), str(ruleset_path(ruleset)))
+        ok = _check_file(checker, Path(log), str(ruleset_path(ruleset)))
     except Exception as exc:  # noqa: BLE001 - a malformed log can make the checker raise
         return [f"{log}: compliance checker failed: {type(exc).__name__}: {exc}"]
     finally:
@@ -134,6 +131,80 @@ def check_mllog(log: Path, ruleset: str) -> list[str]:
         return []
     messages = [*checker.overwritable.values(), *checker.not_overwritable]
     return [f"{log}: " + " ".join(str(m).split())[:300] for m in messages] or [f"{log}: FAILED"]
+
+
+def _check_file(checker: Any, log: Path, config: str) -> bool:
+    """checker.check_file(log, config), with the log's lines read here: the checker's own reader finds each
+    line's MLLOG token with the regex `.*TOKEN`, which re.sub tries again at every later position of the
+    line, so a line costs the square of its length (a job's provenance line is 2 KB: two thirds of a log's
+    check). Each line is cut at its last token as that regex cuts it, then parsed by the ruleset's own line
+    parser; the checker's checks and verdict are its own. Without that parser (another ruleset), its reader."""
+    import importlib
+
+    try:
+        parser = importlib.import_module(_LINE_PARSERS[RULESET])
+        token, to_logline = parser.TOKEN, parser.string_to_logline
+    except (KeyError, ImportError, AttributeError):
+        return checker.check_file(str(log), config)
+    loglines, errors = [], 0
+    with open(log, encoding="latin-1") as fh:   # the checker's own reading of a log
+        for line in fh:
+            at = line.rfind(token)
+            if at < 0:
+                continue
+            try:
+                loglines.append(to_logline(len(loglines) + errors, line[at:].strip()))
+            except ValueError:
+                errors += 1
+    if errors:
+        checker.put_message("Log lines had parsing errors.")
+    checker.check_loglines(loglines, config)
+    checker.log_messages()
+    return not checker.has_messages()
+
+
+# RULESET's line parser in mlperf-logging (the module mlp_parser.parse_file picks for it)
+_LINE_PARSERS = {"6.1.0": "mlperf_logging.compliance_checker.mlp_parser.ruleset_610"}
+
+
+def _checker() -> Any:
+    """mlperf-logging's compliance checker module, reading each ruleset file once per process (_ParsedOnce)."""
+    try:
+        from mlperf_logging.compliance_checker import mlp_compliance
+    except ImportError:
+        raise MissingExtraError("kit check's MLPerf log rules", "mlperf_logging", "worker") from None
+    loader = getattr(mlp_compliance, "yaml", None)
+    if loader is not None and not isinstance(loader, _ParsedOnce):
+        mlp_compliance.yaml = _ParsedOnce(loader)
+    return mlp_compliance
+
+
+class _ParsedOnce:
+    """The yaml module as the checker's module sees it, except that a ruleset file it loads is parsed once per
+    process and handed out as a fresh copy. The checker parses its ruleset again for every log it checks:
+    seven tenths of a log's check, and a release has thousands of logs. A file is known by its path, size,
+    times and inode, so a ruleset changed on disk is parsed again."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+        self._parsed: dict[tuple[Any, ...], Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def load(self, stream: Any, Loader: Any = None) -> Any:  # noqa: N803 - yaml's own keyword
+        """yaml.load(stream, Loader=Loader), from the copy parsed before when `stream` is a file seen before."""
+        import copy
+        import os
+
+        try:
+            st = os.fstat(stream.fileno())
+            key = (stream.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, Loader)
+        except (AttributeError, OSError, ValueError):   # not a file: as yaml would
+            return self._module.load(stream, Loader=Loader)
+        if key not in self._parsed:
+            self._parsed[key] = self._module.load(stream, Loader=Loader)
+        return copy.deepcopy(self._parsed[key])
 
 
 def _oversize(log: Path) -> str | None:

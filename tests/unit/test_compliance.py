@@ -3,6 +3,8 @@ on nested brackets) is a finding at once, never handed to the checker."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pytest.importorskip("mlperf_logging")
@@ -63,3 +65,83 @@ def test_metrics_unlike_those_the_job_logged_are_an_edit_even_with_the_digest_re
     # a LightEval suite logs its first metric by name
     suite = _logged(tmp_path / "c", {"em": 0.25, "n_items": 4}, 0.75, {"metric": "em", "n_items": 4})
     assert "metrics.em 0.25 is not the 0.75" in edited_since_logged(suite)
+
+
+def _job_log(path, provenance_size: int = 40):
+    """A log written the way a job writes one (kit.worker.mllog.PairLog), with a long provenance line."""
+    from kit.worker.mllog import PairLog
+
+    with PairLog(path) as log:
+        c = log.constants
+        log.event(c.SUBMISSION_BENCHMARK, "kit_lrb")
+        log.event("kit_pair", {"run": "org/model", "language": "en", "task": "generate"})
+        log.start(c.INIT_START)
+        log.event("provenance", {"model": {"id": "org/model"}, "data": {}, "image": {},
+                                 **{f"fact_{i}": "x" * 40 for i in range(provenance_size)}})
+        log.end(c.INIT_STOP, metadata={"load_seconds": 1.5})
+        log.start(c.RUN_START)
+        log.event("batch_done", 0, metadata={"batch_size": 2, "seconds": 0.1})
+        log.event(c.EVAL_ACCURACY, 0.5, metadata={"f1": 0.5, "n_items": 2})
+        log.end(c.RUN_STOP, metadata={"status": "success", "checkpoint": "x.json", "checkpoint_sha256": "0" * 64})
+    return path
+
+
+def _variants(tmp_path):
+    """Logs kit's reader and the checker's own must judge alike: a job's, and ones bent in every way a
+    line can be (a prefix before the token, two tokens, bad JSON, no time, a line break inside, odd bytes)."""
+    good = _job_log(tmp_path / "good.mllog").read_text(encoding="utf-8")
+    lines = good.splitlines(keepends=True)
+    yield "a job's log", good.encode()
+    yield "a launcher prefix on every line", "".join(f"[1,0]<stdout>: {line}" for line in lines).encode()
+    yield "two tokens on a line", (lines[0].rstrip("\n") + " " + lines[1]).encode() + "".join(lines[2:]).encode()
+    yield "a line of bad JSON", "".join([*lines[:3], ":::MLLOG {not json\n", *lines[3:]]).encode()
+    yield "a line without time_ms", "".join([*lines[:2], ':::MLLOG {"key": "x", "value": 1, "metadata": {}}\n',
+                                             *lines[2:]]).encode()
+    yield "a carriage return inside a line", "".join([lines[0].replace('"namespace"', '\r"namespace"'),
+                                                      *lines[1:]]).encode()
+    yield "bytes that are not UTF-8", b"\xff\xfe garbage\n" + good.encode()
+    yield "no run_stop", "".join(lines[:-1]).encode()
+    yield "an empty log", b""
+
+
+def test_kits_reading_of_a_log_judges_as_the_checkers_own(tmp_path):
+    import logging
+
+    from kit.results import compliance
+    from kit.results.kinds.lrb import LRB
+
+    module = compliance._checker()
+    config = str(compliance.ruleset_path(LRB.ruleset))
+    logging.getLogger().setLevel(logging.CRITICAL)
+    for n, (what, content) in enumerate(_variants(tmp_path)):
+        log = tmp_path / f"variant-{n}.mllog"
+        log.write_bytes(content)
+        verdicts = []
+        for check in (lambda c: c.check_file(str(log), config), lambda c: compliance._check_file(c, log, config)):
+            checker = module.make_checker(compliance.USAGE, compliance.RULESET, quiet=True, werror=False)
+            try:
+                verdicts.append((check(checker), sorted(map(str, checker.overwritable.values())),
+                                 sorted(map(str, checker.not_overwritable))))
+            except Exception as exc:  # noqa: BLE001 - the checker raises on some logs: both must
+                verdicts.append((type(exc).__name__, str(exc)))
+        assert verdicts[0] == verdicts[1], what
+    assert check_mllog(tmp_path / "variant-0.mllog", LRB.ruleset) == []   # a job's log passes
+
+
+def test_a_ruleset_is_parsed_once_per_process_and_again_when_it_changes(tmp_path, monkeypatch):
+    from kit.results import compliance
+
+    module = compliance._checker()
+    loads = []
+    real = module.yaml._module.load
+    monkeypatch.setattr(module.yaml._module, "load", lambda stream, Loader=None: loads.append(1) or real(stream, Loader=Loader))
+    ruleset = tmp_path / "rules.yaml"
+    source = compliance.ruleset_path("mllog_ruleset.yaml").read_text(encoding="utf-8")
+    ruleset.write_text(source, encoding="utf-8")
+    monkeypatch.setattr(compliance, "ruleset_path", lambda name: ruleset)
+    logs = [_job_log(tmp_path / f"job-{i}.mllog") for i in range(3)]
+    assert [check_mllog(log, "rules") for log in logs] == [[], [], []]
+    assert len(loads) == 1
+    ruleset.write_text(source + "\n# edited\n", encoding="utf-8")
+    os.utime(ruleset, ns=(1, 1))
+    assert check_mllog(logs[0], "rules") == [] and len(loads) == 2

@@ -356,6 +356,31 @@ def test_shared_strings_keeps_the_value_and_holds_each_string_once():
     assert shared_strings(None, table) is None and shared_strings(7, table) == 7
 
 
+def test_equal_nested_objects_are_held_once_and_only_when_equal_in_every_type():
+    from kit.results.shared_values import shared_strings
+
+    def doc(number, zero, packages):
+        return json.loads(json.dumps({"provenance": {"packages": packages, "hardware": {"gpus": number, "load": zero},
+                                                     "image": {"digest": "sha256:ab", "tags": ["a"]}},
+                                      "metadata": {"run": "org/m"}}))
+
+    table: dict = {}
+    a = shared_strings(doc(1, 0.0, {"torch": "2.6"}), table)
+    b = shared_strings(doc(1, 0.0, {"torch": "2.6"}), table)
+    assert a == b == doc(1, 0.0, {"torch": "2.6"})
+    assert a["provenance"]["packages"] is b["provenance"]["packages"]
+    assert a["provenance"]["hardware"] is b["provenance"]["hardware"]
+    # a document and its sections are its own; an object holding a list is not shared
+    assert a is not b and a["provenance"] is not b["provenance"] and a["metadata"] is not b["metadata"]
+    assert a["provenance"]["image"] is not b["provenance"]["image"]
+    # equal in Python, not in JSON: 1, 1.0 and True; 0.0 and -0.0
+    for number, zero in ((1.0, 0.0), (True, 0.0), (1, -0.0)):
+        c = shared_strings(doc(number, zero, {"torch": "2.6"}), table)
+        hardware = c["provenance"]["hardware"]
+        assert hardware is not a["provenance"]["hardware"]
+        assert type(hardware["gpus"]) is type(number) and str(hardware["load"]) == str(zero)
+
+
 def test_cache_files_are_written_in_pieces_and_read_back_whole(tmp_path):
     cache = CheckpointCache(tmp_path / "results", tmp_path / "cache")   # makes the folder and its key
     for count in (0, 1, 500, 1201):

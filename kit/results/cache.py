@@ -151,6 +151,13 @@ def file_identity(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
+def _compliance_findings() -> Any:
+    """kit.results.check.compliance_findings: what a report's reader keeps of each file's MLLOG compliance."""
+    from kit.results.check import compliance_findings   # the checker's imports only where a report asks
+
+    return compliance_findings
+
+
 def _log_identity(checkpoint: str) -> list[int]:
     """file_identity of the log beside a checkpoint (its presence is part of the verdict), or [-1]."""
     try:
@@ -230,7 +237,8 @@ class CheckpointCache:
             checked_at = time.time()
             # each state's strings shared as it comes back: a release's summaries are never all held twice
             states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses], keep_data=self.sections,
-                                   compliance=self.sections, then=self._shared if self.sections else None)
+                                   compliance=_compliance_findings() if self.sections else None,
+                                   then=self._shared if self.sections else None)
             for (index, _, _, found), state in zip(misses, states):
                 out[index] = state
                 if found is not None and checked_at - found[3] > RACY_SECONDS:

@@ -16,10 +16,11 @@ from kit.files import file_sha256
 from kit.plan import Pair
 from kit.results import keys
 from kit.results.keys import PairState
-from kit.results.checkpoint import CheckpointState, validate_checkpoint
+from kit.results.checkpoint import CheckpointState
 from kit.results.compliance import check_mllog, log_events, metrics_unlike_logged, run_stop_checkpoint_sha256
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_of
+from kit.results.parallel import validate_many
 from kit.results.store import checkpoint_path, iter_checkpoint_files, mllog_path
 
 
@@ -293,15 +294,28 @@ def run_checks(results: Path, benchmark: Dataset, runs: list[Run], expected: lis
                      trusted_keys=trusted_keys)
     expect = PlanExpectations(benchmark, runs)
     planned = {checkpoint_path(results, p.run, p.language): p for p in expected}
+    jobs = []
     for path in iter_checkpoint_files(results):
         pair = planned.get(path)
-        if pair is not None:
-            inp.checkpoints[path] = validate_checkpoint(path, run=pair.run, language=pair.language, expect=expect(pair))
-        else:
-            # a file at the top of RESULTS has no language folder (lrb's single-language layout)
-            inp.checkpoints[path] = validate_checkpoint(
-                path, language=path.parent.name if path.parent != Path(results) else None)
-    return inp, {rule.name: rule.check(inp) for rule in rules_for(inp)}
+        # a file at the top of RESULTS has no language folder (lrb's single-language layout)
+        jobs.append((path, {"run": pair.run, "language": pair.language, "expect": expect(pair)} if pair is not None
+                     else {"language": path.parent.name if path.parent != Path(results) else None}))
+    # on every core, each state without its predictions (no rule reads them: a release's would be GBs),
+    # with its pair's compliance findings found by the worker that read it
+    states = validate_many(jobs, compliance=compliance_findings)
+    inp.checkpoints.update((path, state) for (path, _), state in zip(jobs, states))
+    return inp, {rule.name: _pair_findings(inp, rule.name) if rule.name in PAIR_RULES else rule.check(inp)
+                 for rule in rules_for(inp)}
+
+
+def _pair_findings(inp: CheckInput, rule: str) -> list[Finding]:
+    """A PAIR_RULE's findings, as its check gives them, from those each complete checkpoint's worker found
+    (found_lines' Finding); its check itself when a state has none (the checker is not installed: it says so)."""
+    complete = [(path, inp.checkpoints[path]) for path, _ in inp.complete()]
+    if any(state.compliance is None for _, state in complete):
+        return next(r for r in RULES if r.name == rule).check(inp)
+    return [Finding(name, str(path.with_name(file)), key, message)
+            for path, state in complete for name, file, key, message in state.compliance or () if name == rule]
 
 
 

@@ -23,7 +23,9 @@ R = TypeVar("R")
 # fork_map's function and items, set before the fork: children read them, nothing is pickled in
 _TASK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
 _KEEP_DATA = True
-_COMPLIANCE = False
+# the function that finds a checkpoint's MLLOG compliance findings (kit.results.check.compliance_findings),
+# when asked for: passed in, so that this module imports nothing of the checks that use it
+_COMPLIANCE: "Callable[[Path, dict[str, Any]], tuple[tuple[str, str, str, str], ...]] | None" = None
 # a validation's strings, one object each (kit.results.shared_values): the pickle back then holds each once
 _STRINGS: dict[str, str] = {}
 
@@ -37,12 +39,13 @@ def usable_cores() -> int:
 
 
 def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = True,
-                  compliance: bool = False,
+                  compliance: Callable[[Path, dict[str, Any]], tuple[tuple[str, str, str, str], ...]] | None = None,
                   then: Callable[[CheckpointState], CheckpointState] | None = None) -> list[CheckpointState]:
     """validate_checkpoint(path, **kwargs) for each job, without predictions but with their item outcomes
     (unless `keep_data` is False: then without any section), in order; on a pool of forked workers when
-    there are enough files and cores. With `compliance`, each complete or stale checkpoint also carries its
-    MLLOG compliance findings (CheckpointState.compliance), checked in the same worker that read it. `then`
+    there are enough files and cores. With `compliance` (kit.results.check.compliance_findings), each complete
+    or stale checkpoint also carries its MLLOG compliance findings (CheckpointState.compliance; None when
+    the checker is not installed), checked in the same worker that read it. `then`
     is applied here to each state as it comes back (see fork_map)."""
     global _KEEP_DATA, _COMPLIANCE, _STRINGS
     _KEEP_DATA, _COMPLIANCE, _STRINGS = keep_data, compliance, {}
@@ -104,18 +107,18 @@ def _validate_job(job: tuple[Path, dict[str, Any]]) -> CheckpointState:
 
 def _validate(path: Path, kwargs: dict[str, Any]) -> CheckpointState:
     state = validate_summary(path, **kwargs, outcomes=_KEEP_DATA)
-    if _COMPLIANCE and state.state in (PairState.COMPLETE, PairState.STALE) and state.data is not None:
-        state = replace(state, compliance=_compliance(path, state.data))
+    if _COMPLIANCE is not None and state.state in (PairState.COMPLETE, PairState.STALE) and state.data is not None:
+        state = replace(state, compliance=_compliance(_COMPLIANCE, path, state.data))
     if not _KEEP_DATA:
         return replace(state, data=None)   # less to send back from a worker
     return replace(state, data=shared_strings(state.data, _STRINGS)) if state.data is not None else state
 
 
-def _compliance(path: Path, data: dict[str, Any]) -> tuple[tuple[str, str, str, str], ...] | None:
+def _compliance(findings: Callable[[Path, dict[str, Any]], tuple[tuple[str, str, str, str], ...]], path: Path,
+                data: dict[str, Any]) -> tuple[tuple[str, str, str, str], ...] | None:
     from kit.errors import MissingExtraError
-    from kit.results.check import compliance_findings   # the checker's imports only where a report asks
 
     try:
-        return compliance_findings(path, data)
+        return findings(path, data)
     except MissingExtraError:   # the page says so itself, when it asks again
         return None

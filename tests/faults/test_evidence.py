@@ -199,3 +199,27 @@ def test_verify_and_check_say_what_a_pass_does_not_prove(sweep):
     assert r.stdout.rstrip().endswith(NOT_PROVEN), r.stdout
     r = kit("check", "results", "--languages", "de,en", "--json", cwd=sweep)
     assert json.loads(r.stdout)["data"]["not_proven"] == NOT_PROVEN
+
+
+def test_kit_check_on_every_core_finds_what_each_rule_finds_and_holds_no_predictions(sweep, monkeypatch):
+    from kit.config.project import load_project
+    from kit.plan import select_pairs
+    from kit.results import check, parallel
+
+    # a log that fails the checker's rules and a checkpoint edited after its log: both pair rules find something
+    logs = sorted((sweep / "results").rglob("*.mllog"))
+    logs[0].write_text("".join(line for line in logs[0].read_text().splitlines(keepends=True) if "run_start" not in line))
+    edited = sorted((sweep / "results").rglob("*.json"))[-1]
+    edited.write_bytes(edited.read_bytes() + b"\n")   # the same JSON, not the bytes its job logged
+    monkeypatch.setattr(parallel, "MIN_FILES", 2)
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    monkeypatch.chdir(sweep)
+    project = load_project(sweep / "roster.toml", None)
+    runs = project.roster.select(())
+    inp, found = check.run_checks(sweep / "results", project.benchmark, runs, select_pairs(runs, project.benchmark, None),
+                                  frozenset())
+    assert all(keys.PREDICTIONS not in (st.data or {}) for st in inp.checkpoints.values())
+    for rule in check.RULES:
+        if rule.name in check.PAIR_RULES:
+            assert found[rule.name] == rule.check(inp), rule.name
+    assert found["mllog_compliant"] and found["log_matches_checkpoint"]

@@ -49,7 +49,8 @@ import io
 import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from kit.errors import MissingExtraError
@@ -294,12 +295,22 @@ def heatmap_png(runs: Sequence[str], languages: Sequence[str], f1: Mapping[tuple
 class LrbTables:
     """The tables of one report's complete records, as both its CSV files and its HTML report show them
     (the aggregate rows, one per record, are made by each: holding them between the two costs more
-    memory than making them again costs time)."""
+    memory than making them again costs time). The tests between runs are made when first read, so that
+    a plot needing only the orders is drawn meanwhile."""
 
     leaderboard: list[dict[str, str]]
     languages: list[dict[str, str]]
-    top: dict[str, tuple[str, str]]   # mcnemar_against_top
-    neighbours: list[NeighbourComparison]
+    valid: tuple[CheckpointRecord, ...] = field(repr=False)
+
+    @cached_property
+    def top(self) -> dict[str, tuple[str, str]]:
+        """mcnemar_against_top of the records."""
+        return mcnemar_against_top(self.valid)
+
+    @cached_property
+    def neighbours(self) -> list[NeighbourComparison]:
+        """neighbour_comparisons of the records, in leaderboard order."""
+        return neighbour_comparisons(self.valid, self.run_order)
 
     @property
     def run_order(self) -> list[str]:
@@ -322,10 +333,8 @@ def lrb_tables(valid: Sequence[CheckpointRecord]) -> LrbTables:
     same order)."""
     if _LAST and len(_LAST[0][0]) == len(valid) and all(map(operator.is_, _LAST[0][0], valid)):
         return _LAST[0][1]
-    leaderboard = leaderboard_rows(valid)
-    tables = LrbTables(leaderboard, by_language_rows(valid), mcnemar_against_top(valid),
-                       neighbour_comparisons(valid, [row[keys.RUN] for row in leaderboard]))
-    _LAST[:] = [(tuple(valid), tables)]
+    tables = LrbTables(leaderboard_rows(valid), by_language_rows(valid), tuple(valid))
+    _LAST[:] = [(tables.valid, tables)]
     return tables
 
 

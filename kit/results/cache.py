@@ -186,7 +186,7 @@ class CheckpointCache:
         self._strings: dict[str, str] = {}
         self.data: dict[str, dict[str, Any]] = self._load(self._data_file) if self.file and sections else {}
         for name, kept in self.data.items():   # entry by entry: a whole second copy of a release's sections is 100s of MB
-            self.data[name] = shared_strings(kept, self._strings)
+            self.data[name] = shared_strings(kept, self._strings, document_depth=1)   # kept["summary"]
         self.changed: dict[str, dict[str, Any]] = {}
         self.changed_data: dict[str, dict[str, Any]] = {}
         self._digests: dict[tuple[int, int], tuple[Any, Any, str]] = {}

@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 
-def shared_strings(value: Any, table: dict[Any, Any]) -> Any:
+def shared_strings(value: Any, table: dict[Any, Any], *, document_depth: int = 0) -> Any:
     """The same JSON value, with each string (keys and values) replaced by the equal one in `table`
-    (added when new), and each object nested in another (not the value itself, nor its sections) by an
-    equal one met before, so that equal strings and objects across many documents are held once."""
-    return _shared(value, table, 0)
+    (added when new), and each object nested inside a document's sections by an equal one met before, so
+    that equal strings and objects across many documents are held once. The documents lie
+    `document_depth` levels into `value` (0: `value` is one; 1: each member of it is, as in a cache entry)."""
+    return _shared(value, table, -document_depth)
 
 
 def _shared(value: Any, table: dict[Any, Any], depth: int) -> Any:

@@ -375,6 +375,11 @@ def test_equal_nested_objects_are_held_once_and_only_when_equal_in_every_type():
     # a document and its sections are its own; an object holding a list is not shared
     assert a is not b and a["provenance"] is not b["provenance"] and a["metadata"] is not b["metadata"]
     assert a["provenance"]["image"] is not b["provenance"]["image"]
+    # a cache entry holds its document one level down: the same objects are shared, its sections are not
+    e, f = (shared_strings({"file": [1], "summary": doc(1, 0.0, {"torch": "2.6"})}, table, document_depth=1)
+            for _ in range(2))
+    assert e["summary"]["provenance"]["packages"] is f["summary"]["provenance"]["packages"] is a["provenance"]["packages"]
+    assert e["summary"]["metadata"] is not f["summary"]["metadata"]
     # equal in Python, not in JSON: 1, 1.0 and True; 0.0 and -0.0
     for number, zero in ((1.0, 0.0), (True, 0.0), (1, -0.0)):
         c = shared_strings(doc(number, zero, {"torch": "2.6"}), table)

@@ -115,12 +115,15 @@ class _Plotter:
         return self._answers.pop(index)
 
     def close(self) -> None:
-        try:
-            self._conn.send(None)
-        except OSError:
-            pass
+        """End the child: asked to stop when every plot was collected, else (the report failed on the way,
+        a plot's bytes may be stuck in the pipe) ended at once."""
+        if self._received == self._sent:
+            try:
+                self._conn.send(None)
+            except OSError:
+                pass
+            self._process.join(timeout=10)
         self._conn.close()
-        self._process.join(timeout=10)
         if self._process.is_alive():
             self._process.kill()
             self._process.join()

@@ -68,6 +68,21 @@ def test_a_child_that_dies_is_one_kit_error_not_a_hang() -> None:
             draw(dying).result()
 
 
+def big_plot() -> bytes:
+    return b"x" * (1 << 20)   # more than a pipe holds: the child waits to send it
+
+
+def test_a_report_that_fails_before_collecting_its_plots_does_not_wait_for_the_child() -> None:
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError):
+        with plot_process():
+            draw(big_plot)
+            raise RuntimeError("the report failed on the way")
+    assert time.monotonic() - started < 5
+
+
 def test_nested_plot_processes_share_the_outer_child() -> None:
     with plot_process():
         outer = draw(drawing_pid, "o").result()[1]

@@ -51,7 +51,7 @@ from kit.results.checkpoint import CheckpointState
 from kit.results.keys import PairState
 from kit.results.identity import Expectation, identity_text
 from kit.results.parallel import validate_many
-from kit.results.shared_values import shared_strings
+from kit.results.shared_values import shared_json
 
 
 CACHE_FORMAT = 4
@@ -183,10 +183,10 @@ class CheckpointCache:
         self.hits = 0   # verdicts taken from the cache by this process
         self.entries: dict[str, dict[str, Any]] = self._load(self.file) if self.file else {}
         # thousands of summaries repeat the same few hundred strings (digests, names, versions): one object each
-        self._strings: dict[str, str] = {}
+        self._strings: dict[Any, Any] = {}   # kit.results.shared_values.shared_json's table
         self.data: dict[str, dict[str, Any]] = self._load(self._data_file) if self.file and sections else {}
         for name, kept in self.data.items():   # entry by entry: a whole second copy of a release's sections is 100s of MB
-            self.data[name] = shared_strings(kept, self._strings, document_depth=1)   # kept["summary"]
+            self.data[name] = shared_json(kept, self._strings, document_depth=1)   # kept["summary"]
         self.changed: dict[str, dict[str, Any]] = {}
         self.changed_data: dict[str, dict[str, Any]] = {}
         self._digests: dict[tuple[int, int], tuple[Any, Any, str]] = {}
@@ -246,7 +246,7 @@ class CheckpointCache:
         return out   # type: ignore[return-value]   # every None was filled
 
     def _shared(self, state: CheckpointState) -> CheckpointState:
-        return replace(state, data=shared_strings(state.data, self._strings))
+        return replace(state, data=shared_json(state.data, self._strings))
 
     def save(self) -> None:
         """Write what this process validated into the cache files (merged with what is there now)."""

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from kit.results.checkpoint import CheckpointState, validate_summary
 from kit.results.keys import PairState
-from kit.results.shared_values import shared_strings
+from kit.results.shared_values import shared_json
 
 MIN_FILES = 200          # below this a pool costs more than it saves
 MAX_WORKERS = 8
@@ -26,8 +26,9 @@ _KEEP_DATA = True
 # the function that finds a checkpoint's MLLOG compliance findings (kit.results.check.compliance_findings),
 # when asked for: passed in, so that this module imports nothing of the checks that use it
 _COMPLIANCE: "Callable[[Path, dict[str, Any]], tuple[tuple[str, str, str, str], ...]] | None" = None
-# a validation's strings, one object each (kit.results.shared_values): the pickle back then holds each once
-_STRINGS: dict[str, str] = {}
+# a validation's strings and nested objects, one object each (kit.results.shared_values): the pickle back
+# then holds each once
+_STRINGS: dict[Any, Any] = {}
 
 
 def usable_cores() -> int:
@@ -74,7 +75,7 @@ def fork_map(function: Callable[[T], R], items: Sequence[T], *, min_items: int |
     after = then if then is not None else _as_is
     min_items = MIN_FILES if min_items is None else min_items
     workers = min(usable_cores(), MAX_WORKERS, len(items) // max(1, min_items // 2) or 1)
-    if workers < 2 or len(items) < min_items or "fork" not in multiprocessing.get_all_start_methods():
+    if workers < 2 or len(items) < min_items or not fork_available():
         return [after(function(item)) for item in items]
     global _TASK
     _TASK = (function, items)
@@ -84,6 +85,13 @@ def fork_map(function: Callable[[T], R], items: Sequence[T], *, min_items: int |
                                              chunksize=max(1, len(items) // (workers * 16)))))
     finally:
         _TASK = None
+
+
+def fork_available() -> bool:
+    """Whether this platform can fork a worker (Linux, macOS; not Windows)."""
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _as_is(value: R) -> R:
@@ -111,7 +119,7 @@ def _validate(path: Path, kwargs: dict[str, Any]) -> CheckpointState:
         state = replace(state, compliance=_compliance(_COMPLIANCE, path, state.data))
     if not _KEEP_DATA:
         return replace(state, data=None)   # less to send back from a worker
-    return replace(state, data=shared_strings(state.data, _STRINGS)) if state.data is not None else state
+    return replace(state, data=shared_json(state.data, _STRINGS)) if state.data is not None else state
 
 
 def _compliance(findings: Callable[[Path, dict[str, Any]], tuple[tuple[str, str, str, str], ...]], path: Path,

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kit.errors import KitError
+from kit.results.parallel import fork_available
 
 # the open plotting process (of this process id only: a forked worker must not use its pipe)
 _OPEN: "_Plotter | None" = None
@@ -56,7 +57,7 @@ def plot_process() -> Iterator[None]:
     """Within: `draw` sends plots to one child process, forked here (while this process is still small)
     and ended on leaving. Nested use keeps the outer one."""
     global _OPEN
-    if (_OPEN is not None and _OPEN.owner == os.getpid()) or not _fork_available():
+    if (_OPEN is not None and _OPEN.owner == os.getpid()) or not fork_available():
         yield
         return
     plotter = _Plotter()
@@ -66,12 +67,6 @@ def plot_process() -> Iterator[None]:
     finally:
         _OPEN = None
         plotter.close()
-
-
-def _fork_available() -> bool:
-    import multiprocessing
-
-    return "fork" in multiprocessing.get_all_start_methods()
 
 
 class _Plotter:

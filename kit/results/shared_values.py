@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 
-def shared_strings(value: Any, table: dict[Any, Any], *, document_depth: int = 0) -> Any:
+def shared_json(value: Any, table: dict[Any, Any], *, document_depth: int = 0) -> Any:
     """The same JSON value, with each string (keys and values) replaced by the equal one in `table`
     (added when new), and each object nested inside a document's sections by an equal one met before, so
-    that equal strings and objects across many documents are held once. The documents lie
-    `document_depth` levels into `value` (0: `value` is one; 1: each member of it is, as in a cache entry)."""
+    that equal strings and objects across many documents are held once. The document lies
+    `document_depth` levels into `value` (0: `value` is the document; 1: a member of it is, as a cache
+    entry's summary)."""
     return _shared(value, table, -document_depth)
 
 

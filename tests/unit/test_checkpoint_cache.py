@@ -345,21 +345,21 @@ def test_a_changed_benchmark_file_is_never_hidden_by_cached_verdicts(tmp_path, m
 
 
 def test_shared_strings_keeps_the_value_and_holds_each_string_once():
-    from kit.results.shared_values import shared_strings
+    from kit.results.shared_values import shared_json
 
     a = json.loads('{"metadata": {"run": "org/m", "seed": 0}, "tags": ["org/m", 1.5, null, true]}')
     b = json.loads('{"metadata": {"run": "org/m", "seed": 0}, "tags": ["org/m", 1.5, null, true]}')
     assert a["metadata"]["run"] is not b["metadata"]["run"]
     table: dict[str, str] = {}
-    a2, b2 = shared_strings(a, table), shared_strings(b, table)
+    a2, b2 = shared_json(a, table), shared_json(b, table)
     assert a2 == a and b2 == b
     assert a2["metadata"]["run"] is b2["metadata"]["run"] is b2["tags"][0]
     assert [k for k in a2["metadata"]][0] is [k for k in b2["metadata"]][0]
-    assert shared_strings(None, table) is None and shared_strings(7, table) == 7
+    assert shared_json(None, table) is None and shared_json(7, table) == 7
 
 
 def test_equal_nested_objects_are_held_once_and_only_when_equal_in_every_type():
-    from kit.results.shared_values import shared_strings
+    from kit.results.shared_values import shared_json
 
     def doc(number, zero, packages):
         return json.loads(json.dumps({"provenance": {"packages": packages, "hardware": {"gpus": number, "load": zero},
@@ -367,8 +367,8 @@ def test_equal_nested_objects_are_held_once_and_only_when_equal_in_every_type():
                                       "metadata": {"run": "org/m"}}))
 
     table: dict = {}
-    a = shared_strings(doc(1, 0.0, {"torch": "2.6"}), table)
-    b = shared_strings(doc(1, 0.0, {"torch": "2.6"}), table)
+    a = shared_json(doc(1, 0.0, {"torch": "2.6"}), table)
+    b = shared_json(doc(1, 0.0, {"torch": "2.6"}), table)
     assert a == b == doc(1, 0.0, {"torch": "2.6"})
     assert a["provenance"]["packages"] is b["provenance"]["packages"]
     assert a["provenance"]["hardware"] is b["provenance"]["hardware"]
@@ -376,13 +376,13 @@ def test_equal_nested_objects_are_held_once_and_only_when_equal_in_every_type():
     assert a is not b and a["provenance"] is not b["provenance"] and a["metadata"] is not b["metadata"]
     assert a["provenance"]["image"] is not b["provenance"]["image"]
     # a cache entry holds its document one level down: the same objects are shared, its sections are not
-    e, f = (shared_strings({"file": [1], "summary": doc(1, 0.0, {"torch": "2.6"})}, table, document_depth=1)
+    e, f = (shared_json({"file": [1], "summary": doc(1, 0.0, {"torch": "2.6"})}, table, document_depth=1)
             for _ in range(2))
     assert e["summary"]["provenance"]["packages"] is f["summary"]["provenance"]["packages"] is a["provenance"]["packages"]
     assert e["summary"]["metadata"] is not f["summary"]["metadata"]
     # equal in Python, not in JSON: 1, 1.0 and True; 0.0 and -0.0
     for number, zero in ((1.0, 0.0), (True, 0.0), (1, -0.0)):
-        c = shared_strings(doc(number, zero, {"torch": "2.6"}), table)
+        c = shared_json(doc(number, zero, {"torch": "2.6"}), table)
         hardware = c["provenance"]["hardware"]
         assert hardware is not a["provenance"]["hardware"]
         assert type(hardware["gpus"]) is type(number) and str(hardware["load"]) == str(zero)

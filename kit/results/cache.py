@@ -18,9 +18,11 @@ truncated predictions, its items' outcomes in short (ResultKind.item_outcomes) a
 reader, its MLLOG compliance findings (checked beside the validation, against its log, whose identity
 is in the key): what status, verify and report need, so nothing holds every prediction.
 
-A cache file that cannot be read or does not parse is ignored and rebuilt; each is written whole to
-a temporary file and renamed in, under a file lock (filelock), merging what other processes stored
-meanwhile. Failing to write it is never an error.
+Each file holds an entry per line and is read a line at a time (kit.results.sealed_lines): a
+release's sections are never all held as text or as one parse. A cache file that cannot be read or
+does not parse is ignored and rebuilt; a save writes a temporary file and renames it in, under a
+file lock (filelock), copying the lines other processes stored meanwhile and merging their verdicts.
+Failing to write it is never an error.
 
 Each cache file ends in an HMAC-SHA256 of its text under a key only this user can read (KEY_FILE in
 the cache folder, 0600, made once): a cache file edited by hand, or one whose key is gone, is
@@ -33,31 +35,29 @@ policy).
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import kit
-from kit import safejson
 from kit.errors import ConfigError
 from kit.files import read_regular_file
 from kit.results.checkpoint import CheckpointState
 from kit.results.keys import PairState
 from kit.results.identity import Expectation, identity_text
 from kit.results.parallel import validate_many
+from kit.results.sealed_lines import read_entries, write_entries
 from kit.results.shared_values import shared_json
 
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5   # 5: sealed line files (kit.results.sealed_lines)
 RACY_SECONDS = 2.0
 KEY_FILE = ".key"
-_MAC_LINE = b"\n#hmac-sha256 "
 _STATES = frozenset(PairState)
 
 
@@ -181,12 +181,13 @@ class CheckpointCache:
         self._key = cache_key(folder) if folder else None
         self.file = folder / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.json" if self._key else None
         self.hits = 0   # verdicts taken from the cache by this process
+        self._header = {"format": CACHE_FORMAT, "code": self.code, "results": real}
         self.entries: dict[str, dict[str, Any]] = self._load(self.file) if self.file else {}
         # thousands of summaries repeat the same few hundred strings (digests, names, versions): one object each
         self._strings: dict[Any, Any] = {}   # kit.results.shared_values.shared_json's table
-        self.data: dict[str, dict[str, Any]] = self._load(self._data_file) if self.file and sections else {}
-        for name, kept in self.data.items():   # entry by entry: a whole second copy of a release's sections is 100s of MB
-            self.data[name] = shared_json(kept, self._strings, document_depth=1)   # kept["summary"]
+        # entry by entry as each line is read: a whole second copy of a release's sections is 100s of MB
+        self.data: dict[str, dict[str, Any]] = self._load(self._data_file, self._shared_entry) \
+            if self.file and sections else {}
         self.changed: dict[str, dict[str, Any]] = {}
         self.changed_data: dict[str, dict[str, Any]] = {}
         self._digests: dict[tuple[int, int], tuple[Any, Any, str]] = {}
@@ -248,6 +249,9 @@ class CheckpointCache:
     def _shared(self, state: CheckpointState) -> CheckpointState:
         return replace(state, data=shared_json(state.data, self._strings))
 
+    def _shared_entry(self, kept: Any) -> Any:
+        return shared_json(kept, self._strings, document_depth=1)   # kept["summary"] is the document
+
     def save(self) -> None:
         """Write what this process validated into the cache files (merged with what is there now)."""
         if self.file is None or not self.changed:
@@ -257,18 +261,11 @@ class CheckpointCache:
 
             self.file.parent.mkdir(parents=True, exist_ok=True)
             try:
+                # merged with what other processes stored meanwhile, a line at a time
                 with FileLock(str(self.file) + ".lock", timeout=10):
-                    entries = self._load(self.file)
-                    for name, entry in self.changed.items():
-                        old = entries.get(name)
-                        if isinstance(old, dict) and old.get("file") == entry["file"] and isinstance(old.get("verdicts"), dict):
-                            entry = {**entry, "verdicts": {**old["verdicts"], **entry["verdicts"]}}
-                        entries[name] = entry
                     if self.changed_data:
-                        data = self._load(self._data_file)
-                        data.update(self.changed_data)
-                        self._write(self._data_file, data)
-                    self._write(self.file, entries)
+                        self._write(self._data_file, self.changed_data)
+                    self._write(self.file, self.changed, _merged_verdicts)
             except Timeout:
                 return
         except OSError:
@@ -367,53 +364,18 @@ class CheckpointCache:
         self.data[name] = kept
         self.changed_data[name] = kept
 
-    def _load(self, file: Path) -> dict[str, dict[str, Any]]:
-        try:
-            raw = file.read_bytes()
-            at = raw.rfind(_MAC_LINE)
-            # a view, not a slice: a release's sections file is tens of MB, and a copy would be held while it parses
-            text = memoryview(raw)[:max(at, 0)]
-            if at < 0 or not hmac.compare_digest(raw[at + len(_MAC_LINE):].strip(), self._mac(text).encode()):
-                return {}   # edited by hand, or sealed with a key that is gone: rebuilt
-            doc = safejson.loads_own(text)
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT or doc.get("code") != self.code:
-            return {}
-        entries = doc.get("entries")
-        return entries if isinstance(entries, dict) else {}
+    def _load(self, file: Path, keep: Callable[[Any], Any] | None = None) -> dict[str, dict[str, Any]]:
+        """A cache file's entries ({} when it is missing, of another kit or tree, edited or cut short)."""
+        return read_entries(file, self._key or b"", self._header, keep)
 
-    def _mac(self, text: bytes | memoryview) -> str:
-        return hmac.new(self._key or b"", text, hashlib.sha256).hexdigest()
-
-    def _sealed(self, text: bytes) -> bytes:
-        """`text` as a cache file holds it: followed by its HMAC line."""
-        return text + _MAC_LINE + self._mac(text).encode() + b"\n"
-
-    def _write(self, file: Path, entries: dict[str, dict[str, Any]]) -> None:
-        doc = {"format": CACHE_FORMAT, "code": self.code, "results": os.path.realpath(self.results),
-               "entries": entries}
-        tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
-        mac = hmac.new(self._key or b"", digestmod=hashlib.sha256)
-        try:
-            with open(tmp, "wb") as out:
-                def put(text: str) -> None:
-                    data = text.encode("utf-8")
-                    mac.update(data)
-                    out.write(data)
-
-                put(_dumps({**doc, "entries": {}})[:-2])    # the document up to the entries' "{"
-                # a few hundred entries at a time: the whole text of a release-size tree is tens of MB
-                names = list(entries)
-                for at in range(0, len(names), 500):
-                    chunk = {name: entries[name] for name in names[at:at + 500]}
-                    put(("," if at else "") + _dumps(chunk)[1:-1])
-                put("}}")
-                out.write(_MAC_LINE + mac.hexdigest().encode() + b"\n")
-            os.replace(tmp, file)
-        finally:
-            tmp.unlink(missing_ok=True)
+    def _write(self, file: Path, changed: dict[str, dict[str, Any]],
+               merge: Callable[[Any, Any], Any] | None = None) -> None:
+        """Rewrite a cache file with these entries changed (kit.results.sealed_lines.write_entries)."""
+        write_entries(file, self._key or b"", self._header, changed, merge)
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def _merged_verdicts(old: Any, new: dict[str, Any]) -> dict[str, Any]:
+    """A file's entry as saved: the verdicts stored meanwhile for the same file identity kept beside these."""
+    if isinstance(old, dict) and old.get("file") == new["file"] and isinstance(old.get("verdicts"), dict):
+        return {**new, "verdicts": {**old["verdicts"], **new["verdicts"]}}
+    return new

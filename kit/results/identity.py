@@ -186,6 +186,10 @@ def answer_reasons(predictions: list[Mapping[str, Any]], answers: Mapping[str, A
             f"{_short(answers[first[keys.ITEM_ID]])} for item {first[keys.ITEM_ID]!r}{more}"]
 
 
+# the value types a pair's identity part is shared by (PlanExpectations._shared_extra)
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
 class PlanExpectations:
     """Expected facts of the planned pairs of one benchmark (and roster runs, when given): item ids and
     answers read once per language, identity per pair."""
@@ -200,6 +204,7 @@ class PlanExpectations:
         self._digests: dict[str, str] | None = None
         self._kind: Any = None   # the benchmark's ResultKind, found on first use
         self._of_language: dict[str, LazyExpected] = {}
+        self._extras: dict[Any, tuple[dict[str, Any], str]] = {}   # see _shared_extra
 
     def covers(self, pair: "Pair") -> bool:
         """True when the pair's run is one of the runs and its language one of the benchmark's."""
@@ -219,8 +224,22 @@ class PlanExpectations:
 
             self._kind = result_kind(self.dataset.kind, str(self.dataset.root))
         extra = self._kind.pair_identity(run, pair.language, self.dataset)   # language_part, its kind found once
-        # repr, not JSON: a few flat values per pair, and the key only has to change when they do
-        return LazyExpected(self, pair.language, {**part, **extra}, f"{part_text}\0{sorted(extra.items())!r}")
+        return LazyExpected(self, pair.language, part, part_text, *self._shared_extra(extra))
+
+    def _shared_extra(self, extra: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The language part of a pair's identity and its key text, one object each for the pairs that
+        share it (languages x prompts, not pairs): a sweep's expectations are held while it is read."""
+        shape: Any = None
+        if all(type(v) in _FLAT for v in extra.values()):
+            # type-exact, floats by their text: 1, 1.0 and True (and 0.0, -0.0) have key texts of their own
+            shape = tuple((k, type(v), repr(v) if type(v) is float else v) for k, v in extra.items())
+        known = self._extras.get(shape) if shape is not None else None
+        if known is None:
+            # repr, not JSON: a few flat values, and the key only has to change when they do
+            known = (extra, repr(sorted(extra.items())))
+            if shape is not None:
+                self._extras[shape] = known
+        return known
 
     def of_language(self, language: str) -> "LazyExpected | None":
         """What any checkpoint of `language` must hold on this benchmark, whatever its run (as
@@ -281,15 +300,30 @@ class PlanExpectations:
 class LazyExpected:
     """An Expected (same attributes) of a planned pair whose benchmark ids and answers are read when
     first used, so that a cached verdict (kit.results.cache) needs no language file read; `fingerprint`
-    names them without reading (PlanExpectations.fingerprint)."""
+    names them without reading (PlanExpectations.fingerprint). Its identity is composed when read from
+    a part and its key text shared by the run's pairs and one shared by the pairs of the same language
+    data (a sweep's twenty thousand expectations then hold no identity of their own)."""
 
-    __slots__ = ("_plan", "_language", "identity", "identity_key")
+    __slots__ = ("_plan", "_language", "_part", "_part_key", "_extra", "_extra_key")
 
-    def __init__(self, plan: PlanExpectations, language: str, identity: Mapping[str, Any] | None,
-                 identity_key: str | None = None) -> None:
-        self._plan, self._language, self.identity = plan, language, identity
-        # text that changes whenever the identity does (kit.results.cache keys verdicts by it); None: derive it
-        self.identity_key = identity_key
+    def __init__(self, plan: PlanExpectations, language: str, part: Mapping[str, Any] | None,
+                 part_key: str | None = None, extra: Mapping[str, Any] | None = None, extra_key: str = "") -> None:
+        self._plan, self._language = plan, language
+        self._part, self._part_key, self._extra, self._extra_key = part, part_key, extra, extra_key
+
+    @property
+    def identity(self) -> Mapping[str, Any] | None:
+        """metadata key -> the value a current checkpoint records (None: not checked)."""
+        if self._extra is None:
+            return self._part
+        return {**(self._part or {}), **self._extra}
+
+    @property
+    def identity_key(self) -> str | None:
+        """Text that changes whenever `identity` does (kit.results.cache keys verdicts by it); None: derive it."""
+        if self._extra is None:
+            return self._part_key
+        return f"{self._part_key}\0{self._extra_key}"
 
     @property
     def item_ids(self) -> tuple[str, ...]:

@@ -112,10 +112,32 @@ def test_a_changed_file_is_revalidated_even_with_the_same_stat_but_new_ctime(tre
 
 
 def unsealed(cache_file: Path) -> bytes:
-    """A cache file's JSON text, without the HMAC line that follows it."""
+    """A cache file's lines, without the HMAC line that follows them."""
     text, mark, _ = cache_file.read_bytes().rpartition(b"\n#hmac-sha256 ")
     assert mark, "a cache file ends in its HMAC line"
-    return text
+    return text + b"\n"
+
+
+def entries_in(cache_file: Path) -> dict:
+    """A cache file's entries as its lines hold them (a header line, then a name and an entry per line)."""
+    header, *lines = unsealed(cache_file).splitlines()
+    assert json.loads(header)["format"] == cache_mod.CACHE_FORMAT
+    return {json.loads(name): json.loads(entry) for name, _, entry in (line.partition(b"\t") for line in lines)}
+
+
+def sealed_as(cache: CheckpointCache, text: bytes) -> bytes:
+    """`text` followed by the HMAC line the cache's key gives it: a file the cache must still judge by its content."""
+    import hashlib
+    import hmac
+
+    return text + b"#hmac-sha256 " + hmac.new(cache._key, text, hashlib.sha256).hexdigest().encode() + b"\n"
+
+
+def cache_lines(cache: CheckpointCache, entries: dict) -> bytes:
+    """A cache file's text before its HMAC line: the cache's own header, then these entries."""
+    return b"".join([json.dumps(cache._header).encode() + b"\n",
+                     *(json.dumps(name).encode() + b"\t" + json.dumps(entry).encode() + b"\n"
+                       for name, entry in entries.items())])
 
 
 def saved_cache(results: Path, path: Path, folder: Path) -> tuple[CheckpointCache, Path]:
@@ -143,24 +165,25 @@ def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tree, monkeypatch):
     sections = cache_file.with_suffix(".sections.json")
     good = {p: p.read_bytes() for p in (cache_file, sections)}
     entry = c.entries["fr/org__model.json"]
-    fmt = cache_mod.CACHE_FORMAT
-    for target, junk in ((cache_file, b"{not json"), (cache_file, b"[]"), (sections, b"\x00\xff"),
-                         (cache_file, json.dumps({"format": fmt, "code": c.code, "entries": {
-                             "fr/org__model.json": {"file": "x", "verdicts": 3}}}).encode()),
-                         (cache_file, json.dumps({"format": fmt, "code": c.code, "entries": {"fr/org__model.json": {
-                             "file": entry["file"],
-                             "verdicts": {k: ["complete", "no", None] for k in entry["verdicts"]}}}}).encode()),
-                         (sections, json.dumps({"format": fmt, "code": c.code, "entries": {"fr/org__model.json": {
-                             "file": entry["file"], "summary": [], "truncated": "many"}}}).encode())):
+    header = json.dumps(c._header).encode() + b"\n"
+    for target, junk in ((cache_file, b"{not json\n"), (cache_file, b"[]\n"), (sections, b"\x00\xff\n"),
+                         (cache_file, json.dumps({**c._header, "format": 4}).encode() + b"\n"),
+                         (cache_file, header + b"not an entry line\n"),
+                         (cache_file, header + b'"fr/org__model.json"\t{"file": \n'),
+                         (cache_file, cache_lines(c, {"fr/org__model.json": {"file": "x", "verdicts": 3}})),
+                         (cache_file, cache_lines(c, {"fr/org__model.json": {
+                             "file": entry["file"], "verdicts": {k: ["complete", "no", None] for k in entry["verdicts"]}}})),
+                         (sections, cache_lines(c, {"fr/org__model.json": {
+                             "file": entry["file"], "summary": [], "truncated": "many"}}))):
         for p, text in good.items():
             p.write_bytes(text)
-        target.write_bytes(c._sealed(junk))   # sealed with the right key: each must still be read as junk
+        target.write_bytes(sealed_as(c, junk))   # sealed with the right key: each must still be read as junk
         calls = counting(monkeypatch)
         again = fresh(results, folder)
         assert again.validate(path).complete
         assert len(calls) == 1
         again.save()
-        assert json.loads(unsealed(cache_file))["entries"]["fr/org__model.json"]["verdicts"]
+        assert entries_in(cache_file)["fr/org__model.json"]["verdicts"]
 
 
 def test_a_read_only_results_folder_works(tree, monkeypatch):
@@ -388,14 +411,16 @@ def test_equal_nested_objects_are_held_once_and_only_when_equal_in_every_type():
         assert type(hardware["gpus"]) is type(number) and str(hardware["load"]) == str(zero)
 
 
-def test_cache_files_are_written_in_pieces_and_read_back_whole(tmp_path):
+def test_cache_files_are_written_a_line_each_and_read_back_whole(tmp_path):
     cache = CheckpointCache(tmp_path / "results", tmp_path / "cache")   # makes the folder and its key
     for count in (0, 1, 500, 1201):
-        entries = {f"l{i % 7}/run-{i}.json": {"file": [i, 2, 3, 4, 5], "verdicts": {"k\u00e9": ["complete", [], []]}}
+        cache.file.unlink(missing_ok=True)
+        entries = {f"l{i % 7}/run-{i}.json": {"file": [i, 2, 3, 4, 5], "verdicts": {"k\u00e9\t\n": ["complete", [], []]}}
                    for i in range(count)}
         cache._write(cache.file, entries)
-        assert json.loads(unsealed(cache.file))["entries"] == entries
+        assert entries_in(cache.file) == entries
         assert cache._load(cache.file) == entries
+        assert len(cache.file.read_bytes().splitlines()) == count + 2   # the header, an entry per line, the HMAC
 
 
 def test_a_results_tree_saves_its_cache_when_its_block_ends_even_on_an_error(tree, monkeypatch):

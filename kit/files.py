@@ -12,7 +12,7 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -65,11 +65,13 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
         fh.write(data)
 
 
-def write_bytes_new(path: Path, data: bytes) -> None:
+def write_bytes_new(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write a file that should not exist yet (a page of an output being built in its staging folder,
     which is swapped in whole): created in one step, without the temporary file and rename of
-    write_bytes_atomic, which a file already there (an earlier one, maybe a hard link) still takes."""
+    write_bytes_atomic, which a file already there (an earlier one, maybe a hard link) still takes.
+    `data`: the bytes, or their pieces in order (a large page is never joined in memory)."""
     path = Path(path)
+    pieces = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
         try:
@@ -78,27 +80,65 @@ def write_bytes_new(path: Path, data: bytes) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, flags, 0o666)
     except FileExistsError:
-        write_bytes_atomic(path, data, durable=False)
+        write_bytes_atomic(path, b"".join(pieces), durable=False)
         return
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for piece in pieces:
+                fh.write(piece)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
 
 
-def make_durable(paths: list[Path]) -> None:
+def regular_files(root: str | os.PathLike[str]) -> list[str]:
+    """Every regular file under `root`, at any depth, as sorted POSIX paths relative to it; links are
+    neither listed nor followed. Plain strings: an output folder (a release's report) holds tens of
+    thousands of files, and a Path object each would be held while they are listed."""
+    return sorted(_walk(os.fspath(root))[0])
+
+
+def folders_under(root: str | os.PathLike[str]) -> list[str]:
+    """Every folder under `root` (not itself), at any depth, relative to it; links are not followed."""
+    return sorted(_walk(os.fspath(root))[1])
+
+
+def _walk(root: str) -> tuple[list[str], list[str]]:
+    files: list[str] = []
+    dirs: list[str] = []
+    pending = [("", root)]
+    while pending:
+        prefix, folder = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    dirs.append(prefix + entry.name)
+                    pending.append((prefix + entry.name + "/", entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    files.append(prefix + entry.name)
+    return files, dirs
+
+
+def make_durable(paths: Sequence[str | os.PathLike[str]]) -> None:
     """fsync these files and their folders, many at once: one fsync after another costs a journal
     commit each (seconds for thousands of report pages), while concurrent ones share commits."""
     from concurrent.futures import ThreadPoolExecutor
 
-    targets = [*dict.fromkeys(Path(p) for p in paths), *dict.fromkeys(Path(p).parent for p in paths)]
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(_fsync_path, targets))
+    names = list(dict.fromkeys(map(os.fspath, paths)))
+    targets = [*names, *dict.fromkeys(os.path.dirname(name) or os.curdir for name in names)]
+    # each thread a share of the files: Executor.map over the files would hold a future per file (a
+    # release's report is 20,000 pages)
+    threads = max(1, min(16, len(targets)))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(_fsync_each, (targets[at::threads] for at in range(threads))))
 
 
-def _fsync_path(path: Path) -> None:
+def _fsync_each(paths: list[str]) -> None:
+    for path in paths:
+        _fsync_path(path)
+
+
+def _fsync_path(path: str | os.PathLike[str]) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -185,7 +225,7 @@ def replace_folder(staged: Path, dest: Path) -> None:
     so `dest` is at every instant the old folder or the new one. What the staged folder holds is made
     durable first, so that the renamed folder never holds a file a crash could leave empty."""
     staged, dest = Path(staged), Path(dest)
-    make_durable([p for p in staged.rglob("*") if p.is_file() and not p.is_symlink()])
+    make_durable([os.path.join(staged, rel) for rel in regular_files(staged)])
     old = None
     if dest.exists():
         old = dest.parent / f".{dest.name}.old-{os.getpid()}-{secrets.token_hex(4)}"

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import DISK_ERRNOS, ConfigError
-from kit.files import file_sha256, name_part, read_regular_file, replace_folder, umask, write_text_atomic
+from kit.files import (file_sha256, folders_under, name_part, read_regular_file, regular_files, replace_folder, umask,
+                       write_text_atomic)
 
 INVENTORY = ".kit-output.json"
 # an inventory file of an earlier kit version, and the kind of output it marks
@@ -240,10 +241,11 @@ def _carry_over(dest: Path, stage: Path) -> None:
 def _seal(stage: Path, kind: str, memo: dict[str, Any]) -> None:
     """Write the inventory of `stage` (with `memo` when not empty) and give its folders the modes of plain
     mkdir (mkdtemp makes 0700: an output is meant to be read by a team)."""
-    files = {p.relative_to(stage).as_posix(): file_sha256(p) for p in sorted(stage.rglob("*"))
-             if p.is_file() and not p.is_symlink() and p.name not in (INVENTORY, *LEGACY_INVENTORIES)}
+    skip = (INVENTORY, *LEGACY_INVENTORIES)
+    files = {rel: file_sha256(os.path.join(stage, rel)) for rel in regular_files(stage)
+             if rel.rpartition("/")[2] not in skip}
     doc: dict[str, Any] = {"kit_output": kind, "files": files, **({"memo": memo} if memo else {})}
     write_text_atomic(stage / INVENTORY, json.dumps(doc, indent=1, sort_keys=True) + "\n", durable=False)
     mode = 0o777 & ~umask()
-    for path in [stage, *(p for p in stage.rglob("*") if p.is_dir() and not p.is_symlink())]:
+    for path in [stage, *(os.path.join(stage, rel) for rel in folders_under(stage))]:
         os.chmod(path, mode)

@@ -56,6 +56,7 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
     """
     from kit.config.project import load_project
     from kit.results.identity import PlanExpectations
+    from kit.results.plot_process import plot_process
     from kit.results.report import write_report
     from kit.results.tree import ResultsTree
 
@@ -66,7 +67,8 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
     elif benchmark is not None:   # no roster: every file held to the benchmark (kit.results.benchmark_rule)
         expect = PlanExpectations(common.benchmark_or_roster(benchmark, None))
     out = output or results / "report"
-    with ResultsTree(results, sections=True) as tree:   # validated checkpoints, kept for the next command
+    # the plotting process forked first, while this one is small: the cache's sections are tens of MB
+    with plot_process(), ResultsTree(results, sections=True) as tree:   # validated checkpoints, kept for the next command
         written = write_report(results, out, runs=list(models) or None, expect=expect, include_stale=include_stale,
                                verdicts=list(verdict_dirs) or None, validate_all=tree.validate_all)
     files = {role: str(path) for role, path in written.files.items()}

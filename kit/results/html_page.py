@@ -72,8 +72,15 @@ class Cell:
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> str:
     """An HTML table: escaped headers, each cell escaped unless it is a Cell; numbers right-aligned."""
+    return "".join(table_pieces(columns, rows, caption))
+
+
+def table_pieces(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> list[str]:
+    """table()'s text in pieces, a row each, for a page written piece by piece (a release's index lists
+    tens of thousands of results: joined, then wrapped in its page, then encoded, it would be held three times)."""
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    body = []
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    out = [f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>\n"]
     for row in rows:
         cells = []
         for value in row:
@@ -83,9 +90,9 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | 
                 cells.append(f'<td class="num">{esc(value)}</td>')
             else:
                 cells.append(f"<td>{esc(value)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>\n"
+        out.append("<tr>" + "".join(cells) + "</tr>\n")
+    out.append("</tbody></table>\n" if len(out) > 1 else "\n</tbody></table>\n")
+    return out
 
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
@@ -112,11 +119,16 @@ def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def page(title: str, body: str, nav: Sequence[tuple[str, str]] = ()) -> str:
     """A whole HTML page: escaped title, inline CSS, a navigation bar of (href, text) links, the body."""
+    return "".join(page_pieces(title, [body], nav))
+
+
+def page_pieces(title: str, body: list[str], nav: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """page()'s text in pieces, around a body given in pieces (see table_pieces)."""
     bar = "<nav>" + " ".join(link(h, t) for h, t in nav) + "</nav>\n" if nav else ""
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    return [f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{bar}"
-            f"<h1>{esc(title)}</h1>\n{body}</body>\n</html>\n")
+            f"<h1>{esc(title)}</h1>\n", *body, "</body>\n</html>\n"]
 
 
 def slug(kind: str, name: str) -> str:

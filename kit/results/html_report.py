@@ -6,6 +6,7 @@ Every file is written atomically; the pages are the same bytes for the same inpu
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from kit.errors import MissingExtraError
 from kit.results import keys
 from kit.results.check import compliance_findings, found_lines
 from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, code, esc, flatten, image, key_values,
-                                   link, maybe_link, page, slug, table)
+                                   link, maybe_link, page, page_pieces, slug, table, table_pieces)
 from kit.results.parallel import fork_map
 from kit.results.plot_process import draw
 from kit.files import write_bytes_atomic, write_bytes_new
@@ -46,7 +47,7 @@ class HtmlReport:
     """Where the HTML report is: its index, every page and plot it wrote."""
 
     index: Path
-    pages: list[Path]
+    pages: list[str]     # file names in OUT/pages/ (a release's report has tens of thousands)
     images: list[Path]
 
 
@@ -81,7 +82,7 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
     for name in (AGREEMENT_PLOT, DRIFT_PLOT, DRIFT_CSV):
         if name not in images and (out_dir / name).is_file():
             (out_dir / name).unlink()   # an earlier report's reruns
-    written: list[Path] = []
+    written: list[str] = []   # page names: a Path each would be held (and pickled back from the workers)
     for language, body in parts.languages.items():
         title = f"{parts.title}: {language}"
         nav = [(links.from_page().index(), "index")]
@@ -92,7 +93,7 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
     for verdict in verdicts:
         verdicts_of.setdefault(verdict.key, []).append(verdict)
 
-    def result_page(record: CheckpointRecord) -> Path:
+    def result_page(record: CheckpointRecord) -> str:
         return _write(out_dir / PAGES / links.results[record.name],
                       _result_page(record, parts, links.from_page(), verdicts_of.get(record.name, []), rerun_pages))
 
@@ -101,28 +102,34 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
         written.append(_write(out_dir / PAGES / rerun_pages[verdict.path],
                               _rerun_page(verdict, links.from_page())))
     # no fsync here: OUT is a staging folder, which kit.outputs makes durable as a whole before it is swapped in
-    index = _write(out_dir / INDEX, page(parts.title, _index_body(records, parts, links, reruns + drift_section,
-                                                                  kind.units)))
+    _write(out_dir / INDEX, page_pieces(parts.title, _index_body(records, parts, links, reruns + drift_section, kind.units)))
     _remove_old_pages(out_dir / PAGES, set(written))
-    return HtmlReport(index, written, plots)
+    return HtmlReport(out_dir / INDEX, written, plots)
 
 
-def _remove_old_pages(folder: Path, keep: set[Path]) -> None:
+def _remove_old_pages(folder: Path, keep: set[str]) -> None:
     # pages of results an earlier report counted and this one does not: a copied report must not
     # carry them (only kit's own page names are touched)
-    for old in folder.glob("*.html"):
-        if old not in keep and old.name.startswith(("result-", "language-", "compare-", "rerun-")) and not old.is_symlink():
-            old.unlink()
+    try:
+        with os.scandir(folder) as entries:
+            old = [entry.path for entry in entries if entry.name.endswith(".html") and entry.name not in keep
+                   and entry.name.startswith(("result-", "language-", "compare-", "rerun-"))
+                   and entry.is_file(follow_symlinks=False)]
+    except FileNotFoundError:   # no page written, none there before
+        return
+    for path in old:
+        os.unlink(path)
 
 
-def _write(path: Path, text: str) -> Path:
+def _write(path: Path, text: str | list[str]) -> str:
+    """Write a page or the index (its text, or its pieces: see table_pieces); its file name."""
     # into the staging folder (kit.outputs.write_output), which is made durable and swapped in whole
-    write_bytes_new(path, text.encode("utf-8"))
-    return path
+    write_bytes_new(path, text.encode("utf-8") if isinstance(text, str) else (piece.encode("utf-8") for piece in text))
+    return path.name
 
 
 def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: PageLinks, reruns: str,
-                units: str = "languages") -> str:
+                units: str = "languages") -> list[str]:
     valid = [r for r in records if r.valid]
     invalid = [r for r in records if not r.valid]
     head = (f"<p>{len({r.run for r in valid})} runs, {len({r.language for r in valid})} {units}, "
@@ -130,7 +137,7 @@ def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: Pa
             f"The same numbers as the CSV files and summary.md beside this page.</p>\n")
     languages = (f"<h2>Pages</h2>\n<p>{units.capitalize()}: " + ", ".join(link(links.language(lang) or "", lang)
                                                              for lang in sorted(links.languages)) + "</p>\n")
-    results = table(("result", "run", keys.LANGUAGE),
+    results = table_pieces(("result", "run", keys.LANGUAGE),
                     ([maybe_link(links.result(r.name), r.name), r.run, maybe_link(links.language(r.language), r.language)]
                      for r in sorted(valid, key=lambda r: (r.run, r.language))), caption="Results")
     not_counted = "".join(f"<li>{code(r.name)} ({esc(r.state)}): {esc('; '.join(r.reasons) or 'no reason given')}</li>\n"
@@ -138,8 +145,8 @@ def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: Pa
     stale = [r for r in valid if r.notices]
     notices = ("<h2>Notices</h2>\n<ul>\n" + "".join(f"<li>{code(r.name)}: {esc(n)}</li>\n" for r in stale for n in r.notices)
                + "</ul>\n") if stale else ""
-    return (head + parts.index + reruns + languages + results
-            + f"<h2>Files not counted ({len(invalid)})</h2>\n<ul>\n{not_counted}</ul>\n" + notices)
+    return [head + parts.index + reruns + languages, *results,
+            f"<h2>Files not counted ({len(invalid)})</h2>\n<ul>\n{not_counted}</ul>\n" + notices]
 
 
 def _reruns_section(verdicts: list[Verdict], unread: list[tuple[Path, str]], links: PageLinks,

@@ -72,7 +72,7 @@ def test_a_write_that_is_not_durable_syncs_nothing_and_make_durable_syncs_every_
     seen: list[Path] = []
     monkeypatch.setattr(files, "_fsync_path", lambda p: seen.append(p))
     files.make_durable(paths + [paths[0]])
-    assert sorted(seen) == sorted([*paths, tmp_path / "a", tmp_path / "b"])   # each once
+    assert sorted(seen) == sorted(map(str, [*paths, tmp_path / "a", tmp_path / "b"]))   # each once
     write_bytes_atomic(tmp_path / "durable.txt", b"x")
     assert len(synced) == 1   # the file; its folder through _fsync_path
 
@@ -85,7 +85,7 @@ def test_a_staged_folder_is_made_durable_before_it_is_renamed_into_place(tmp_pat
     (staged / "de" / "run.json").write_text("{}")
     (staged / "card.md").write_text("card")
     events: list[tuple[str, Path]] = []
-    monkeypatch.setattr(files, "make_durable", lambda paths: events.append(("durable", sorted(paths))))
+    monkeypatch.setattr(files, "make_durable", lambda paths: events.append(("durable", sorted(map(Path, paths)))))
     real_rename = os.rename
     monkeypatch.setattr(files.os, "rename", lambda a, b: events.append(("rename", Path(b))) or real_rename(a, b))
     replace_folder(staged, dest)
@@ -153,3 +153,33 @@ def test_a_reproduce_verdict_named_by_a_hostile_language_is_refused_and_nothing_
     with pytest.raises(ConfigError, match="unsafe result name"):
         write_verdict(out, "org__m-../../../../tmp/x", {})
     assert not out.exists() and not list(tmp_path.rglob("reproduce-*"))
+
+
+def test_regular_files_lists_every_regular_file_sorted_and_neither_lists_nor_follows_links(tmp_path):
+    from kit.files import folders_under, regular_files
+
+    for rel in ("b.txt", "a/one.html", "a/deep/two.png", "a.b/x"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "secret").write_text("x")
+    (tmp_path / "linked-dir").symlink_to(outside)
+    (tmp_path / "linked-file").symlink_to(tmp_path / "b.txt")
+    (tmp_path / "fifo").parent.mkdir(exist_ok=True)
+    os.mkfifo(tmp_path / "fifo")
+    assert regular_files(tmp_path) == ["a.b/x", "a/deep/two.png", "a/one.html", "b.txt"]
+    assert folders_under(tmp_path) == ["a", "a.b", "a/deep"]
+    assert regular_files(str(tmp_path / "a")) == ["deep/two.png", "one.html"]
+
+
+def test_write_bytes_new_writes_pieces_in_order_and_replaces_a_file_already_there_whole(tmp_path):
+    from kit.files import write_bytes_new
+
+    page = tmp_path / "pages" / "index.html"
+    write_bytes_new(page, (piece for piece in (b"<p>", b"one", b"</p>")))
+    assert page.read_bytes() == b"<p>one</p>"
+    write_bytes_new(page, iter([b"two", b"", b"three"]))   # there already: replaced atomically
+    assert page.read_bytes() == b"twothree"
+    write_bytes_new(tmp_path / "plain", b"bytes")
+    assert (tmp_path / "plain").read_bytes() == b"bytes"

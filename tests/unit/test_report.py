@@ -289,6 +289,11 @@ def test_a_heatmap_too_large_for_numbers_gets_narrower_cells() -> None:
     # per language and per run, the unannotated grid spends about half the room of the annotated one
     assert (big_w - 2.0) / len(many) < 0.6 * (small_w - 2.0) / len(few)
     assert big_w * lrb_report.HEATMAP_DPI <= 3000 and big_h * lrb_report.HEATMAP_DPI <= 1500
+    # a sweep's 235 runs: rows lower still, the canvas (RGBA, 4 bytes a pixel) under 48 MB
+    sweep = [f"org/model-{i:03d}" for i in range(235)]
+    sweep_w, sweep_h = lrb_report.heatmap_figsize(sweep, many)
+    assert (sweep_h - 1.5) / len(sweep) < 0.7 * (big_h - 1.5) / len(runs)
+    assert sweep_w * sweep_h * lrb_report.HEATMAP_DPI ** 2 * 4 < 48e6
 
 
 @pytest.mark.parametrize("metadata,speed,seconds", [

@@ -48,7 +48,7 @@ from __future__ import annotations
 import io
 import math
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -86,18 +86,22 @@ NEIGHBOUR_COLUMNS = ("rank", keys.RUN, "next_run", "languages", "f1_diff", "f1_l
 
 HEATMAP_DPI = 100
 HEATMAP_ANNOTATE_MAX_CELLS = 400
+# above this many runs, rows are 0.16 inch with 7-point labels: a sweep's 235 runs draw on a 45 MB canvas, not 70
+HEATMAP_COMPACT_RUNS = 100
+HEATMAP_COMPACT_LABEL_POINTS = 7
 
 
 # --------------------------------------------------------------------------- tables
 
 
 def aggregate_rows(records: Iterable[CheckpointRecord],
-                   top: Mapping[str, tuple[str, str]] | None = None) -> list[dict[str, str]]:
-    """One formatted row per complete checkpoint (run x language), sorted by run then language; `top`:
-    their mcnemar_against_top, when already found."""
+                   top: Mapping[str, tuple[str, str]] | None = None) -> Iterator[dict[str, str]]:
+    """One formatted row per complete checkpoint (run x language), sorted by run then language, each made
+    as it is asked for (a release's rows are never all held); `top`: their mcnemar_against_top, when
+    already found."""
     valid = [r for r in records if r.valid]
     top = mcnemar_against_top(valid) if top is None else top
-    return [aggregate_row(r, top) for r in sorted(valid, key=lambda r: (r.run, r.language))]
+    return (aggregate_row(r, top) for r in sorted(valid, key=lambda r: (r.run, r.language)))
 
 
 def aggregate_row(r: CheckpointRecord, top: Mapping[str, tuple[str, str]]) -> dict[str, str]:
@@ -236,11 +240,13 @@ def heatmap_figsize(runs: Sequence[str], languages: Sequence[str]) -> tuple[floa
     """Figure size in inches for this grid, in quarter inches so pixels are exact at HEATMAP_DPI. Cells
     that carry their value (HEATMAP_ANNOTATE_MAX_CELLS) are wide enough for it; others just hold the
     colour beside a tick label, which keeps the release grid (50 x 85) to a 2,900 x 1,400 image (its
-    RGBA canvas 16 MB, not 41 MB: the largest block of `kit report`'s memory)."""
+    RGBA canvas 16 MB, not 41 MB: the largest block of `kit report`'s memory). Above
+    HEATMAP_COMPACT_RUNS runs, rows are lower and their labels smaller."""
     label = max((len(r) for r in runs), default=0)
     annotated = len(runs) * len(languages) <= HEATMAP_ANNOTATE_MAX_CELLS
-    width = 2.0 + 0.07 * label + (0.6 if annotated else 0.3) * len(languages)
-    height = 1.5 + (0.35 if annotated else 0.25) * len(runs)
+    compact = len(runs) > HEATMAP_COMPACT_RUNS
+    width = 2.0 + (0.05 if compact else 0.07) * label + (0.6 if annotated else 0.3) * len(languages)
+    height = 1.5 + (0.35 if annotated else 0.16 if compact else 0.25) * len(runs)
     return math.ceil(max(width, 4.0) * 4) / 4, math.ceil(max(height, 2.5) * 4) / 4
 
 
@@ -273,6 +279,8 @@ def heatmap_png(runs: Sequence[str], languages: Sequence[str], f1: Mapping[tuple
         ax.set_ylim(len(runs) - 0.5, -0.5)   # first run on top, as a table reads
         ax.set_xticks(range(len(languages)), labels=list(languages))
         ax.set_yticks(range(len(runs)), labels=list(runs))
+        if len(runs) > HEATMAP_COMPACT_RUNS:
+            ax.tick_params(axis="y", labelsize=HEATMAP_COMPACT_LABEL_POINTS)
         ax.set_xlabel("language")
         ax.set_title("F1 by run and language")
         fig.colorbar(image, ax=ax, label="F1")

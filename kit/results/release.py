@@ -25,12 +25,12 @@ import csv
 import hashlib
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError
-from kit.files import write_bytes_atomic, write_text_atomic
+from kit.files import regular_files, write_bytes_atomic, write_text_atomic
 from kit.outputs import check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
@@ -78,10 +78,11 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
         raise ConfigError(f"{results}: no complete checkpoint to release",
                           fix="run `kit status` on it; point at the folder holding <language>/<run>.json")
     _refuse_links(complete)
-    datas = {s.path: json.loads(s.path.read_text(encoding="utf-8")) for s in complete}
-    _refuse_edited(complete, datas)
+    # each file read on its own, twice (checked, then written): a release of 20,000 pairs is never held
+    checked = _check_files(complete)
     signatures = _signatures(complete, public_keys)
-    prompts = _prompts(datas, benchmark, results)
+    pairs = [replace(p, signed=signatures.get(s.path, "unsigned")) for p, s in zip(checked.pairs, complete)]
+    prompts = _prompts(checked.prompts, benchmark, results)
     covered = coverage(states)
     done = all(c.done for c in covered)
     title = name or (getattr(benchmark, "name", None) if benchmark is not None else None) or results.resolve().name
@@ -90,9 +91,9 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
             from kit.signing import public_dict
 
             write_text_atomic(out.stage / KEYS_FILE, json.dumps([public_dict(k) for k in public_keys], indent=2) + "\n")
-        _fill(out.stage, results, complete, datas, prompts, covered, done, planned, title, license_id, benchmark, runs,
-              signatures)
-        files = sorted(p.relative_to(out.stage).as_posix() for p in out.stage.rglob("*") if p.is_file())
+        _fill(out.stage, results, complete, pairs, prompts, covered, done, planned, title, license_id,
+              benchmark, runs)
+        files = regular_files(out.stage)
     left = {str(s.path): list(s.reasons) for s in states if s.state == PairState.STALE}
     return ReleaseOutcome(release, files, done, covered, left)
 
@@ -141,16 +142,57 @@ def _refuse_links(complete: list[Any]) -> None:
                           fix="replace each link with the file itself (or move it out of RESULTS), then release again")
 
 
-def _refuse_edited(complete: list[Any], datas: dict[Path, dict]) -> None:
-    """A checkpoint changed since its job logged its digest is not the job's result: refuse it, as
-    `kit check` (log_matches_checkpoint), `kit collect` and `kit export` do (the sealed evidence policy)."""
-    from kit.results.evidence import evidence_reasons
+@dataclass
+class _Checked:
+    """What the check pass keeps of the complete checkpoints: each one's card facts, and each prompt digest
+    with its task, runs and a file that names it."""
 
-    edited = [(s.path, why) for s in complete if (why := "; ".join(evidence_reasons(s.path, datas[s.path], sealed=True)))]
+    pairs: list[CardPair] = field(default_factory=list)
+    prompts: dict[str, tuple[str, set[str], Path]] = field(default_factory=dict)
+
+
+def _check_files(complete: list[Any]) -> _Checked:
+    """Read each complete checkpoint once, keeping only what the card needs (values shared across files; its
+    signature is added after);
+    refuse (ConfigError) the first file changed since its job logged its digest, as `kit check`
+    (log_matches_checkpoint), `kit collect` and `kit export` do (the sealed evidence policy), else the
+    first that is not an lrb result."""
+    from kit.results.evidence import evidence_reasons
+    from kit.results.shared_values import shared_json
+
+    out, table = _Checked(), {}
+    edited: list[tuple[Path, str]] = []
+    other_kind: tuple[Path, str] | None = None
+    for s in complete:
+        data = _read(s.path)
+        why = "; ".join(evidence_reasons(s.path, data, sealed=True))
+        if why:
+            edited.append((s.path, why))
+        if kind_of(data) is not LRB:
+            other_kind = other_kind or (s.path, kind_name(data))
+        if edited or other_kind:
+            continue   # refused: only the count of edited files is still wanted
+        meta = data[keys.METADATA]
+        sha = str(meta.get(keys.PROMPT_SHA256))
+        known = out.prompts.setdefault(sha, (str(meta.get(keys.TASK, keys.TASK_GENERATE)), set(), s.path))
+        known[1].add(meta.get(keys.RUN) or "")
+        facts = shared_json({"metadata": meta, "metrics": data[keys.METRICS],
+                             "provenance": {keys.PROV_IMAGE: (data.get(keys.PROVENANCE) or {}).get(keys.PROV_IMAGE)}},
+                            table, document_depth=1)
+        out.pairs.append(CardPair(s.pair.run, s.pair.language, facts["metadata"], facts["metrics"], facts["provenance"]))
     if edited:
         path, why = edited[0]
         raise ConfigError(f"{path}: {why}" + (f", and {len(edited) - 1} more" if len(edited) > 1 else ""),
                           fix="rerun the pair (kit shard --force), or restore the file its job wrote, then release again")
+    if other_kind:
+        raise ConfigError(f"{other_kind[0]}: a {other_kind[1]} checkpoint; kit release writes lrb's layout",
+                          fix="release only lrb results (keep each benchmark in its own results folder)")
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """A complete checkpoint's document (read again for each pass: it was validated)."""
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _signatures(complete: list[Any], public_keys: list[Any] | None) -> dict[Path, str]:
@@ -174,16 +216,9 @@ def _signatures(complete: list[Any], public_keys: list[Any] | None) -> dict[Path
     return out
 
 
-def _prompts(datas: dict[Path, dict], benchmark: Any, results: Path) -> list[CardPrompt]:
-    """Every prompt the checkpoints used, read from the benchmark folder and matched by sha256."""
-    wanted: dict[str, tuple[str, set[str]]] = {}
-    for path, data in datas.items():
-        meta = data[keys.METADATA]
-        if kind_of(data) is not LRB:
-            raise ConfigError(f"{path}: a {kind_name(data)} checkpoint; kit release writes lrb's layout",
-                              fix="release only lrb results (keep each benchmark in its own results folder)")
-        sha = str(meta.get(keys.PROMPT_SHA256))
-        wanted.setdefault(sha, (str(meta.get(keys.TASK, keys.TASK_GENERATE)), set()))[1].add(meta.get(keys.RUN) or "")
+def _prompts(wanted: dict[str, tuple[str, set[str], Path]], benchmark: Any, results: Path) -> list[CardPrompt]:
+    """Every prompt the checkpoints used (digest -> task, runs, a file naming it), read from the benchmark
+    folder and matched by sha256."""
     if benchmark is None:
         raise ConfigError(f"{results}: the card needs the prompt texts, and no benchmark folder was given",
                           fix="pass --benchmark DIR (the sweep's benchmark folder) or --roster roster.toml")
@@ -193,9 +228,8 @@ def _prompts(datas: dict[Path, dict], benchmark: Any, results: Path) -> list[Car
         data = path.read_bytes()
         texts.setdefault(hashlib.sha256(data).hexdigest(), (path.relative_to(root).as_posix(), data))
     out = []
-    for sha, (task, runs) in sorted(wanted.items(), key=lambda kv: (kv[1][0], kv[0])):
+    for sha, (task, runs, example) in sorted(wanted.items(), key=lambda kv: (kv[1][0], kv[0])):
         if sha not in texts:
-            example = next(p for p, d in datas.items() if str(d[keys.METADATA].get(keys.PROMPT_SHA256)) == sha)
             raise ConfigError(f"{example}: metadata.prompt_sha256 {sha} matches no prompt file in {root}",
                               fix="pass --benchmark with the folder of the prompt files the sweep used")
         rel, data = texts[sha]
@@ -203,13 +237,11 @@ def _prompts(datas: dict[Path, dict], benchmark: Any, results: Path) -> list[Car
     return out
 
 
-def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict], prompts: list[CardPrompt],
+def _fill(tmp: Path, results: Path, complete: list[Any], pairs: list[CardPair], prompts: list[CardPrompt],
           covered: list[Coverage], done: bool, planned: bool, title: str, license_id: str, benchmark: Any,
-          runs: list[Any] | None, signatures: dict[Path, str]) -> None:
+          runs: list[Any] | None) -> None:
     """Write every file of the release into the empty folder `tmp`."""
-    from kit.results.kinds.lrb.export import lrb_file
     from kit.results.report import write_report
-    from kit.results.store import envelope_path
 
     expect = None
     if benchmark is not None and runs:
@@ -217,47 +249,51 @@ def _fill(tmp: Path, results: Path, complete: list[Any], datas: dict[Path, dict]
 
         expect = PlanExpectations(benchmark, runs)
     write_report(results, tmp, expect=expect, own_output=False)
-    for s in complete:
-        data = datas[s.path]
-        try:   # as kit export lrb writes it: an lrb file as it is, in its place; a kit checkpoint converted
-            rel, body = lrb_file(results, s.path, data)
-        except ValueError as exc:   # a file lrb's loader would refuse: no release that cannot be read back
-            raise ConfigError(f"{s.path}: {exc}", fix="mend that key in the file (or leave the file out of RESULTS), "
-                                                      "then release again") from None
-        # made durable together when the folder is renamed into place (kit.files.replace_folder)
-        write_bytes_atomic(tmp / rel, body, durable=False)   # a value JSON cannot hold: a one-line error
-        for source in (s.path, s.path.with_suffix(".mllog"), envelope_path(s.path)):
-            if source.is_file() and not source.is_symlink():
-                write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes(),
-                                   durable=False)
-    write_text_atomic(tmp / VIEWER_FILE, _items_csv(complete, datas))
+    _write_files(tmp, results, complete)
     write_text_atomic(tmp / "SNAPSHOT_STATUS.md", snapshot_status_text(title, covered, planned))
     guide = _REPRODUCE_GUIDE.is_file()
     if guide:
         write_bytes_atomic(tmp / "REPRODUCE.md", _REPRODUCE_GUIDE.read_bytes())
     status_line = ("Complete snapshot." if done else
                    "Snapshot in progress, not the final release (see `SNAPSHOT_STATUS.md`).")
-    pairs = [CardPair(s.pair.run, s.pair.language, datas[s.path][keys.METADATA], datas[s.path][keys.METRICS],
-                      datas[s.path].get(keys.PROVENANCE) or {}, signatures.get(s.path, "unsigned")) for s in complete]
     languages = {s.pair.language for s in complete}
     top = {"README.md", *(p.name + ("/" if p.is_dir() else "") for p in tmp.iterdir() if p.name not in languages)}
     listed = [*sorted(top - {"data/"}), VIEWER_FILE, "<language>/<run>.json"]
     write_text_atomic(tmp / "README.md", dataset_card(title, license_id, pairs, prompts, status_line, listed, guide))
 
 
-def _items_csv(complete: list[Any], datas: dict[Path, dict]) -> str:
-    """data/train.csv: one row per item per complete run-language pair (cells through csv_cell: data,
-    never a spreadsheet formula)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(ITEM_COLUMNS)
-    for s in sorted(complete, key=lambda s: (s.pair.run, s.pair.language)):
-        data = datas[s.path]
-        model = data[keys.METADATA].get(keys.MODEL_ID)
-        for item in data[keys.PREDICTIONS]:
-            score = item.get(keys.SCORE_YES)
-            writer.writerow(map(csv_cell, [
-                s.pair.run, model, s.pair.language, item[keys.ITEM_ID], item[keys.EXPECTED], item[keys.PREDICTED],
-                str(item[keys.PREDICTED] == item[keys.EXPECTED]).lower(), "" if score is None else repr(float(score)),
-                item.get(keys.PARSE_MODE) or "", str(item.get(keys.TRUNCATED) is True).lower()]))
-    return out.getvalue()
+def _write_files(tmp: Path, results: Path, complete: list[Any]) -> None:
+    """Each complete checkpoint, one at a time in (run, language) order: its lrb file (as kit export lrb
+    writes it: an lrb file as it is, in its place; a kit checkpoint converted), kit's checkpoint, log
+    and signed statement as written, and its items' rows of data/train.csv (cells through csv_cell:
+    data, never a spreadsheet formula)."""
+    from kit.files import atomic_writer
+    from kit.results.kinds.lrb.export import lrb_file
+    from kit.results.store import envelope_path
+
+    # made durable together when the folder is renamed into place (kit.files.replace_folder)
+    with atomic_writer(tmp / VIEWER_FILE, durable=False) as raw:
+        viewer = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        writer = csv.writer(viewer, lineterminator="\n")
+        writer.writerow(ITEM_COLUMNS)
+        for s in sorted(complete, key=lambda s: (s.pair.run, s.pair.language)):
+            data = _read(s.path)
+            try:
+                rel, body = lrb_file(results, s.path, data)
+            except ValueError as exc:   # a file lrb's loader would refuse: no release that cannot be read back
+                raise ConfigError(f"{s.path}: {exc}", fix="mend that key in the file (or leave the file out of "
+                                                          "RESULTS), then release again") from None
+            write_bytes_atomic(tmp / rel, body, durable=False)   # a value JSON cannot hold: a one-line error
+            for source in (s.path, s.path.with_suffix(".mllog"), envelope_path(s.path)):
+                if source.is_file() and not source.is_symlink():
+                    write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes(),
+                                       durable=False)
+            model = data[keys.METADATA].get(keys.MODEL_ID)
+            for item in data[keys.PREDICTIONS]:
+                score = item.get(keys.SCORE_YES)
+                writer.writerow(map(csv_cell, [
+                    s.pair.run, model, s.pair.language, item[keys.ITEM_ID], item[keys.EXPECTED], item[keys.PREDICTED],
+                    str(item[keys.PREDICTED] == item[keys.EXPECTED]).lower(), "" if score is None else repr(float(score)),
+                    item.get(keys.PARSE_MODE) or "", str(item.get(keys.TRUNCATED) is True).lower()]))
+        viewer.flush()
+        viewer.detach()

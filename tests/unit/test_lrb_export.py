@@ -152,3 +152,19 @@ def test_status_pairs_names_the_file_of_two_copies_of_one_pair(tmp_path):
     rows = [line for line in r.stdout.splitlines() if "org/a" in line and "und" in line]
     assert len(rows) == 2, r.stdout
     assert any("strict-8-tokens" in row for row in rows) and any("strict-8-tokens" not in row for row in rows), rows
+
+
+def test_a_refused_checkpoint_read_last_leaves_no_file_and_an_earlier_export_as_it_was(tmp_path):
+    """Files are written into the staging folder as they are read (only each one's place and digest are
+    held); a refusal after some were written drops that folder whole."""
+    results = _results(tmp_path)
+    out = tmp_path / "out"
+    first = export_lrb(results, out)
+    assert sorted(p.name for p in first.written) == ["org__a.json", "org__b.json"]
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    _poison(results / "en" / "org__a.json", '"throughput_items_per_second": 24.0', '"throughput_items_per_second": 25.0')
+    _poison(results / "en" / "org__b.json", '"predicted": "yes"', '"predicted": "maybe"')   # read last: invalid
+    again = export_lrb(results, out)
+    assert list(again.refused) == [results / "en" / "org__b.json"] and again.written == []
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".kit-staging")]

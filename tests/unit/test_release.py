@@ -237,3 +237,48 @@ def test_an_lrb_file_comes_into_the_release_as_lrb_wrote_it_in_its_place(sweep):
     for path in made:
         assert (out / path.relative_to(sweep.results)).read_bytes() == path.read_bytes()
     assert not (out / "und").exists() and (out / "en" / "kit-demo__tiny-llama.json").is_file()
+
+
+def test_a_release_holds_one_checkpoint_document_at_a_time(tmp_path, monkeypatch):
+    """Each checkpoint is read, used and let go before the next (a 20,000-pair release held whole needs GBs)."""
+    import weakref
+
+    from release_helpers import LLM, RERANKER
+
+    sweep = demo_sweep(tmp_path, runs=(LLM, RERANKER))   # 6 checkpoints
+
+    from kit.results import release as release_mod
+
+    class Document(dict):
+        __hash__ = object.__hash__   # by identity: a WeakSet member
+
+    alive: "weakref.WeakSet[Document]" = weakref.WeakSet()
+    most: list[int] = []
+    real = release_mod._read
+
+    def tracked(path):
+        doc = Document(real(path))
+        alive.add(doc)
+        most.append(len(alive))
+        return doc
+
+    monkeypatch.setattr(release_mod, "_read", tracked)
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    # read twice (checked, then written); at most the one being read and the one before it are alive
+    assert len(most) == 2 * 6 and max(most) <= 2
+    rows = list(csv.DictReader((sweep.root / "release" / "data/train.csv").open(encoding="utf-8")))
+    assert len(rows) == 6 * 20 and [(r["run"], r["language"]) for r in rows] == sorted((r["run"], r["language"]) for r in rows)
+
+
+def test_every_changed_checkpoint_is_counted_in_the_one_line_that_stops_a_release(sweep):
+    from kit.files import file_sha256
+
+    for lang in ("de", "en"):
+        path = sweep.results / lang / "kit-demo__tiny-llama.json"
+        path.with_suffix(".mllog").write_text(
+            ':::MLLOG {"key": "run_stop", "metadata": {"checkpoint_sha256": "%s"}}\n' % file_sha256(path), encoding="utf-8")
+        path.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=1), encoding="utf-8")
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 2 and "de/kit-demo__tiny-llama.json" in r.stderr and "and 1 more" in r.stderr
+    assert not (sweep.root / "release").exists()

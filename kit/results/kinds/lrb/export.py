@@ -28,6 +28,7 @@ the same pairs replaced), and a folder holding anything kit did not export there
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -82,8 +83,10 @@ class LrbExport:
 
 def export_lrb(results: Path, out: Path) -> LrbExport:
     """Write every checkpoint of `results` as an lrb result file under `out`; when one is invalid, not
-    an lrb checkpoint, or lacks a key lrb requires, write nothing and list why. Every file is
-    serialised before any is written (lrb_bytes: a ConfigError for a value JSON cannot hold)."""
+    an lrb checkpoint, or lacks a key lrb requires, write nothing and list why (lrb_bytes: a ConfigError
+    for a value JSON cannot hold). Each file is converted and written into the output's staging folder
+    as it is read, so only its place and digest are held (a 20,000-pair tree's lrb files are GBs); the
+    staging folder is dropped, not swapped in, when any file is refused."""
     results, out = Path(results), Path(out)
     files = iter_checkpoint_files(results)
     if not files:
@@ -91,26 +94,35 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
                           fix="pass the results folder of a sweep")
     check_output(out, "export", force_needed=False, inputs=[results])
     export = LrbExport(not_counted=archive_note(results))
-    made: dict[Path, tuple[Path, bytes]] = {}
-    for path in files:
-        state = validate_sealed(path)   # what its job logged, too
-        if state.state != PairState.COMPLETE or state.data is None:
-            export.refused[path] = state.reasons or [state.state]
-            continue
-        try:
-            made[path] = lrb_file(results, path, state.data)
-        except ValueError as exc:
-            export.refused[path] = [str(exc)]
-    if export.refused:
+    made: dict[Path, tuple[Path, str]] = {}
+    try:
+        with write_output(out, "export", force_needed=False, update=True, inputs=[results]) as folder:
+            written: set[Path] = set()
+            for path in files:
+                state = validate_sealed(path)   # what its job logged, too
+                if state.state != PairState.COMPLETE or state.data is None:
+                    export.refused[path] = state.reasons or [state.state]
+                    continue
+                try:
+                    rel, body = lrb_file(results, path, state.data)
+                except ValueError as exc:
+                    export.refused[path] = [str(exc)]
+                    continue
+                made[path] = (rel, hashlib.sha256(body).hexdigest())
+                if not export.refused and rel not in written:   # the first checkpoint of each lrb file
+                    write_bytes_atomic(folder.stage / rel, body, durable=False)   # made durable when swapped in
+                    written.add(rel)
+            sources = _one_source_each(export, made)
+            if export.refused:
+                raise _Refused
+    except _Refused:
         return export
-    files = _one_source_each(export, made)
-    if export.refused:
-        return export
-    with write_output(out, "export", force_needed=False, update=True, inputs=[results]) as folder:
-        for rel, body in files.items():
-            write_bytes_atomic(folder.stage / rel, body, durable=False)   # made durable when swapped in
-    export.written = [out / rel for rel in files]
+    export.written = [out / rel for rel in sources]
     return export
+
+
+class _Refused(Exception):
+    """Leaves write_output's block when a checkpoint is refused: its staging folder is dropped."""
 
 
 def lrb_file(results: Path, path: Path, data: Mapping[str, Any]) -> tuple[Path, bytes]:
@@ -125,10 +137,11 @@ def lrb_file(results: Path, path: Path, data: Mapping[str, Any]) -> tuple[Path, 
     return _destination(Path(), converted, Path(path).parent.relative_to(results)), lrb_bytes(path, converted)
 
 
-def _one_source_each(export: LrbExport, made: dict[Path, tuple[Path, bytes]]) -> dict[Path, bytes]:
-    """{lrb file: bytes}, each file from one checkpoint. Checkpoints that would give one lrb file
-    different bytes (lrb's top-level copy of a run and its copy in a batch folder) are refused, none
-    dropped; byte-equal ones give the file once and are listed in `export.same_as`."""
+def _one_source_each(export: LrbExport, made: dict[Path, tuple[Path, str]]) -> dict[Path, Path]:
+    """{lrb file: the checkpoint it is made from}, from `made` (checkpoint -> its lrb file and that file's
+    sha256). Checkpoints that would give one lrb file different bytes (lrb's top-level copy of a run and
+    its copy in a batch folder) are refused, none dropped; byte-equal ones give the file once and are
+    listed in `export.same_as`."""
     by_file: dict[Path, list[Path]] = {}
     for source, (rel, _) in made.items():
         by_file.setdefault(rel, []).append(source)
@@ -142,7 +155,7 @@ def _one_source_each(export: LrbExport, made: dict[Path, tuple[Path, bytes]]) ->
                                           "which holds other results; export each folder on its own (-o apart)"]
         else:
             export.same_as.update({s: sources[0] for s in sources[1:]})
-    return {rel: made[sources[0]][1] for rel, sources in by_file.items()}
+    return {rel: sources[0] for rel, sources in by_file.items()}
 
 
 def _destination(out: Path, data: Mapping[str, Any], folder: Path) -> Path:

@@ -18,7 +18,8 @@ from bench.readme import END, START, replace_section  # noqa: E402
 
 ROWS = ("`kit status` (table), cold", "`kit status --json`, cold", "`kit status` (table), peak RSS",
         "`kit status` (table), warm", "`kit verify`, cold", "`kit verify`, peak RSS", "`kit verify`, warm", "`kit report`, cold",
-        "`kit report`, peak RSS", "`kit report`, warm", "`kit report`, one checkpoint changed", "`kit plan`", "worker, 1 pairs of the tiny Llama",
+        "`kit report`, peak RSS", "`kit report`, warm", "`kit report`, one checkpoint changed", "`kit check` (every rule",
+        "`kit check`, peak RSS", "`kit release`, peak RSS", "`kit export lrb`, peak RSS", "`kit plan`", "worker, 1 pairs of the tiny Llama",
         "`kit status --help`", "`kit --help`")
 PACKING = ("one job per pair", "kit index shards, walltime 4 h", "kit cost-packed, --walltime auto (cap 4 h)")
 

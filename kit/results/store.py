@@ -3,7 +3,6 @@ instant leaves the old complete file or none, never a half-written one."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from datetime import datetime, timezone
@@ -13,6 +12,7 @@ from typing import Any
 from kit.config.names import run_file_stem
 from kit.files import name_part, write_text_atomic
 from kit.results import keys
+from kit.results.json_text import indented_json
 
 
 def checkpoint_path(results: Path, run: str, language: str) -> Path:
@@ -39,8 +39,9 @@ def checkpoint_paths(results: Path, pairs: list[tuple[str, str]]) -> list[Path]:
 
 
 def dumps_checkpoint(data: dict[str, Any]) -> str:
-    """The canonical text of a checkpoint: sorted keys, UTF-8 kept, indent 2, final newline."""
-    return json.dumps(data, sort_keys=True, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    """The canonical text of a checkpoint: sorted keys, UTF-8 kept, indent 2, final newline (json.dumps'
+    text, made faster by kit.results.json_text)."""
+    return indented_json(data) + "\n"
 
 
 def write_checkpoint(path: Path, data: dict[str, Any]) -> None:

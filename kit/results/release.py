@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError
-from kit.files import regular_files, write_bytes_atomic, write_text_atomic
+from kit.files import regular_files, write_bytes_atomic, write_bytes_new, write_text_atomic
 from kit.outputs import check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
@@ -40,6 +40,7 @@ from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_
 from kit.results.tables import csv_cell
 from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text, unplanned_statuses
 
+_WORDS = {True: "true", False: "false"}
 ITEM_COLUMNS = ("run", "model_id", "language", "item_id", "expected", "predicted", "correct", "score_yes",
                 "parse_mode", "truncated")
 _REPRODUCE_GUIDE = Path(__file__).resolve().parents[2] / "REPRODUCE.md"
@@ -109,18 +110,28 @@ def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple
     """Each pair's state (kit.results.status), and whether they were planned from a roster."""
     from kit.results.status import pair_states, scan_results
 
+    validate_all = every_core(results, sections=False)
     if benchmark is not None and runs:
         from kit.plan import select_pairs
         from kit.results.identity import PlanExpectations
 
-        states = pair_states(results, select_pairs(runs, benchmark, None), PlanExpectations(benchmark, runs))
+        states = pair_states(results, select_pairs(runs, benchmark, None), PlanExpectations(benchmark, runs),
+                             validate_all)
         planned = {s.path for s in states}
-        extra = [s for s in scan_results(results) if s.path not in planned]   # found but not planned
+        extra = [s for s in scan_results(results, validate_all) if s.path not in planned]   # found but not planned
         _refuse_invalid(states + extra)
         return sorted(states + extra, key=lambda s: (s.pair.run, s.pair.language)), True
-    found = scan_results(results)
+    found = scan_results(results, validate_all)
     _refuse_invalid(found)
     return (unplanned_statuses(results, found) if found else []), False
+
+
+def every_core(results: Path, *, sections: bool) -> Any:
+    """A ValidateAll that reads every file again (no cache: the evidence policy of a release) on every
+    usable core (kit.results.parallel), keeping sections for a report's reader."""
+    from kit.results.cache import CheckpointCache
+
+    return CheckpointCache(results, None, sections=sections).validate_all
 
 
 def _refuse_invalid(states: list[Any]) -> None:
@@ -248,7 +259,7 @@ def _fill(tmp: Path, results: Path, complete: list[Any], pairs: list[CardPair], 
         from kit.results.identity import PlanExpectations
 
         expect = PlanExpectations(benchmark, runs)
-    write_report(results, tmp, expect=expect, own_output=False)
+    write_report(results, tmp, expect=expect, own_output=False, validate_all=every_core(results, sections=True))
     _write_files(tmp, results, complete)
     write_text_atomic(tmp / "SNAPSHOT_STATUS.md", snapshot_status_text(title, covered, planned))
     guide = _REPRODUCE_GUIDE.is_file()
@@ -283,17 +294,17 @@ def _write_files(tmp: Path, results: Path, complete: list[Any]) -> None:
             except ValueError as exc:   # a file lrb's loader would refuse: no release that cannot be read back
                 raise ConfigError(f"{s.path}: {exc}", fix="mend that key in the file (or leave the file out of "
                                                           "RESULTS), then release again") from None
-            write_bytes_atomic(tmp / rel, body, durable=False)   # a value JSON cannot hold: a one-line error
+            # into the new folder in one step each (no temporary file: the folder is swapped in whole)
+            write_bytes_new(tmp / rel, body)
             for source in (s.path, s.path.with_suffix(".mllog"), envelope_path(s.path)):
                 if source.is_file() and not source.is_symlink():
-                    write_bytes_atomic(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes(),
-                                       durable=False)
-            model = data[keys.METADATA].get(keys.MODEL_ID)
-            for item in data[keys.PREDICTIONS]:
-                score = item.get(keys.SCORE_YES)
-                writer.writerow(map(csv_cell, [
-                    s.pair.run, model, s.pair.language, item[keys.ITEM_ID], item[keys.EXPECTED], item[keys.PREDICTED],
-                    str(item[keys.PREDICTED] == item[keys.EXPECTED]).lower(), "" if score is None else repr(float(score)),
-                    item.get(keys.PARSE_MODE) or "", str(item.get(keys.TRUNCATED) is True).lower()]))
+                    write_bytes_new(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes())
+            # the pair's own cells once; a score and the true/false cells are numbers and words, never formulas
+            pair = [csv_cell(v) for v in (s.pair.run, data[keys.METADATA].get(keys.MODEL_ID), s.pair.language)]
+            writer.writerows([*pair, csv_cell(item[keys.ITEM_ID]), csv_cell(item[keys.EXPECTED]),
+                              csv_cell(item[keys.PREDICTED]), _WORDS[item[keys.PREDICTED] == item[keys.EXPECTED]],
+                              "" if item.get(keys.SCORE_YES) is None else repr(float(item[keys.SCORE_YES])),
+                              csv_cell(item.get(keys.PARSE_MODE) or ""), _WORDS[item.get(keys.TRUNCATED) is True]]
+                             for item in data[keys.PREDICTIONS])
         viewer.flush()
         viewer.detach()

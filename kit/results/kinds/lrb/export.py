@@ -38,7 +38,7 @@ from typing import Any
 
 from kit.config.roster import split_variant
 from kit.errors import ConfigError
-from kit.files import name_part, write_bytes_atomic
+from kit.files import name_part, write_bytes_new
 from kit.outputs import check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
@@ -110,7 +110,7 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
                     continue
                 made[path] = (rel, hashlib.sha256(body).hexdigest())
                 if not export.refused and rel not in written:   # the first checkpoint of each lrb file
-                    write_bytes_atomic(folder.stage / rel, body, durable=False)   # made durable when swapped in
+                    write_bytes_new(folder.stage / rel, body)   # in one step: the folder is made durable and swapped in whole
                     written.add(rel)
             sources = _one_source_each(export, made)
             if export.refused:

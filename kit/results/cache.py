@@ -182,7 +182,8 @@ class CheckpointCache:
         self.file = folder / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.json" if self._key else None
         self.hits = 0   # verdicts taken from the cache by this process
         self._header = {"format": CACHE_FORMAT, "code": self.code, "results": real}
-        self.entries: dict[str, dict[str, Any]] = self._load(self.file) if self.file else {}
+        self._verdicts: dict[str, list[Any]] = {}   # state -> the one [state, [], []] of the entries read
+        self.entries: dict[str, dict[str, Any]] = self._load(self.file, self._shared_verdicts) if self.file else {}
         # thousands of summaries repeat the same few hundred strings (digests, names, versions): one object each
         self._strings: dict[Any, Any] = {}   # kit.results.shared_values.shared_json's table
         # entry by entry as each line is read: a whole second copy of a release's sections is 100s of MB
@@ -249,8 +250,25 @@ class CheckpointCache:
     def _shared(self, state: CheckpointState) -> CheckpointState:
         return replace(state, data=shared_json(state.data, self._strings))
 
-    def _shared_entry(self, kept: Any) -> Any:
-        return shared_json(kept, self._strings, document_depth=1)   # kept["summary"] is the document
+    def _shared_verdicts(self, name: str, entry: Any) -> Any:
+        """A verdicts entry as read, each verdict without reasons or notices one list per state (20,000
+        entries read for a release's tree: nothing edits them, a stored verdict is a new list)."""
+        verdicts = entry.get("verdicts") if isinstance(entry, dict) else None
+        if isinstance(verdicts, dict):
+            for key, verdict in verdicts.items():
+                if isinstance(verdict, list) and len(verdict) == 3 and verdict[1] == [] and verdict[2] == [] \
+                        and isinstance(verdict[0], str):
+                    verdicts[key] = self._verdicts.setdefault(verdict[0], verdict)
+        return entry
+
+    def _shared_entry(self, name: str, kept: Any) -> Any:
+        """A sections entry as read: its strings and nested objects shared, and its file identity the
+        verdicts entry's own list when they are equal."""
+        kept = shared_json(kept, self._strings, document_depth=1)   # kept["summary"] is the document
+        entry = self.entries.get(name)
+        if isinstance(kept, dict) and isinstance(entry, dict) and kept.get("file") == entry.get("file"):
+            kept["file"] = entry["file"]
+        return kept
 
     def save(self) -> None:
         """Write what this process validated into the cache files (merged with what is there now)."""
@@ -364,7 +382,7 @@ class CheckpointCache:
         self.data[name] = kept
         self.changed_data[name] = kept
 
-    def _load(self, file: Path, keep: Callable[[Any], Any] | None = None) -> dict[str, dict[str, Any]]:
+    def _load(self, file: Path, keep: Callable[[str, Any], Any] | None = None) -> dict[str, dict[str, Any]]:
         """A cache file's entries ({} when it is missing, of another kit or tree, edited or cut short)."""
         return read_entries(file, self._key or b"", self._header, keep)
 

@@ -17,7 +17,7 @@ import html
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 INDEX = "index.html"
@@ -185,15 +185,18 @@ def maybe_link(href: str | None, text: Any) -> Cell:
     return Cell(esc(text) if href is None else link(href, text))
 
 
-class OnDemand(Mapping[str, str]):
-    """A mapping of `names` to sections of HTML built by `build(name)` each time one is asked for, so that a
-    report of thousands of results holds none of them (each page is written once)."""
+V = TypeVar("V")
 
-    def __init__(self, names: Iterable[str], build: Callable[[str], str]) -> None:
+
+class OnDemand(Mapping[str, V]):
+    """A mapping of `names` to sections of HTML (or pages) built by `build(name)` each time one is asked
+    for, so that a report of thousands of results holds none of them (each page is written once)."""
+
+    def __init__(self, names: Iterable[str], build: Callable[[str], V]) -> None:
         self._names = dict.fromkeys(names)
         self._build = build
 
-    def __getitem__(self, name: str) -> str:
+    def __getitem__(self, name: str) -> V:
         if name not in self._names:
             raise KeyError(name)
         return self._build(name)
@@ -217,4 +220,5 @@ class HtmlParts:
     languages: Mapping[str, str]   # a dict, or OnDemand: each language page built when it is written
     results: Mapping[str, str]   # a dict, or OnDemand: a release has thousands of result pages
     images: dict[str, bytes] = field(default_factory=dict)
-    pages: dict[str, tuple[str, str]] = field(default_factory=dict)   # more pages/ files: name -> (title, body)
+    # more pages/ files: name -> (title, body); a dict, or OnDemand (a sweep's pages between neighbouring runs)
+    pages: Mapping[str, tuple[str, str]] = field(default_factory=dict)

@@ -87,7 +87,8 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
         title = f"{parts.title}: {language}"
         nav = [(links.from_page().index(), "index")]
         written.append(_write(out_dir / PAGES / links.languages[language], page(title, body, nav)))
-    for name, (title, body) in sorted(parts.pages.items()):
+    for name in sorted(parts.pages):   # each asked for when written (OnDemand builds it then)
+        title, body = parts.pages[name]
         written.append(_write(out_dir / PAGES / name, page(title, body, [(links.from_page().index(), "index")])))
     verdicts_of: dict[str, list[Verdict]] = {}
     for verdict in verdicts:

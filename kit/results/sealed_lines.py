@@ -29,8 +29,8 @@ HEADER_LIMIT = 1 << 16   # a header is a few hundred bytes; a longer first line 
 
 
 def read_entries(path: Path, key: bytes, header: Mapping[str, Any],
-                 keep: Callable[[Any], Any] | None = None) -> dict[str, Any]:
-    """name -> entry (or keep(entry), applied as each line is read) of a sealed file whose header holds
+                 keep: Callable[[str, Any], Any] | None = None) -> dict[str, Any]:
+    """name -> entry (or keep(name, entry), applied as each line is read) of a sealed file whose header holds
     `header`'s items; {} for a file that is missing, of another header, edited or cut short."""
     out: dict[str, Any] = {}
     try:
@@ -44,7 +44,7 @@ def read_entries(path: Path, key: bytes, header: Mapping[str, Any],
                 mac.update(line)
                 name, entry = _split(line)
                 value = safejson.loads_own(entry)
-                out[name] = keep(value) if keep is not None else value
+                out[name] = keep(name, value) if keep is not None else value
     except (OSError, ValueError, TypeError, RecursionError):
         return {}
     return {}   # no HMAC line: cut short

@@ -439,3 +439,23 @@ def test_a_results_tree_saves_its_cache_when_its_block_ends_even_on_an_error(tre
         assert len(calls) == 1 and cold.state == warm.state == PairState.COMPLETE and warm.path == path
         [scanned] = second.scan()     # held to no run: a verdict of its own
     assert scanned.pair == Pair(RUN, "fr") and scanned.state == PairState.COMPLETE
+
+
+def test_entries_read_back_share_their_verdicts_and_file_identity_and_still_answer_each_file(tree, monkeypatch):
+    results, path, folder = tree
+    other = make_checkpoint(results, "org/other", "fr", predictions_of([(Y, Y), (N, N), (Y, N)]))
+    c = fresh(results, folder)
+    for p in (path, other):
+        c.validate(p)
+    c.save()
+    again = fresh(results, folder)   # reads both files: verdicts, then sections
+    names = [again._name(str(p)) for p in (path, other)]
+    (first,), (second,) = (list(again.entries[n]["verdicts"].values()) for n in names)
+    assert first is second and first[0] == "complete"   # one [state, [], []] for every such verdict
+    for name in names:
+        assert again.data[name]["file"] is again.entries[name]["file"]
+    calls = counting(monkeypatch)
+    states = [again.validate(p) for p in (path, other)]
+    assert calls == [] and [s.state for s in states] == ["complete", "complete"]
+    states[0].reasons.append("a caller's own list")   # what a caller does with a state touches no entry
+    assert again.validate(other).reasons == [] and first == ["complete", [], []]

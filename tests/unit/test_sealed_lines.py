@@ -29,7 +29,8 @@ def test_entries_written_are_read_back_each_through_keep(path):
     write_entries(path, KEY, HEADER, entries)
     assert len(lines_of(path)) == 4   # header, two entries, HMAC
     assert read_entries(path, KEY, HEADER) == entries
-    assert read_entries(path, KEY, HEADER, keep=lambda e: sorted(e)) == {name: sorted(e) for name, e in entries.items()}
+    assert read_entries(path, KEY, HEADER, keep=lambda name, e: [name, *sorted(e)]) == {
+        name: [name, *sorted(e)] for name, e in entries.items()}
 
 
 def test_entries_are_read_a_line_at_a_time(path, monkeypatch):
@@ -37,7 +38,7 @@ def test_entries_are_read_a_line_at_a_time(path, monkeypatch):
     events: list[str] = []
     real = sealed_lines.safejson.loads_own
     monkeypatch.setattr(sealed_lines.safejson, "loads_own", lambda raw: events.append("parse") or real(raw))
-    read_entries(path, KEY, HEADER, keep=lambda e: events.append("keep") or e)
+    read_entries(path, KEY, HEADER, keep=lambda name, e: events.append("keep") or e)
     # the header, then each entry's name and text parsed and kept before the next line is read
     assert events == ["parse"] + ["parse", "parse", "keep"] * 4
 

@@ -46,7 +46,8 @@ def lrb_html(records: Sequence[CheckpointRecord], links: PageLinks) -> HtmlParts
                 {pair: intervals.pairs[r.name] for pair, r in by_pair.items()})
 
     neighbours = tables.neighbours
-    pages = {_page_name(n): _neighbour_page(n) for n in neighbours}
+    by_page = {_page_name(n): n for n in neighbours}
+    pages = OnDemand(by_page, lambda name: _neighbour_page(by_page[name]))   # each built when it is written
     marks = {n.comparison.run_a: _mark(n, links.page(_page_name(n))) for n in neighbours}
     # what a reader came for first (rank, run, F1, its interval, the mark), then the rest
     board = table(

@@ -179,9 +179,11 @@ class CheckpointCache:
         self.sections = sections
         real = os.path.realpath(self.results)
         self._key = cache_key(folder) if folder else None
-        self.file = folder / f"{hashlib.sha256(real.encode()).hexdigest()[:32]}.json" if self._key else None
+        # the path's bytes: a folder name need not be UTF-8 (os.fsencode gives the same bytes when it is)
+        self.file = folder / f"{hashlib.sha256(os.fsencode(real)).hexdigest()[:32]}.json" if self._key else None
         self.hits = 0   # verdicts taken from the cache by this process
-        self._header = {"format": CACHE_FORMAT, "code": self.code, "results": real}
+        self._header = {"format": CACHE_FORMAT, "code": self.code,
+                        "results": os.fsencode(real).decode("utf-8", "backslashreplace")}   # text a file can hold
         self._verdicts: dict[str, list[Any]] = {}   # state -> the one [state, [], []] of the entries read
         self.entries: dict[str, dict[str, Any]] = self._load(self.file, self._shared_verdicts) if self.file else {}
         # thousands of summaries repeat the same few hundred strings (digests, names, versions): one object each

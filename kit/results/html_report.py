@@ -125,8 +125,13 @@ def _remove_old_pages(folder: Path, keep: set[str]) -> None:
 def _write(path: Path, text: str | list[str]) -> str:
     """Write a page or the index (its text, or its pieces: see table_pieces); its file name."""
     # into the staging folder (kit.outputs.write_output), which is made durable and swapped in whole
-    write_bytes_new(path, text.encode("utf-8") if isinstance(text, str) else (piece.encode("utf-8") for piece in text))
+    write_bytes_new(path, _utf8(text) if isinstance(text, str) else map(_utf8, text))
     return path.name
+
+
+def _utf8(text: str) -> bytes:
+    """A page's text as UTF-8; a path that is not UTF-8 (a folder's bytes) shows its escape, as Python writes it."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: PageLinks, reruns: str,

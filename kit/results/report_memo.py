@@ -47,7 +47,8 @@ def report_inputs(records: Sequence[CheckpointRecord], *, results_dir: Path, out
     now = time.time()
 
     def add(value: Any) -> None:
-        digest.update(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
+        # surrogatepass: a path need not be UTF-8, and a digest only needs the same bytes for the same text
+        digest.update(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass"))
         digest.update(b"\n")
 
     try:

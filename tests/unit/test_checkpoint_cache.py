@@ -459,3 +459,13 @@ def test_entries_read_back_share_their_verdicts_and_file_identity_and_still_answ
     assert calls == [] and [s.state for s in states] == ["complete", "complete"]
     states[0].reasons.append("a caller's own list")   # what a caller does with a state touches no entry
     assert again.validate(other).reasons == [] and first == ["complete", [], []]
+
+
+def test_a_tree_whose_folder_name_is_not_utf8_is_cached_like_any_other(tmp_path, monkeypatch):
+    results = Path(os.fsdecode(os.fsencode(tmp_path) + b"/res\xffults"))   # a name Linux allows, UTF-8 does not
+    path = make_checkpoint(results, RUN, "fr", predictions_of([(Y, Y), (N, N), (Y, N)]))
+    c = fresh(results, tmp_path / "cache")
+    assert c.validate(path).complete
+    c.save()
+    calls = counting(monkeypatch)
+    assert fresh(results, tmp_path / "cache").validate(path).complete and calls == []

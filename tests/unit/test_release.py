@@ -282,3 +282,19 @@ def test_every_changed_checkpoint_is_counted_in_the_one_line_that_stops_a_releas
     r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
     assert r.exit_code == 2 and "de/kit-demo__tiny-llama.json" in r.stderr and "and 1 more" in r.stderr
     assert not (sweep.root / "release").exists()
+
+
+def test_a_results_folder_whose_name_is_not_utf8_is_read_reported_and_released(sweep):
+    """Linux allows any bytes in a folder name: the cache keys it by its bytes, the report's memo digests
+    it, and a page shows its escape, instead of a traceback."""
+    import os
+
+    results = os.fsdecode(os.fsencode(sweep.root) + b"/res\xffults")
+    os.rename(sweep.results, results)
+    for args in (("status", results), ("status", results), ("verify", results), ("report", results, "-o", "rep"),
+                 ("release", results, "-o", "rel")):
+        r = run_kit(*args, cwd=sweep.root)
+        assert r.exit_code == 0 and "Traceback" not in r.stderr, (args, r.stderr)
+    page = (sweep.root / "rep" / "index.html").read_bytes()
+    page.decode("utf-8")   # valid UTF-8 throughout
+    assert (sweep.root / "rel" / "README.md").is_file()

@@ -166,7 +166,6 @@ def test_regular_files_lists_every_regular_file_sorted_and_neither_lists_nor_fol
     (outside / "sub" / "secret").write_text("x")
     (tmp_path / "linked-dir").symlink_to(outside)
     (tmp_path / "linked-file").symlink_to(tmp_path / "b.txt")
-    (tmp_path / "fifo").parent.mkdir(exist_ok=True)
     os.mkfifo(tmp_path / "fifo")
     assert regular_files(tmp_path) == ["a.b/x", "a/deep/two.png", "a/one.html", "b.txt"]
     assert folders_under(tmp_path) == ["a", "a.b", "a/deep"]

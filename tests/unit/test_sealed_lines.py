@@ -33,7 +33,7 @@ def test_entries_written_are_read_back_each_through_keep(path):
         name: [name, *sorted(e)] for name, e in entries.items()}
 
 
-def test_entries_are_read_a_line_at_a_time(path, monkeypatch):
+def test_each_entry_is_kept_as_soon_as_it_is_parsed_before_the_next_line(path, monkeypatch):
     write_entries(path, KEY, HEADER, {f"l/{i}.json": {"i": i} for i in range(4)})
     events: list[str] = []
     real = sealed_lines.safejson.loads_own

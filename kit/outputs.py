@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import DISK_ERRNOS, ConfigError
-from kit.files import (file_sha256, folders_under, name_part, read_regular_file, regular_files, replace_folder, umask,
-                       write_text_atomic)
+from kit.files import (atomic_writer, file_sha256, folders_under, name_part, read_regular_file, regular_files,
+                       replace_folder, umask)
 
 INVENTORY = ".kit-output.json"
 # an inventory file of an earlier kit version, and the kind of output it marks
@@ -238,14 +238,33 @@ def _carry_over(dest: Path, stage: Path) -> None:
             shutil.copy2(source, target)
 
 
+def inventory_pieces(stage: Path, names: Sequence[str], rest: dict[str, Any]) -> Iterator[str]:
+    """The text of json.dumps({"files": {name: sha256 of stage/name}, **rest}, indent=1, sort_keys=True)
+    plus a newline, in pieces, each file hashed as its line is made: a report's 20,000 digests and
+    the whole text are never held at once. `names` sorted."""
+    yield "{"
+    for number, key in enumerate(sorted(["files", *rest])):
+        yield ("\n " if number == 0 else ",\n ") + json.dumps(key) + ": "
+        if key != "files":
+            yield json.dumps(rest[key], indent=1, sort_keys=True).replace("\n", "\n ")   # JSON text holds no raw newline
+        elif not names:
+            yield "{}"
+        else:
+            for index, rel in enumerate(names):
+                yield ("{\n  " if index == 0 else ",\n  ") + json.dumps(rel) + ": " + json.dumps(
+                    file_sha256(os.path.join(stage, rel)))
+            yield "\n }"
+    yield "\n}\n"
+
+
 def _seal(stage: Path, kind: str, memo: dict[str, Any]) -> None:
     """Write the inventory of `stage` (with `memo` when not empty) and give its folders the modes of plain
     mkdir (mkdtemp makes 0700: an output is meant to be read by a team)."""
     skip = (INVENTORY, *LEGACY_INVENTORIES)
-    files = {rel: file_sha256(os.path.join(stage, rel)) for rel in regular_files(stage)
-             if rel.rpartition("/")[2] not in skip}
-    doc: dict[str, Any] = {"kit_output": kind, "files": files, **({"memo": memo} if memo else {})}
-    write_text_atomic(stage / INVENTORY, json.dumps(doc, indent=1, sort_keys=True) + "\n", durable=False)
+    names = sorted(rel for rel in regular_files(stage) if rel.rpartition("/")[2] not in skip)
+    with atomic_writer(stage / INVENTORY, durable=False) as fh:
+        for piece in inventory_pieces(stage, names, {"kit_output": kind, **({"memo": memo} if memo else {})}):
+            fh.write(piece.encode("ascii"))
     mode = 0o777 & ~umask()
     for path in [stage, *(os.path.join(stage, rel) for rel in folders_under(stage))]:
         os.chmod(path, mode)

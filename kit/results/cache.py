@@ -39,7 +39,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -191,8 +191,10 @@ class CheckpointCache:
         # entry by entry as each line is read: a whole second copy of a release's sections is 100s of MB
         self.data: dict[str, dict[str, Any]] = self._load(self._data_file, self._shared_entry) \
             if self.file and sections else {}
-        self.changed: dict[str, dict[str, Any]] = {}
-        self.changed_data: dict[str, dict[str, Any]] = {}
+        # what this process validated and stored, by entry name: [file identity, verdict key, state, key,
+        # state, ...], its entries made only as they are written (a cold report stores 20,000 at once)
+        self._stored: dict[str, list[Any]] = {}
+        self.changed: dict[str, list[Any]] = {}   # of _stored, those not saved yet
         self._digests: dict[tuple[int, int], tuple[Any, Any, str]] = {}
 
     @classmethod
@@ -250,7 +252,12 @@ class CheckpointCache:
         return out   # type: ignore[return-value]   # every None was filled
 
     def _shared(self, state: CheckpointState) -> CheckpointState:
-        return replace(state, data=shared_json(state.data, self._strings))
+        """The state with its sections' strings and objects shared, and its outcomes' item digest (one
+        per language's items, held by each of its runs' records)."""
+        outcomes = state.outcomes
+        if outcomes is not None:
+            outcomes = (self._strings.setdefault(outcomes[0], outcomes[0]), outcomes[1])
+        return replace(state, data=shared_json(state.data, self._strings), outcomes=outcomes)
 
     def _shared_verdicts(self, name: str, entry: Any) -> Any:
         """A verdicts entry as read, each verdict without reasons or notices one list per state (20,000
@@ -283,14 +290,14 @@ class CheckpointCache:
             try:
                 # merged with what other processes stored meanwhile, a line at a time
                 with FileLock(str(self.file) + ".lock", timeout=10):
-                    if self.changed_data:
-                        self._write(self._data_file, self.changed_data)
-                    self._write(self.file, self.changed, _merged_verdicts)
+                    if self.sections:
+                        self._write(self._data_file, _Entries(self.changed, self._sections_entry))
+                    self._write(self.file, _Entries(self.changed, self._verdicts_entry), _merged_verdicts)
             except Timeout:
                 return
         except OSError:
             return
-        self.changed, self.changed_data = {}, {}
+        self.changed = {}
 
     def forget(self, paths: list[Path]) -> None:
         """Save, then drop these files' entries from memory: a report reads each file once, and its
@@ -303,6 +310,7 @@ class CheckpointCache:
             name = self._name(os.fspath(path))
             self.entries.pop(name, None)
             self.data.pop(name, None)
+            self._stored.pop(name, None)
 
     def _name(self, text: str) -> str:
         # the entry's name only has to be stable: the key holds the inode and device
@@ -333,6 +341,11 @@ class CheckpointCache:
         return hashlib.sha256(f"data\0{known[2]}\0{identity}".encode()).hexdigest()
 
     def _lookup(self, name: str, ident: list[int], verdict_key: str) -> CheckpointState | None:
+        stored = self._stored.get(name)
+        if stored is not None and stored[0] == ident:
+            for at in range(1, len(stored), 2):
+                if stored[at] == verdict_key:   # as the entries saved from it would give it back
+                    return self._as_cached(stored[at + 1])
         entry = self.entries.get(name)
         try:
             if entry is None or entry["file"] != ident:
@@ -369,20 +382,41 @@ class CheckpointCache:
                                compliance=compliance)
 
     def _store(self, name: str, ident: list[int], verdict_key: str, state: CheckpointState) -> None:
+        stored = self._stored.get(name)
+        if stored is None or stored[0] != ident:
+            stored = [ident]
+        elif verdict_key in stored[1::2]:
+            at = 1 + 2 * stored[1::2].index(verdict_key)
+            del stored[at:at + 2]
+        stored += [verdict_key, state]
+        self._stored[name] = self.changed[name] = stored
+
+    def _as_cached(self, state: CheckpointState) -> CheckpointState:
+        """A stored state as _lookup gives a cached one: new lists; with no sections, no data."""
+        if not self.sections:
+            return CheckpointState(state.state, list(state.reasons), list(state.notices))
+        return CheckpointState(state.state, list(state.reasons), list(state.notices), state.data,
+                               truncated=state.truncated or 0,
+                               outcomes=tuple(state.outcomes) if state.outcomes is not None else None,   # type: ignore[arg-type]
+                               compliance=tuple(tuple(f) for f in state.compliance) if state.compliance is not None else None)   # type: ignore[misc]
+
+    def _verdicts_entry(self, name: str, stored: list[Any]) -> dict[str, Any]:
+        """The verdicts entry of a file as saved: the verdicts read for the same file identity, and this process's."""
         entry = self.entries.get(name)
-        if not isinstance(entry, dict) or entry.get("file") != ident or not isinstance(entry.get("verdicts"), dict):
-            entry = {"file": ident, "verdicts": {}}
-        entry["verdicts"][verdict_key] = [state.state, list(state.reasons), list(state.notices)]
-        self.entries[name] = entry
-        self.changed[name] = entry
-        if not self.sections:   # status and verify read no sections: a report stores its own
-            return
-        kept = {"file": ident, "summary": state.data, "truncated": state.truncated or 0,
+        verdicts = dict(entry["verdicts"]) if isinstance(entry, dict) and entry.get("file") == stored[0] \
+            and isinstance(entry.get("verdicts"), dict) else {}
+        for at in range(1, len(stored), 2):
+            state = stored[at + 1]
+            verdicts[stored[at]] = [state.state, list(state.reasons), list(state.notices)]
+        return {"file": stored[0], "verdicts": verdicts}
+
+    def _sections_entry(self, name: str, stored: list[Any]) -> dict[str, Any]:
+        """The sections entry of a file as saved, from the last state this process stored for it."""
+        state = stored[-1]
+        return {"file": stored[0], "summary": state.data, "truncated": state.truncated or 0,
                 "outcomes": list(state.outcomes) if state.outcomes is not None else None,
                 "compliance": [list(f) for f in state.compliance] if state.compliance is not None else None,
                 "checker": checker_version()}
-        self.data[name] = kept
-        self.changed_data[name] = kept
 
     def _load(self, file: Path, keep: Callable[[str, Any], Any] | None = None) -> dict[str, dict[str, Any]]:
         """A cache file's entries ({} when it is missing, of another kit or tree, edited or cut short)."""
@@ -399,3 +433,22 @@ def _merged_verdicts(old: Any, new: dict[str, Any]) -> dict[str, Any]:
     if isinstance(old, dict) and old.get("file") == new["file"] and isinstance(old.get("verdicts"), dict):
         return {**new, "verdicts": {**old["verdicts"], **new["verdicts"]}}
     return new
+
+
+class _Entries(Mapping[str, Any]):
+    """Stored states as cache entries by name, each entry made when it is asked for (as it is written)."""
+
+    def __init__(self, stored: dict[str, list[Any]], entry: Callable[[str, list[Any]], dict[str, Any]]) -> None:
+        self._stored, self._entry = stored, entry
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        return self._entry(name, self._stored[name])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._stored
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._stored)
+
+    def __len__(self) -> int:
+        return len(self._stored)

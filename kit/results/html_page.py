@@ -75,13 +75,15 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | 
     return "".join(table_pieces(columns, rows, caption))
 
 
-def table_pieces(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> list[str]:
-    """table()'s text in pieces, a row each, for a page written piece by piece (a release's index lists
-    tens of thousands of results: joined, then wrapped in its page, then encoded, it would be held three times)."""
+def table_pieces(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> Iterator[str]:
+    """table()'s text in pieces, a row each, made as they are asked for: a page written piece by piece (a
+    release's index lists tens of thousands of results) never holds its rows' text at once."""
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
-    out = [f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>\n"]
+    yield f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>\n"
+    empty = True
     for row in rows:
+        empty = False
         cells = []
         for value in row:
             if isinstance(value, Cell):
@@ -90,9 +92,8 @@ def table_pieces(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption:
                 cells.append(f'<td class="num">{esc(value)}</td>')
             else:
                 cells.append(f"<td>{esc(value)}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>\n")
-    out.append("</tbody></table>\n" if len(out) > 1 else "\n</tbody></table>\n")
-    return out
+        yield "<tr>" + "".join(cells) + "</tr>\n"
+    yield "\n</tbody></table>\n" if empty else "</tbody></table>\n"
 
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
@@ -122,13 +123,15 @@ def page(title: str, body: str, nav: Sequence[tuple[str, str]] = ()) -> str:
     return "".join(page_pieces(title, [body], nav))
 
 
-def page_pieces(title: str, body: list[str], nav: Sequence[tuple[str, str]] = ()) -> list[str]:
-    """page()'s text in pieces, around a body given in pieces (see table_pieces)."""
+def page_pieces(title: str, body: Iterable[str], nav: Sequence[tuple[str, str]] = ()) -> Iterator[str]:
+    """page()'s text in pieces, around a body given in pieces (see table_pieces), each passed on as it comes."""
     bar = "<nav>" + " ".join(link(h, t) for h, t in nav) + "</nav>\n" if nav else ""
-    return [f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{bar}"
-            f"<h1>{esc(title)}</h1>\n", *body, "</body>\n</html>\n"]
+    yield (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+           f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+           f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{bar}"
+           f"<h1>{esc(title)}</h1>\n")
+    yield from body
+    yield "</body>\n</html>\n"
 
 
 def slug(kind: str, name: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,7 +122,7 @@ def _remove_old_pages(folder: Path, keep: set[str]) -> None:
         os.unlink(path)
 
 
-def _write(path: Path, text: str | list[str]) -> str:
+def _write(path: Path, text: str | Iterable[str]) -> str:
     """Write a page or the index (its text, or its pieces: see table_pieces); its file name."""
     # into the staging folder (kit.outputs.write_output), which is made durable and swapped in whole
     write_bytes_new(path, _utf8(text) if isinstance(text, str) else map(_utf8, text))
@@ -135,7 +135,7 @@ def _utf8(text: str) -> bytes:
 
 
 def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: PageLinks, reruns: str,
-                units: str = "languages") -> list[str]:
+                units: str = "languages") -> Iterator[str]:
     valid = [r for r in records if r.valid]
     invalid = [r for r in records if not r.valid]
     head = (f"<p>{len({r.run for r in valid})} runs, {len({r.language for r in valid})} {units}, "
@@ -151,8 +151,9 @@ def _index_body(records: Sequence[CheckpointRecord], parts: HtmlParts, links: Pa
     stale = [r for r in valid if r.notices]
     notices = ("<h2>Notices</h2>\n<ul>\n" + "".join(f"<li>{code(r.name)}: {esc(n)}</li>\n" for r in stale for n in r.notices)
                + "</ul>\n") if stale else ""
-    return [head + parts.index + reruns + languages, *results,
-            f"<h2>Files not counted ({len(invalid)})</h2>\n<ul>\n{not_counted}</ul>\n" + notices]
+    yield head + parts.index + reruns + languages
+    yield from results
+    yield f"<h2>Files not counted ({len(invalid)})</h2>\n<ul>\n{not_counted}</ul>\n" + notices
 
 
 def _reruns_section(verdicts: list[Verdict], unread: list[tuple[Path, str]], links: PageLinks,

@@ -35,15 +35,18 @@ class F1Intervals:
 
 def f1_intervals(valid: Sequence[CheckpointRecord], resamples: int = RESAMPLES) -> F1Intervals:
     """The bootstrap intervals of F1 for these complete lrb checkpoints and their runs."""
-    try:
-        import numpy as np
-    except ImportError as exc:
-        raise MissingExtraError("kit report's confidence intervals", "numpy", "report") from exc
+    from importlib.util import find_spec
+
     from kit.results.parallel import fork_map
 
+    if find_spec("numpy") is None:   # said here, before any worker starts
+        _numpy()
     tail = (1 - CONFIDENCE) / 2 * 100
 
     def of_run(group: list[CheckpointRecord]) -> tuple[list[tuple[str, tuple[float, float]]], tuple[float, float]]:
+        # numpy imported where the draws are made: with a pool, in its workers only, so that a report's
+        # own process, which holds every record, does not also hold numpy (11 MB)
+        np = _numpy()
         # languages in name order: the sum's rounding must not depend on the order files were read
         ordered = sorted(group, key=lambda r: r.name)
         draws = [_draws(np, r, resamples) for r in ordered]   # one run's draws in memory at a time
@@ -60,6 +63,14 @@ def f1_intervals(valid: Sequence[CheckpointRecord], resamples: int = RESAMPLES) 
         pairs.update(of_pairs)
         runs[run] = bounds
     return F1Intervals(pairs, runs)
+
+
+def _numpy():
+    try:
+        import numpy
+    except ImportError as exc:
+        raise MissingExtraError("kit report's confidence intervals", "numpy", "report") from exc
+    return numpy
 
 
 POOL_AT_RESULTS = 500   # below this many results, one process (a pool costs more than it saves)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ class CheckpointRecord:
         """True when the checkpoint is complete and may be counted."""
         return self.state == PairState.COMPLETE and self.data is not None
 
-    @property
+    @cached_property   # one string, however many tables and pages of a report key by it
     def name(self) -> str:
         """The file as `<language>/<file>.json`, relative to RESULTS."""
         return f"{self.path.parent.name}/{self.path.name}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 from kit.results import keys
 from kit.results.records import CheckpointRecord, decoding, groups
@@ -19,13 +19,28 @@ SECONDS_DIGITS = 2
 def csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
     """Rows as CSV text: a header, '\\n' line ends, quoting only where needed, every cell through
     csv_cell (no cell a spreadsheet would run as a formula)."""
+    buf = io.StringIO()
+    _write_csv(buf, columns, rows)
+    return buf.getvalue()
+
+
+def write_csv(fh: BinaryIO, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """The bytes of csv_text(columns, rows) (UTF-8) written to a binary file as each row is made: a
+    sweep's aggregates.csv (20,000 rows) is never held as text."""
+    text = io.TextIOWrapper(fh, encoding="utf-8", newline="", write_through=False)
+    try:
+        _write_csv(text, columns, rows)
+        text.flush()
+    finally:
+        text.detach()   # the caller's file stays open
+
+
+def _write_csv(out: TextIO, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
     import csv
 
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()
     writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
-    return buf.getvalue()
 
 
 # what makes a spreadsheet read a cell as a formula (OWASP's list for CSV injection)

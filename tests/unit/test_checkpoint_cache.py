@@ -164,7 +164,7 @@ def test_a_corrupt_cache_file_is_ignored_and_rebuilt(tree, monkeypatch):
     c, cache_file = saved_cache(results, path, folder)
     sections = cache_file.with_suffix(".sections.json")
     good = {p: p.read_bytes() for p in (cache_file, sections)}
-    entry = c.entries["fr/org__model.json"]
+    entry = entries_in(cache_file)["fr/org__model.json"]
     header = json.dumps(c._header).encode() + b"\n"
     for target, junk in ((cache_file, b"{not json\n"), (cache_file, b"[]\n"), (sections, b"\x00\xff\n"),
                          (cache_file, json.dumps({**c._header, "format": 4}).encode() + b"\n"),
@@ -469,3 +469,53 @@ def test_a_tree_whose_folder_name_is_not_utf8_is_cached_like_any_other(tmp_path,
     c.save()
     calls = counting(monkeypatch)
     assert fresh(results, tmp_path / "cache").validate(path).complete and calls == []
+
+
+@pytest.mark.parametrize("sections", [True, False])
+def test_a_verdict_stored_in_this_process_is_given_back_as_a_saved_one_would_be(tree, monkeypatch, sections):
+    results, path, folder = tree
+    calls = counting(monkeypatch)
+    c = CheckpointCache(results, folder, sections=sections)
+    c.validate(path)
+    before_save = c.validate(path)   # this process's own verdict, not yet written
+    c.save()
+    after_save = c.validate(path)
+    from_file = CheckpointCache(results, folder, sections=sections).validate(path)
+    assert len(calls) == 1 and c.hits == 2
+    assert before_save == after_save == from_file
+    assert (from_file.data is not None) == sections
+    before_save.reasons.append("edited by a caller")   # each call gets lists of its own
+    assert c.validate(path).reasons == []
+
+
+def test_every_verdict_of_one_file_is_saved_with_those_read_for_the_same_file(tree, monkeypatch):
+    results, path, folder = tree
+    other = Expected(item_ids=("x",), answers=None)
+    first = fresh(results, folder)
+    first.validate(path)                     # no expectation
+    first.save()
+    second = fresh(results, folder)
+    second.validate(path, run=RUN, language="fr")
+    second.validate(path, expect=other)      # invalid against other items
+    second.validate(path, run=RUN, language="fr")   # asked again: one verdict per key
+    second.save()
+    entry = entries_in(sorted(p for p in folder.glob("*.json") if not p.name.endswith(".sections.json"))[0])[
+        "fr/org__model.json"]
+    assert len(entry["verdicts"]) == 3
+    assert sorted(v[0] for v in entry["verdicts"].values()) == sorted(
+        [PairState.COMPLETE, PairState.COMPLETE, PairState.INVALID])
+    calls = counting(monkeypatch)
+    third = fresh(results, folder)
+    assert third.validate(path).complete and third.validate(path, run=RUN, language="fr").complete
+    assert third.validate(path, expect=other).state == PairState.INVALID
+    assert calls == []
+
+
+def test_the_runs_of_one_language_share_one_item_digest_in_memory(tmp_path):
+    results = tmp_path / "results"
+    items = [(Y, Y), (N, N), (Y, N)]
+    paths = [make_checkpoint(results, f"org/model-{n}", "fr", predictions_of(items)) for n in range(3)]
+    states = fresh(results, tmp_path / "cache").validate_all([(p, {}) for p in paths])
+    digests = [st.outcomes[0] for st in states]
+    assert len(set(digests)) == 1 and all(d is digests[0] for d in digests)
+    assert states[0].outcomes[1] == states[1].outcomes[1]

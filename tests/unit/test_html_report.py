@@ -171,6 +171,61 @@ def test_the_compliance_found_while_validating_is_the_page_s_own_under_the_name_
     assert f"FAIL [mllog_compliant] {results.name}/fr/" in text and str(results) not in text
 
 
+_SYNTHETIC = """
+from pathlib import Path
+from kit.results import keys
+from kit.results.keys import PairState
+from kit.results.records import CheckpointRecord
+
+def synthetic_records(count):
+    out = []
+    for n in range(count):
+        run, language = f"org/m{n // 10}", f"l{n % 10}"
+        cells = {"true_positive": 5 + n % 7, "false_positive": n % 3, "true_negative": 4,
+                 "false_negative": 1 + n % 2, "unparsed": n % 4}
+        data = {keys.METADATA: {keys.RUN: run}, keys.METRICS: {keys.F1: 0.5, keys.CONFUSION: cells}}
+        out.append(CheckpointRecord(Path("results") / language / f"{n}.json", language, PairState.COMPLETE, data=data))
+    return out
+"""
+
+
+def _synthetic_records(count: int):
+    space: dict = {}
+    exec(_SYNTHETIC, space)
+    return space["synthetic_records"](count)
+
+
+def test_pooled_intervals_equal_the_in_process_ones_and_leave_numpy_to_the_workers():
+    """A report's process holds every record: with a pool, the bootstrap's numpy is loaded in the workers only."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n" + _SYNTHETIC +
+        "from kit.results import intervals\n"
+        "from kit.results.parallel import fork_available, usable_cores\n"
+        "records = synthetic_records(intervals.POOL_AT_RESULTS)\n"
+        "pooled = intervals.f1_intervals(records)\n"
+        "assert ('numpy' in sys.modules) == (usable_cores() < 2 or not fork_available()), 'numpy loaded in the process that holds the records'\n"
+        "intervals.POOL_AT_RESULTS = 10 ** 9\n"
+        "assert intervals.f1_intervals(records) == pooled\n"
+        "print(len(pooled.pairs), len(pooled.runs))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["500", "50"]
+
+
+def test_intervals_without_numpy_name_the_extra(monkeypatch):
+    import sys
+
+    from kit.errors import MissingExtraError
+    from kit.results.intervals import f1_intervals
+
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    with pytest.raises(MissingExtraError, match="numpy"):
+        f1_intervals(_synthetic_records(3))
+
+
 def test_leaderboard_intervals_hold_the_point_estimate_and_are_stable(results, tmp_path):
     from kit.results.intervals import f1_intervals
     from kit.results.report import collect_checkpoints

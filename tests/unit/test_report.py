@@ -19,7 +19,7 @@ from kit.results.keys import PairState
 from kit.results.metrics import compute_metrics
 from kit.results.records import ReportFiles, check_comparable
 from kit.results.store import checkpoint_path, write_checkpoint
-from kit.results.tables import rate, seconds
+from kit.results.tables import csv_text, rate, seconds, write_csv
 
 RUN_A = "org/model-a"
 RUN_B = "org/model-b@fast"
@@ -261,6 +261,29 @@ def test_missing_matplotlib_names_the_extra_and_writes_nothing(
     with pytest.raises(MissingExtraError, match=r"kit report's heatmap needs .*'matplotlib'.*kit-sweep\[report\]"):
         report.write_report(results, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_kind_s_report_leaves_no_file_and_no_temporary_when_its_heatmap_cannot_be_drawn(
+    results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = report.collect_checkpoints(results)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(MissingExtraError):
+        lrb_report.write_lrb_report(records, out)   # aggregates.csv is streamed while the heatmap is drawn
+    assert list(out.iterdir()) == []
+
+
+def test_csv_written_to_a_file_is_the_csv_text(tmp_path: Path) -> None:
+    columns = ["run", "f1", "note"]
+    rows = [{"run": "org/é", "f1": 0.5, "note": "=SUM(A1)"}, {"run": "a,b", "f1": -1, "note": 'say "x"\nnext'},
+            {"run": "-2", "f1": None, "note": ""}]
+    with open(tmp_path / "t.csv", "wb") as fh:
+        write_csv(fh, columns, iter(rows))
+        fh.write(b"after")   # the file is left open for its owner
+    assert (tmp_path / "t.csv").read_bytes() == csv_text(columns, rows).encode("utf-8") + b"after"
+    assert list(csv.DictReader(open(tmp_path / "t.csv", newline="", encoding="utf-8")))[0]["note"] == "'=SUM(A1)"
 
 
 def test_numbers_are_stable_text() -> None:

@@ -40,7 +40,7 @@ METHOD = (f"{CONFIDENCE:.0%} paired percentile bootstrap over item ids ({{resamp
           "one run alone got right, summed exactly), Holm-corrected across languages")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # a report of a sweep holds tens of thousands
 class Difference:
     """A score of A, of B, A minus B and the interval of the difference (low, high)."""
 
@@ -73,7 +73,7 @@ class Flip:
         return dict(self.__dict__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # a report of a sweep holds tens of thousands
 class LanguageComparison:
     """One language: the paired items' count, the F1 and accuracy differences, McNemar's counts (items
     only A got right, only B got right) and p-values (raw and Holm-corrected)."""

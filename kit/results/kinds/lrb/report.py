@@ -54,14 +54,14 @@ from functools import cached_property
 from pathlib import Path
 
 from kit.errors import MissingExtraError
-from kit.files import write_bytes_atomic, write_text_atomic
+from kit.files import atomic_writer, write_bytes_atomic, write_text_atomic
 from kit.results import keys
 from kit.results.kinds.lrb.columns import CHECKPOINT_COLUMNS, RUN_COLUMNS, checkpoint_columns, mcnemar_against_top, run_columns
 from kit.results.kinds.lrb.neighbours import METHOD as NEIGHBOUR_METHOD
 from kit.results.kinds.lrb.neighbours import NeighbourComparison, neighbour_comparisons
 from kit.results.plot_process import draw
 from kit.results.records import CheckpointRecord, ReportFiles, check_comparable, groups, stale_banner
-from kit.results.tables import csv_text, digest_lines, markdown_table, md_code, md_text, rate, seconds, text
+from kit.results.tables import csv_text, digest_lines, markdown_table, md_code, md_text, rate, seconds, text, write_csv
 
 LEADERBOARD = "leaderboard.csv"
 AGGREGATES = "aggregates.csv"
@@ -357,14 +357,15 @@ def write_lrb_report(records: Sequence[CheckpointRecord], out_dir: Path) -> Repo
     run_order, language_order = tables.run_order, tables.language_order
     heatmap = draw(heatmap_png, run_order, language_order, {(r.run, r.language): float(r.metrics[keys.F1]) for r in valid})
     neighbours = neighbour_rows(tables.neighbours)
-    aggregates = csv_text(AGGREGATE_COLUMNS, aggregate_rows(valid, tables.top))   # while the heatmap is drawn
-    png = heatmap.result()   # before any file: nothing is written when it cannot be drawn
-
     out_dir = Path(out_dir)
     files = {"leaderboard": out_dir / LEADERBOARD, "aggregates": out_dir / AGGREGATES,
              "by_language": out_dir / BY_LANGUAGE, "summary": out_dir / SUMMARY, "heatmap": out_dir / HEATMAP}
+    # a row at a time while the heatmap is drawn; renamed in only once it is drawn: nothing is written
+    # when it cannot be
+    with atomic_writer(files["aggregates"]) as fh:
+        write_csv(fh, AGGREGATE_COLUMNS, aggregate_rows(valid, tables.top))
+        png = heatmap.result()
     write_text_atomic(files["leaderboard"], csv_text(LEADERBOARD_COLUMNS, leaderboard))
-    write_text_atomic(files["aggregates"], aggregates)
     write_text_atomic(files["by_language"], csv_text(BY_LANGUAGE_COLUMNS, languages))
     if neighbours:
         files["neighbours"] = out_dir / NEIGHBOURS

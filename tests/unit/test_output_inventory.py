@@ -1,0 +1,70 @@
+"""An output's inventory (.kit-output.json) is written a line at a time, with the very text of the one
+JSON document it stands for: readers and earlier kits parse it as one document."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kit.outputs import INVENTORY, inventory_pieces, read_inventory, write_output
+
+
+def _stage(root: Path, names: list[str]) -> Path:
+    for number, name in enumerate(names):
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f"file {number}\n".encode())
+    return root
+
+
+def _expected(root: Path, names: list[str], rest: dict) -> str:
+    files = {name: hashlib.sha256((root / name).read_bytes()).hexdigest() for name in names}
+    return json.dumps({"files": files, **rest}, indent=1, sort_keys=True) + "\n"
+
+
+NAMES = ["index.html", "pages/result-a.html", "pages/ré sumé \"q\".html", "z/deep/er/file.csv", "a-first.csv"]
+
+
+@pytest.mark.parametrize("rest", [
+    {"kit_output": "report"},
+    {"kit_output": "report", "memo": {"inputs": "0" * 64, "roles": {"html": "index.html", "é": [1, 2.5, None]},
+                                      "batches": {}}},
+    {"kit_output": "export", "memo": {"nested": {"list": [{"b": 1, "a": [True, False]}], "empty": []}}},
+])
+def test_the_pieces_are_the_text_of_the_one_document(tmp_path, rest):
+    names = sorted(NAMES)
+    stage = _stage(tmp_path, names)
+    assert "".join(inventory_pieces(stage, names, rest)) == _expected(stage, names, rest)
+
+
+def test_an_output_without_files_has_an_empty_files_object(tmp_path):
+    text = "".join(inventory_pieces(tmp_path, [], {"kit_output": "report"}))
+    assert text == json.dumps({"files": {}, "kit_output": "report"}, indent=1, sort_keys=True) + "\n"
+
+
+def test_each_file_is_hashed_as_its_line_is_made(tmp_path):
+    names = sorted(NAMES)
+    stage = _stage(tmp_path, names)
+    pieces = inventory_pieces(stage, names, {"kit_output": "report"})
+    next(pieces), next(pieces)   # the opening and the "files" key: no file read yet
+    os.remove(stage / names[-1])   # the last file, gone before its line: only its own line fails
+    for _ in names[:-1]:
+        next(pieces)
+    with pytest.raises(FileNotFoundError):
+        next(pieces)
+
+
+def test_write_output_seals_every_file_it_wrote_and_reads_back(tmp_path):
+    dest = tmp_path / "out"
+    with write_output(dest, "report") as out:
+        _stage(out.stage, NAMES)
+        out.memo["inputs"] = "f" * 64
+    kind, files = read_inventory(dest)
+    assert kind == "report"
+    assert files == {name: hashlib.sha256((dest / name).read_bytes()).hexdigest() for name in NAMES}
+    assert (dest / INVENTORY).read_text() == _expected(dest, sorted(NAMES), {"kit_output": "report",
+                                                                             "memo": {"inputs": "f" * 64}})

@@ -145,3 +145,85 @@ def test_a_ruleset_is_parsed_once_per_process_and_again_when_it_changes(tmp_path
     ruleset.write_text(source + "\n# edited\n", encoding="utf-8")
     os.utime(ruleset, ns=(1, 1))
     assert check_mllog(logs[0], "rules") == [] and len(loads) == 2
+
+
+_BENT_RULES = '''
+- BEGIN:
+    CODE: " s.update({'seen': 0}) "
+- KEY:
+    NAME: submission_benchmark
+    REQ: EXACTLY_ONE
+    CHECK: " v['value'] == 'kit_lrb' "
+- KEY:
+    NAME: kit_pair
+    REQ: EXACTLY_ONE
+    CHECK:
+      - " v['value'].get('language') == 'en' "
+      - " v['value'].get('task') == 'score' "
+    PRE: " s['seen'] += 1 "
+- KEY:
+    NAME: init_start
+    REQ: EXACTLY_ONE
+    CHECK: " v['value'] == "
+- KEY:
+    NAME: batch_done
+    REQ: AT_LEAST_ONE
+    FIRST_CHECK: " v['metadata']['batch_size'] > 5 "
+    ATLEAST_ONE_CHECK: " v['metadata']['seconds'] > 1 "
+    POST: " s['seen'] += "
+- KEY:
+    NAME: eval_accuracy
+    REQ: EXACTLY_ONE
+    CHECK: " v['metadata']['no_such_key'] "
+- END:
+    PRE: " s['ended'] = s['seen'] * 2 "
+    CHECK: " s['ended'] == 3 "
+'''
+
+
+@pytest.mark.parametrize("rules", ["kit's own", "bent"])
+def test_rules_compiled_once_judge_every_log_as_the_checker_s_own_reading(tmp_path, monkeypatch, rules):
+    """Findings (pass or fail, and every message, which quotes the failed test's text) are the checker's own,
+    for kit's ruleset and one whose tests fail, raise, do not compile, come as lists and run at the end."""
+    import logging
+    import types
+
+    import yaml
+
+    from kit.results import compliance
+
+    module = compliance._checker()
+    config = tmp_path / "rules.yaml"
+    config.write_text(compliance.ruleset_path(RULESET).read_text(encoding="utf-8") if rules == "kit's own"
+                      else _BENT_RULES, encoding="utf-8")
+    logging.getLogger().setLevel(logging.CRITICAL)
+    logs = [(what, tmp_path / f"v{n}.mllog") for n, (what, _) in enumerate(_variants(tmp_path))]
+    for (_, log), (_, content) in zip(logs, _variants(tmp_path)):
+        log.write_bytes(content)
+    judged = {}
+    for reading in ("plain yaml", "compiled once"):
+        loader = yaml if reading == "plain yaml" else compliance._ParsedOnce(yaml)
+        monkeypatch.setattr(module, "yaml", loader)
+        judged[reading] = []
+        for _ in range(2):   # and the same again from the parsed copy
+            for what, log in logs:
+                checker = module.make_checker(compliance.USAGE, compliance.RULESET, quiet=True, werror=False)
+                try:
+                    ok = checker.check_file(str(log), str(config))
+                except Exception as exc:  # noqa: BLE001 - the checker raises on some logs: both readings must
+                    judged[reading].append((what, type(exc).__name__, str(exc)))
+                    continue
+                judged[reading].append((what, ok, sorted(map(str, checker.overwritable.values())),
+                                        sorted(map(str, checker.not_overwritable))))
+    assert judged["compiled once"] == judged["plain yaml"]
+    judged_logs = [verdict for verdict in judged["plain yaml"] if len(verdict) == 4]
+    assert any(ok for _, ok, *_ in judged_logs) == (rules == "kit's own")   # the bent rules pass no log
+    assert any(not ok and (messages[0] or messages[1]) for _, ok, *messages in judged_logs)
+    with open(config) as fh:   # what the checker's eval and exec are handed: compiled once, not the text
+        parsed = compliance._ParsedOnce(yaml).load(fh, Loader=yaml.BaseLoader)
+    checks = [record["KEY"]["CHECK"] for record in parsed if "KEY" in record and "CHECK" in record["KEY"]]
+    compiled = [c.strip() for check in checks for c in (check if isinstance(check, list) else [check])]
+    assert compiled and sum(isinstance(c, types.CodeType) for c in compiled) == len(compiled) - (rules == "bent")
+    if rules == "bent":
+        text = "\n".join(m for verdict in judged_logs for messages in verdict[2:] for m in messages)
+        assert "Failed executing CHECK code" in text and "failed test:  v['value'].get('task') == 'score'" in text

@@ -333,6 +333,10 @@ def control_plane_rows(suite: Suite, parser: tuple[list[str], str], repeat: int,
         warm, start = suite.paired(args, help_argv, cold=False, repeat=max(5, repeat))
         suite.add(f"{name}, warm (nothing changed){size}", warm.seconds, "s", start.seconds, "`kit status --help`",
                   "<= start-up + 0.3 s", plus(0.3), suite.last_noise)
+    floor = suite.python("stat_floor.py", str(suite.tree.results), repeat=max(5, repeat))
+    suite.notes.append(f"the floor of a warm answer{size or f', {n:,} pairs'}: Python's start-up and a stat of every "
+                       f"checkpoint and of its log (how any cache notices a changed file; bench/anchors/stat_floor.py): "
+                       f"{floor.seconds:.2f} s")
     return colds
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from kit.plan import Pair
 from kit.results.cache import CheckpointCache
 from kit.results.checkpoint import CheckpointState
+from kit.results.collector import collector_paused
 from kit.results.identity import Expected, PlanExpectations
 from kit.results.status import PairStatus, pair_states, scan_results
 
@@ -25,7 +26,8 @@ class ResultsTree:
 
     def __init__(self, root: Path, *, sections: bool = False) -> None:
         self.root = Path(root)
-        self._cache = CheckpointCache.open(self.root, sections=sections)
+        with collector_paused():
+            self._cache = CheckpointCache.open(self.root, sections=sections)
 
     def __enter__(self) -> ResultsTree:
         return self
@@ -46,16 +48,19 @@ class ResultsTree:
         """Each (checkpoint path, validate_checkpoint keywords) job validated, in order, from the cache
         where nothing it depended on changed (kit.results.checkpoint.ValidateAll). A reader of sections
         (a report) saves the cache then and lets go of these entries, which its records now hold."""
-        states = self._cache.validate_all(jobs)
+        with collector_paused():
+            states = self._cache.validate_all(jobs)
         if self._cache.sections:
             self._cache.forget([path for path, _ in jobs])
         return states
 
     def pair_states(self, pairs: Iterable[Pair], expect: Callable[[Pair], Expected] | None = None) -> list[PairStatus]:
         """Every planned pair's state from its checkpoint (kit.results.status.pair_states)."""
-        return pair_states(self.root, pairs, expect, self._cache.validate_all)
+        with collector_paused():
+            return pair_states(self.root, pairs, expect, self._cache.validate_all)
 
     def scan(self, benchmark: PlanExpectations | None = None) -> list[PairStatus]:
         """Every checkpoint file of the tree, each validated on its own (no plan), and held to `benchmark`
         when given (kit.results.benchmark_rule)."""
-        return scan_results(self.root, self._cache.validate_all, benchmark)
+        with collector_paused():
+            return scan_results(self.root, self._cache.validate_all, benchmark)

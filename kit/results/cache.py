@@ -47,12 +47,13 @@ from typing import Any
 import kit
 from kit.errors import ConfigError
 from kit.files import read_regular_file
-from kit.results.checkpoint import CheckpointState
+from kit.results.checkpoint import MISSING, CheckpointState
 from kit.results.keys import PairState
 from kit.results.identity import Expectation, identity_text
 from kit.results.parallel import validate_many
 from kit.results.sealed_lines import read_entries, write_entries
 from kit.results.shared_values import shared_json
+from kit.results.tree_answers import Question, TreeAnswers
 
 
 CACHE_FORMAT = 5   # 5: sealed line files (kit.results.sealed_lines)
@@ -185,7 +186,10 @@ class CheckpointCache:
         self._header = {"format": CACHE_FORMAT, "code": self.code,
                         "results": os.fsencode(real).decode("utf-8", "backslashreplace")}   # text a file can hold
         self._verdicts: dict[str, list[Any]] = {}   # state -> the one [state, [], []] of the entries read
-        self.entries: dict[str, dict[str, Any]] = self._load(self.file, self._shared_verdicts) if self.file else {}
+        # read when a verdict is first looked up: a question answered whole (kit.results.tree_answers) needs none
+        self._entries: dict[str, dict[str, Any]] | None = None if self.file else {}
+        self._answers = TreeAnswers(self.file.with_suffix(".answers.json"), self._key, self._header,
+                                    _STATES | {MISSING}) if self.file and self._key and not sections else None
         # thousands of summaries repeat the same few hundred strings (digests, names, versions): one object each
         self._strings: dict[Any, Any] = {}   # kit.results.shared_values.shared_json's table
         # entry by entry as each line is read: a whole second copy of a release's sections is 100s of MB
@@ -196,6 +200,13 @@ class CheckpointCache:
         self._stored: dict[str, list[Any]] = {}
         self.changed: dict[str, list[Any]] = {}   # of _stored, those not saved yet
         self._digests: dict[tuple[int, int], tuple[Any, Any, str]] = {}
+
+    @property
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """The verdicts file's entries by name (read on first use)."""
+        if self._entries is None:
+            self._entries = self._load(self.file, self._shared_verdicts) if self.file else {}
+        return self._entries
 
     @classmethod
     def open(cls, results: Path, *, sections: bool = True) -> "CheckpointCache":
@@ -215,30 +226,50 @@ class CheckpointCache:
 
     def validate_all(self, jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
         """validate for each (path, validate_checkpoint keyword arguments) job, in order
-        (kit.results.checkpoint.ValidateAll): cached verdicts where they hold, the rest validated on
-        every usable core (kit.results.parallel) and stored."""
-        out: list[CheckpointState | None] = []
-        misses = []
-        for index, (path, kwargs) in enumerate(jobs):
+        (kit.results.checkpoint.ValidateAll): the whole answer when the same jobs were answered for files
+        all unchanged since (status and verify, kit.results.tree_answers), else cached verdicts where they
+        hold, the rest validated on every usable core (kit.results.parallel) and stored."""
+        facts: list[tuple[Path, dict[str, Any], tuple[str, list[int], str, float] | None]] = []
+        question = Question() if self._answers is not None else None
+        for path, kwargs in jobs:
             path = path if isinstance(path, Path) else Path(path)
             text = os.fspath(path)
             try:
                 st = os.stat(text)
-            except OSError:
+            except FileNotFoundError:
                 st = None
+            except OSError:
+                st, question = None, None   # not a plain "no file": never answered whole
             if st is None or not stat.S_ISREG(st.st_mode) or self.file is None:
-                misses.append((index, path, kwargs, None))
-                out.append(None)
+                if st is not None:
+                    question = None
+                elif question is not None:
+                    question.add(self._name(text), self._verdict_key(kwargs.get("run"), kwargs.get("language"),
+                                                                     kwargs.get("expect")), None)
+                facts.append((path, kwargs, None))
                 continue
             found = (self._name(text), file_identity(st) + _log_identity(text),
                      self._verdict_key(kwargs.get("run"), kwargs.get("language"), kwargs.get("expect")),
                      max(st.st_mtime, st.st_ctime))   # not the whole stat: thousands are held while the pool runs
-            hit = self._lookup(*found[:3])
+            if question is not None:
+                question.add(found[0], found[2], found[1])
+            facts.append((path, kwargs, found))
+        digests = question.digests if question is not None else None
+        if digests is not None and self._answers is not None:
+            recalled = self._answers.recall(*digests, len(jobs))
+            if recalled is not None:
+                self.hits += sum(found is not None for _, _, found in facts)
+                return [CheckpointState(state, list(reasons), list(notices)) for state, reasons, notices in recalled]
+        out: list[CheckpointState | None] = []
+        misses = []
+        for index, (path, kwargs, found) in enumerate(facts):
+            hit = self._lookup(*found[:3]) if found is not None else None
             out.append(hit)
             if hit is None:
                 misses.append((index, path, kwargs, found))
             else:
                 self.hits += 1
+        whole = digests is not None   # every verdict kept: the answer can be kept whole
         if misses:
             checked_at = time.time()
             # each state's strings shared as it comes back: a release's summaries are never all held twice
@@ -247,8 +278,14 @@ class CheckpointCache:
                                    then=self._shared if self.sections else None)
             for (index, _, _, found), state in zip(misses, states):
                 out[index] = state
-                if found is not None and checked_at - found[3] > RACY_SECONDS:
+                if found is None:
+                    whole = whole and state.state == MISSING   # (a file that came meanwhile is not kept)
+                elif checked_at - found[3] > RACY_SECONDS:
                     self._store(*found[:3], state)
+                else:
+                    whole = False
+        if whole and digests is not None and self._answers is not None:
+            self._answers.remember(*digests, [(s.state, s.reasons, s.notices) for s in out])   # type: ignore[union-attr]
         return out   # type: ignore[return-value]   # every None was filled
 
     def _shared(self, state: CheckpointState) -> CheckpointState:
@@ -281,7 +318,8 @@ class CheckpointCache:
 
     def save(self) -> None:
         """Write what this process validated into the cache files (merged with what is there now)."""
-        if self.file is None or not self.changed:
+        answers = self._answers is not None and self._answers.unsaved
+        if self.file is None or not (self.changed or answers):
             return
         try:
             from filelock import FileLock, Timeout
@@ -290,14 +328,17 @@ class CheckpointCache:
             try:
                 # merged with what other processes stored meanwhile, a line at a time
                 with FileLock(str(self.file) + ".lock", timeout=10):
-                    if self.sections:
-                        self._write(self._data_file, _Entries(self.changed, self._sections_entry))
-                    self._write(self.file, _Entries(self.changed, self._verdicts_entry), _merged_verdicts)
+                    if self.changed:
+                        if self.sections:
+                            self._write(self._data_file, _Entries(self.changed, self._sections_entry))
+                        self._write(self.file, _Entries(self.changed, self._verdicts_entry), _merged_verdicts)
+                        self.changed = {}
+                    if answers:   # after the verdicts: an answer never stands for verdicts not saved
+                        self._answers.save()   # type: ignore[union-attr]
             except Timeout:
                 return
         except OSError:
             return
-        self.changed = {}
 
     def forget(self, paths: list[Path]) -> None:
         """Save, then drop these files' entries from memory: a report reads each file once, and its

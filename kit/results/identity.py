@@ -186,6 +186,7 @@ def answer_reasons(predictions: list[Mapping[str, Any]], answers: Mapping[str, A
             f"{_short(answers[first[keys.ITEM_ID]])} for item {first[keys.ITEM_ID]!r}{more}"]
 
 
+_UNSET = object()
 # the value types a pair's identity part is shared by (PlanExpectations._shared_extra)
 _FLAT = frozenset({str, int, float, bool, type(None)})
 
@@ -205,6 +206,8 @@ class PlanExpectations:
         self._kind: Any = None   # the benchmark's ResultKind, found on first use
         self._of_language: dict[str, LazyExpected] = {}
         self._extras: dict[Any, tuple[dict[str, Any], str]] = {}   # see _shared_extra
+        self._inputs: dict[str, Any] = {}   # run name -> ResultKind.pair_identity_inputs
+        self._by_inputs: dict[tuple[Any, str], tuple[dict[str, Any], str]] = {}   # (inputs, language) -> part
 
     def covers(self, pair: "Pair") -> bool:
         """True when the pair's run is one of the runs and its language one of the benchmark's."""
@@ -223,8 +226,17 @@ class PlanExpectations:
             from kit.results.kinds import result_kind
 
             self._kind = result_kind(self.dataset.kind, str(self.dataset.root))
-        extra = self._kind.pair_identity(run, pair.language, self.dataset)   # language_part, its kind found once
-        return LazyExpected(self, pair.language, part, part_text, *self._shared_extra(extra))
+        inputs = self._inputs.get(run.name, _UNSET)
+        if inputs is _UNSET:
+            inputs = self._inputs[run.name] = self._kind.pair_identity_inputs(run, self.dataset)
+        if inputs is None:
+            extra = self._shared_extra(self._kind.pair_identity(run, pair.language, self.dataset))   # language_part
+        else:   # the runs that read the same of themselves share each language's part
+            extra = self._by_inputs.get((inputs, pair.language))
+            if extra is None:
+                extra = self._by_inputs[(inputs, pair.language)] = self._shared_extra(
+                    self._kind.pair_identity(run, pair.language, self.dataset))
+        return LazyExpected(self, pair.language, part, part_text, *extra)
 
     def _shared_extra(self, extra: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The language part of a pair's identity and its key text, one object each for the pairs that

@@ -51,11 +51,11 @@ def read_entries(path: Path, key: bytes, header: Mapping[str, Any],
 
 
 def write_entries(path: Path, key: bytes, header: Mapping[str, Any], changed: Mapping[str, Any],
-                  merge: Callable[[Any, Any], Any] | None = None) -> None:
+                  merge: Callable[[Any, Any], Any] | None = None, *, only: bool = False) -> None:
     """Rewrite the file (a temporary beside it, renamed in) with the entries it holds now, those named
-    in `changed` replaced by theirs (merge(old, new) when `merge` is given and an old one is there).
-    The old lines are copied only when the old file is sealed under `key` with this header. OSError
-    when it cannot be written."""
+    in `changed` replaced by theirs (merge(old, new) when `merge` is given and an old one is there);
+    with `only`, with the entries of `changed` alone. The old lines are copied only when the old file
+    is sealed under `key` with this header. OSError when it cannot be written."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     mac = hmac.new(key, digestmod=hashlib.sha256)
     try:
@@ -66,7 +66,7 @@ def write_entries(path: Path, key: bytes, header: Mapping[str, Any], changed: Ma
 
             put(_dumps(dict(header)).encode("utf-8") + b"\n")
             old: dict[str, Any] = {}
-            for name, line in _old_lines(path, key, header):
+            for name, line in () if only else _old_lines(path, key, header):
                 if name not in changed:
                     put(line)
                 elif merge is not None:

@@ -11,12 +11,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kit.results import keys
 from kit.results.metrics import compute_metrics
 
 # Third-party data (MIT results of the lrb benchmark); see tests/fixtures/lrb/NOTICE.md.
 LRB_ARCHIVE = Path(__file__).parents[1] / "fixtures" / "lrb" / "results" / "archive" / "historical-single-language"
 LRB_FILES = sorted(LRB_ARCHIVE.rglob("*.json"))
+
+
+def no_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files written by a test are seconds old at most: make the checkpoint cache store them anyway."""
+    from kit.results import cache
+
+    monkeypatch.setattr(cache, "RACY_SECONDS", -1.0)
 
 
 def predictions_of(pairs: Sequence[tuple[str, str]], prefix: str = "item") -> list[dict[str, Any]]:

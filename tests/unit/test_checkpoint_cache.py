@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest_checkpoints import make_checkpoint, predictions_of, rewrite, seal_all
+from conftest_checkpoints import make_checkpoint, no_racy_window, predictions_of, rewrite, seal_all
 
 from kit.results import cache as cache_mod
 from kit.results import keys, parallel
@@ -23,9 +23,8 @@ RUN = "org/model"
 
 
 @pytest.fixture(autouse=True)
-def no_racy_window(monkeypatch):
-    """Files written by the test are seconds old at most: store them anyway."""
-    monkeypatch.setattr(cache_mod, "RACY_SECONDS", -1.0)
+def fresh_files_stored(monkeypatch):
+    no_racy_window(monkeypatch)
 
 
 @pytest.fixture

@@ -61,6 +61,10 @@ class LightevalKind(ResultKind):
                 "suite": dataset.name, "lighteval_task": dataset.task(language).lighteval,
                 "temperature": gen.temperature, "top_p": gen.top_p}
 
+    def pair_identity_inputs(self, run: "Run", dataset: "Dataset") -> tuple[str]:
+        """What pair_identity reads of a run: its prompt's digest."""
+        return (dataset.prompt_for(run).sha256,)
+
     def html_parts(self, records: Sequence[CheckpointRecord], links: "PageLinks") -> "HtmlParts":
         """The score table, a table per task."""
         from kit.results.kinds.lighteval.html import suite_html

@@ -123,6 +123,10 @@ class LrbKind(ResultKind):
                 keys.PROMPT_SHA256: dataset.prompt_for(run).sha256,
                 keys.DECODING: "greedy" if run.task == keys.TASK_GENERATE else "score"}
 
+    def pair_identity_inputs(self, run: "Run", dataset: "Dataset") -> tuple[str, str]:
+        """What pair_identity reads of a run: its prompt's digest and its task."""
+        return dataset.prompt_for(run).sha256, run.task
+
     def html_parts(self, records: Sequence[CheckpointRecord], links: "PageLinks") -> "HtmlParts":
         """The leaderboard with F1 intervals, the heatmap and F1-per-language plots, a table per language."""
         from kit.results.kinds.lrb.html import lrb_html

@@ -15,6 +15,7 @@ pair: verify fails it, status shows it stale, report leaves it out unless --incl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -40,7 +41,7 @@ def validate_held(files: Sequence[tuple[Path, Path]], validate_all: ValidateAll,
     it as the module doc says. `planned(path)`: a planned pair's own expectation (a roster's run as it
     is now), which takes the place of the benchmark rule for that file."""
     own = [planned(path) if planned is not None else None for path, _ in files]
-    folders = [language_folder(root, path) for path, root in files]
+    folders = _language_folders(files)
     expects = [o if o is not None or benchmark is None or not folder else benchmark.of_language(folder)
                for o, folder in zip(own, folders)]
     states = validate_all([(path, {"expect": e}) for (path, _), e in zip(files, expects)])
@@ -73,6 +74,19 @@ def validate_held(files: Sequence[tuple[Path, Path]], validate_all: ValidateAll,
             note = again[i][1]
             states[i] = replace(st, notices=[*st.notices, note]) if note else st
     return states
+
+
+def _language_folders(files: Sequence[tuple[Path, Path]]) -> list[str | None]:
+    """language_folder of each (checkpoint, its results tree), found once per tree and folder (a sweep's
+    thousands of files lie in a few dozen)."""
+    known: dict[tuple[int, str], str | None] = {}   # by tree and the folder part of the file's text
+    out = []
+    for path, root in files:
+        key = (id(root), os.fspath(path).rpartition(os.sep)[0])
+        if key not in known:
+            known[key] = language_folder(root, path)
+        out.append(known[key])
+    return out
 
 
 def _metadata(path: Path, state: CheckpointState) -> dict:

@@ -72,7 +72,8 @@ def scan_results(results: Path, validate_all: ValidateAll = validate_each,
     rule every command follows (kit.results.benchmark_rule)."""
     out = []
     paths = iter_checkpoint_files(results)
-    for path, st in zip(paths, validate_held([(path, Path(results)) for path in paths], validate_all, benchmark)):
+    root = Path(results)   # one object: the rule finds each folder's language once per tree (by its identity)
+    for path, st in zip(paths, validate_held([(path, root) for path in paths], validate_all, benchmark)):
         metadata = (st.data or {}).get(keys.METADATA)
         pair = Pair(run_from_stem(path.stem), file_language(results, path, metadata))
         out.append(PairStatus(pair, st.state, path, list(st.reasons), list(st.notices)))

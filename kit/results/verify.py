@@ -43,10 +43,14 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
 
     def validate_all(jobs: list[tuple[Path, dict[str, Any]]]) -> list[CheckpointState]:
         # each results tree's files through its own cache, back in the order given
+        if len(trees) == 1:
+            return next(iter(trees.values())).validate_all(jobs)
         out: list = [None] * len(jobs)
+        mine: dict[Path, list[int]] = {root: [] for root in trees}
+        for i, (path, _) in enumerate(jobs):
+            mine[roots[path]].append(i)
         for root, tree in trees.items():
-            mine = [i for i, (path, _) in enumerate(jobs) if roots[path] == root]
-            for i, state in zip(mine, tree.validate_all([jobs[i] for i in mine])):
+            for i, state in zip(mine[root], tree.validate_all([jobs[i] for i in mine[root]])):
                 out[i] = state
         return out
 
@@ -56,19 +60,29 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
     finally:
         for tree in trees.values():
             tree.save()
-    return [(path, _archived(roots[path], path, without_predictions(st))) for path, st in zip(files, states)]
+    # by tree and folder (the folder part of the file's text): a tree has thousands of files in a few folders
+    archived: dict[tuple[int, str], bool] = {}
+    out = []
+    for path, st in zip(files, states):
+        root = roots[path]
+        folder, _, name = os.fspath(path).rpartition(os.sep)
+        inside = archived.get((id(root), folder))
+        if inside is None:
+            inside = _under_archive(root, path)
+            if name != ARCHIVE_DIR:   # (else its own name decides, at the top of the tree)
+                archived[(id(root), folder)] = inside
+        st = without_predictions(st)
+        out.append((path, replace(st, notices=[*st.notices, ARCHIVED_NOTICE]) if inside else st))
+    return out
 
 
-def _archived(root: Path, path: Path, state: CheckpointState) -> CheckpointState:
-    """The state with a notice when the file lies under the tree's archive/ folder, which lrb's discovery
-    (and kit's status, report and export of the tree) leave out."""
+def _under_archive(root: Path, path: Path) -> bool:
+    """Whether the file lies under the tree's archive/ folder, which lrb's discovery (and kit's status,
+    report and export of the tree) leave out."""
     try:
-        inside = path.relative_to(root).parts[0] == ARCHIVE_DIR
+        return path.relative_to(root).parts[0] == ARCHIVE_DIR
     except (ValueError, IndexError):
-        return state
-    if not inside:
-        return state
-    return replace(state, notices=[*state.notices, ARCHIVED_NOTICE])
+        return False
 
 
 def json_files(root: Path, skip_dirs: frozenset[str] | set[str]) -> list[Path]:

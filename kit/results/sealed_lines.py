@@ -144,5 +144,5 @@ def _split(line: bytes) -> tuple[str, bytes]:
     return name, entry
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+# json.dumps(value, ensure_ascii=False, separators=(",", ":")), its encoder made once (a save writes an entry per file)
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode

@@ -229,8 +229,23 @@ class CheckpointCache:
         (kit.results.checkpoint.ValidateAll): the whole answer when the same jobs were answered for files
         all unchanged since (status and verify, kit.results.tree_answers), else cached verdicts where they
         hold, the rest validated on every usable core (kit.results.parallel) and stored."""
-        facts: list[tuple[Path, dict[str, Any], tuple[str, list[int], str, float] | None]] = []
-        question = Question() if self._answers is not None else None
+        if self._answers is None:   # a report's reader: each job looked up as it is found, none held
+            return self._validate(self._found_each(jobs, None), None)
+        question = Question()
+        facts = list(self._found_each(jobs, question))
+        digests = question.digests
+        if digests is not None:
+            recalled = self._answers.recall(*digests, len(jobs))
+            if recalled is not None:
+                self.hits += sum(found is not None for _, _, found in facts)
+                return [CheckpointState(state, list(reasons), list(notices)) for state, reasons, notices in recalled]
+        return self._validate(facts, digests)
+
+    def _found_each(self, jobs: list[tuple[Path, dict[str, Any]]], question: Question | None
+                    ) -> Iterator[tuple[Path, dict[str, Any], tuple[str, list[int], str, float] | None]]:
+        """Each job as (path, keyword arguments, found): found is its entry name, file and log identity,
+        verdict key and last change (not the whole stat: thousands are held while the pool runs), or None
+        for no regular file (or no cache); each added to `question` as it is found."""
         for path, kwargs in jobs:
             path = path if isinstance(path, Path) else Path(path)
             text = os.fspath(path)
@@ -239,27 +254,29 @@ class CheckpointCache:
             except FileNotFoundError:
                 st = None
             except OSError:
-                st, question = None, None   # not a plain "no file": never answered whole
+                st = None
+                if question is not None:
+                    question.abandon()   # not a plain "no file": never answered whole
             if st is None or not stat.S_ISREG(st.st_mode) or self.file is None:
-                if st is not None:
-                    question = None
-                elif question is not None:
-                    question.add(self._name(text), self._verdict_key(kwargs.get("run"), kwargs.get("language"),
-                                                                     kwargs.get("expect")), None)
-                facts.append((path, kwargs, None))
+                if question is not None:
+                    if st is None:
+                        question.add(self._name(text), self._verdict_key(kwargs.get("run"), kwargs.get("language"),
+                                                                         kwargs.get("expect")), None)
+                    else:
+                        question.abandon()
+                yield path, kwargs, None
                 continue
             found = (self._name(text), file_identity(st) + _log_identity(text),
                      self._verdict_key(kwargs.get("run"), kwargs.get("language"), kwargs.get("expect")),
-                     max(st.st_mtime, st.st_ctime))   # not the whole stat: thousands are held while the pool runs
+                     max(st.st_mtime, st.st_ctime))
             if question is not None:
                 question.add(found[0], found[2], found[1])
-            facts.append((path, kwargs, found))
-        digests = question.digests if question is not None else None
-        if digests is not None and self._answers is not None:
-            recalled = self._answers.recall(*digests, len(jobs))
-            if recalled is not None:
-                self.hits += sum(found is not None for _, _, found in facts)
-                return [CheckpointState(state, list(reasons), list(notices)) for state, reasons, notices in recalled]
+            yield path, kwargs, found
+
+    def _validate(self, facts: Iterable[tuple[Path, dict[str, Any], tuple[str, list[int], str, float] | None]],
+                  digests: tuple[str, str] | None) -> list[CheckpointState]:
+        """The states of these found jobs: cached where they hold, the rest validated and stored; with the
+        question's `digests`, the answer kept whole when every verdict was."""
         out: list[CheckpointState | None] = []
         misses = []
         for index, (path, kwargs, found) in enumerate(facts):

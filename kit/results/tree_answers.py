@@ -51,7 +51,11 @@ class Question:
             world.append(len(identity))
             world.extend(identity)
         except OverflowError:   # a number past 64 bits: this world is not digested (never answered whole)
-            self._world = None
+            self.abandon()
+
+    def abandon(self) -> None:
+        """This question can never be answered whole (a job's file is neither a regular file nor missing)."""
+        self._world = None
 
     @property
     def digests(self) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ import csv
 import hashlib
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -161,6 +161,8 @@ class Benchmark:
     manifest_sha256: str
     prompts: dict[str, Prompt]
     config_path: Path | None = None
+    # language -> its item ids, computed once (every reader of a language's file asks for them)
+    _ids: dict[str, tuple[str, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     kind = "lrb"
 
@@ -220,8 +222,14 @@ class Benchmark:
 
     def item_ids(self, language: str) -> list[str]:
         """The item ids of `language` in manifest order, computed from the manifest alone."""
-        self._known(language)
-        return [item_id(sid, language) for sid in self.manifest.source_item_ids]
+        return list(self._item_ids(language))
+
+    def _item_ids(self, language: str) -> tuple[str, ...]:
+        known = self._ids.get(language)
+        if known is None:
+            self._known(language)
+            known = self._ids[language] = tuple(item_id(sid, language) for sid in self.manifest.source_item_ids)
+        return known
 
     def load_language(self, language: str) -> LanguageData:
         """Read one language CSV, refusing it unless its digest, row count, id order,
@@ -253,6 +261,8 @@ class Benchmark:
                     f"where the manifest's source_item_ids[{n - 1}] is {want!r}",
                     fix="keep the rows in the manifest's source_item_ids order",
                 )
+        # every row's source id is the manifest's, in its order (checked above): its item id is the manifest's
+        ids = self._item_ids(language) if len(rows) == len(expected) else None
         items = []
         for n, (line, row) in enumerate(rows, start=1):
             if row[language_at] != language:
@@ -263,7 +273,8 @@ class Benchmark:
             if row[label_at] not in LABELS:
                 raise ConfigError(f"{path}: row {n} (line {line}) has label {row[label_at]!r}", fix="write yes or no")
             sid = row[sid_at]
-            items.append(Item(item_id(sid, language), sid, row[sentence_at], row[label_at]))
+            items.append(Item(ids[n - 1] if ids is not None else item_id(sid, language), sid, row[sentence_at],
+                              row[label_at]))
         return LanguageData(language=language, items=tuple(items), file_sha256=digest, path=path)
 
     def whole_set_status(self) -> tuple[str, str]:

@@ -63,3 +63,20 @@ def loads_own(raw: bytes | memoryview) -> Any:
     """JSON that kit wrote itself (its caches): orjson when installed, else Python's parser. Not for
     files others write: an integer past 64 bits would come back as a float (loads_utf8 is for those)."""
     return orjson.loads(raw) if orjson is not None else json.loads(bytes(raw))
+
+
+def loads_as_json(text: str) -> Any:
+    """json.loads(text) itself: Python's parser with none of kit's limits, its result and its errors,
+    read by orjson where the two give the same document (no run of 19 digits, nothing orjson refuses).
+    For a parser of others' that calls json.loads on many small texts (mlperf-logging's log lines)."""
+    if orjson is not None:
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:   # a lone surrogate: Python's parser decides
+            raw = None
+        if raw is not None and raw.translate(_DIGITS_AS_ZERO).find(_LONG_DIGITS) < 0:
+            try:
+                return orjson.loads(raw)
+            except orjson.JSONDecodeError:   # NaN, a lone escaped surrogate, deep nesting...: Python decides
+                pass
+    return json.loads(text)

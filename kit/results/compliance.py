@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import logging
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -65,7 +68,7 @@ def log_events(log: Path) -> dict[str, dict[str, Any]]:
         if not line.startswith(MLLOG_PREFIX):
             continue
         try:
-            entry = safejson.loads(line[len(MLLOG_PREFIX):])
+            entry = safejson.loads_utf8(line[len(MLLOG_PREFIX):].encode("utf-8"))
         except ValueError:
             continue
         if isinstance(entry, dict) and isinstance(entry.get("key"), str):
@@ -147,7 +150,7 @@ def _check_file(checker: Any, log: Path, config: str) -> bool:
     except (KeyError, ImportError, AttributeError):
         return checker.check_file(str(log), config)
     loglines, errors = [], 0
-    with open(log, encoding="latin-1") as fh:   # the checker's own reading of a log
+    with open(log, encoding="latin-1") as fh, _same_json(parser):   # the checker's own reading of a log
         for line in fh:
             at = line.rfind(token)
             if at < 0:
@@ -165,6 +168,34 @@ def _check_file(checker: Any, log: Path, config: str) -> bool:
 
 # RULESET's line parser in mlperf-logging (the module mlp_parser.parse_file picks for it)
 _LINE_PARSERS = {"6.1.0": "mlperf_logging.compliance_checker.mlp_parser.ruleset_610"}
+
+
+@contextlib.contextmanager
+def _same_json(parser: Any) -> Iterator[None]:
+    """While kit reads a log's lines (_check_file), the line parser's json module is _SameJson: Python's
+    parser took a fifth of a report's reading. Put back after, so the checker's own reading is untouched."""
+    if getattr(parser, "json", None) is not json:   # another parser than the one known: as it is
+        yield
+        return
+    parser.json = _SameJson()
+    try:
+        yield
+    finally:
+        parser.json = json
+
+
+class _SameJson:
+    """The json module as the checker's line parser sees it, except that its loads is
+    kit.safejson.loads_as_json: the same document and errors as json.loads, parsed by orjson where
+    the two agree."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(json, name)
+
+    @staticmethod
+    def loads(text: str, **options: Any) -> Any:
+        """json.loads(text, **options); with no options, safejson.loads_as_json(text)."""
+        return json.loads(text, **options) if options else safejson.loads_as_json(text)
 
 
 def _checker() -> Any:
@@ -194,7 +225,6 @@ class _ParsedOnce:
 
     def load(self, stream: Any, Loader: Any = None) -> Any:  # noqa: N803 - yaml's own keyword
         """yaml.load(stream, Loader=Loader), from the copy parsed before when `stream` is a file seen before."""
-        import copy
         import os
 
         try:
@@ -204,7 +234,34 @@ class _ParsedOnce:
             return self._module.load(stream, Loader=Loader)
         if key not in self._parsed:
             self._parsed[key] = _compiled_rules(self._module.load(stream, Loader=Loader))
-        return copy.deepcopy(self._parsed[key])
+        return _fresh_copy(self._parsed[key])
+
+
+def _fresh_copy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """copy.deepcopy of a parsed YAML document at under half its cost: every dict and list new (one
+    copy of each, as deepcopy keeps a YAML alias's sharing), the values no check can change (text,
+    numbers, compiled code) shared, anything else deep-copied."""
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    memo = {} if memo is None else memo
+    done = memo.get(id(value))
+    if done is not None:
+        return done
+    out: Any
+    if kind is dict:
+        out = memo[id(value)] = {}
+        for key, inner in value.items():
+            out[key] = _fresh_copy(inner, memo)
+        return out
+    if kind is list:
+        out = memo[id(value)] = []
+        out.extend(_fresh_copy(inner, memo) for inner in value)
+        return out
+    import copy
+
+    out = memo[id(value)] = copy.deepcopy(value)
+    return out
 
 
 # the code a ruleset's records hold, by record and field, and how the checker runs it (eval or exec)
@@ -263,6 +320,10 @@ class _Compiled(str):
 
     def __copy__(self) -> "_Compiled":
         return self
+
+
+# what a parsed ruleset holds that no check can change (_fresh_copy shares them)
+_IMMUTABLE = frozenset({str, _Compiled, int, float, bool, type(None), bytes})
 
 
 def _oversize(log: Path) -> str | None:

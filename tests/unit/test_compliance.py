@@ -100,6 +100,12 @@ def _variants(tmp_path):
     yield "a carriage return inside a line", "".join([lines[0].replace('"namespace"', '\r"namespace"'),
                                                       *lines[1:]]).encode()
     yield "bytes that are not UTF-8", b"\xff\xfe garbage\n" + good.encode()
+    # JSON where orjson and Python's parser part ways: each line as Python's parser reads it
+    for what, value in (("NaN", "NaN"), ("an integer past 64 bits", "1" + "0" * 25), ("a lone surrogate", '"\\ud800"'),
+                        ("a float out of range", "1e400"), ("a duplicated key", '1, "value": 2'),
+                        ("nesting past orjson's limit", "[" * 1100 + "]" * 1100)):
+        yield f"a value of {what}", "".join([*lines[:2], f':::MLLOG {{"namespace": "", "time_ms": 5, "key": "x", '
+                                                          f'"value": {value}, "metadata": {{}}}}\n', *lines[2:]]).encode()
     yield "no run_stop", "".join(lines[:-1]).encode()
     yield "an empty log", b""
 
@@ -227,3 +233,31 @@ def test_rules_compiled_once_judge_every_log_as_the_checker_s_own_reading(tmp_pa
     if rules == "bent":
         text = "\n".join(m for verdict in judged_logs for messages in verdict[2:] for m in messages)
         assert "Failed executing CHECK code" in text and "failed test:  v['value'].get('task') == 'score'" in text
+
+
+def test_a_ruleset_handed_out_is_a_copy_the_checker_may_change_freely():
+    """What _ParsedOnce hands each check equals a deep copy of the parsed ruleset, shares no dict or list
+    with it or with the next copy, and keeps a YAML alias one object, as deepcopy does."""
+    import copy
+
+    import yaml
+
+    from kit.results import compliance
+
+    source = compliance.ruleset_path(RULESET).read_text(encoding="utf-8")
+    parsed = compliance._compiled_rules(yaml.safe_load(source + "\n- KEY: &shared {NAME: a, REQ: [x]}\n- OTHER: *shared\n"))
+    first, second = compliance._fresh_copy(parsed), compliance._fresh_copy(parsed)
+    assert first == copy.deepcopy(parsed) == parsed
+
+    def containers(value):
+        if isinstance(value, (dict, list)):
+            yield value
+            for inner in value.values() if isinstance(value, dict) else value:
+                yield from containers(inner)
+
+    originals = {id(c) for c in containers(parsed)}
+    assert not originals & {id(c) for c in containers(first)}
+    assert not {id(c) for c in containers(first)} & {id(c) for c in containers(second)}
+    assert first[-1]["OTHER"] is first[-2]["KEY"] and first[-2]["KEY"]["REQ"] is first[-1]["OTHER"]["REQ"]
+    first[-2]["KEY"]["REQ"].append("y")
+    assert parsed[-2]["KEY"]["REQ"] == ["x"]

@@ -15,19 +15,21 @@ from kit import safejson
 orjson = pytest.importorskip("orjson")   # kit's `fast` extra: part of the project venv
 
 
+def outcome(read, document):
+    """("ok", what `read` gives for the document), or the name and words of the error it raises."""
+    try:
+        return "ok", read(document)
+    except (ValueError, RecursionError) as exc:   # UnicodeDecodeError included
+        return type(exc).__name__, str(exc)
+
+
 def stdlib(raw: bytes):
     """What kit read before orjson: decode, then Python's parser."""
-    try:
-        return "ok", safejson.loads(raw.decode("utf-8"))
-    except ValueError as exc:   # UnicodeDecodeError included
-        return type(exc).__name__, str(exc)
+    return outcome(lambda r: safejson.loads(r.decode("utf-8")), raw)
 
 
 def fast(raw: bytes):
-    try:
-        return "ok", safejson.loads_utf8(raw)
-    except ValueError as exc:
-        return type(exc).__name__, str(exc)
+    return outcome(safejson.loads_utf8, raw)
 
 
 def same(a, b) -> bool:
@@ -44,9 +46,13 @@ def same(a, b) -> bool:
 
 
 def agree(raw: bytes) -> None:
-    want, got = stdlib(raw), fast(raw)
-    assert want[0] == got[0], (raw[:80], want, got)
-    assert same(want[1], got[1]) if want[0] == "ok" else want[1] == got[1], (raw[:80], want, got)
+    alike(raw, stdlib(raw), fast(raw))
+
+
+def alike(document, want, got) -> None:
+    """Both read the same value, or failed with the same error in the same words."""
+    assert want[0] == got[0], (document[:80], want, got)
+    assert same(want[1], got[1]) if want[0] == "ok" else want[1] == got[1], (document[:80], want, got)
 
 
 EDGES = [
@@ -86,10 +92,17 @@ def test_damaged_documents_fail_or_read_the_same(value, at, junk):
     agree(raw[:at] + junk + raw[at:])
 
 
-def test_an_ordinary_checkpoint_is_read_by_orjson(monkeypatch):
+@pytest.fixture
+def orjson_calls(monkeypatch):
+    """What orjson.loads is handed from now on, in order."""
     calls = []
     real = orjson.loads
     monkeypatch.setattr(safejson.orjson, "loads", lambda raw: calls.append(raw) or real(raw))
+    return calls
+
+
+def test_an_ordinary_checkpoint_is_read_by_orjson(orjson_calls):
+    calls = orjson_calls
     raw = json.dumps({"metadata": {"run": "m"}, "predictions": [{"item_id": "a" * 40, "n": 12}]}).encode()
     assert safejson.loads_utf8(raw) == json.loads(raw)
     assert calls == [raw]
@@ -97,3 +110,30 @@ def test_an_ordinary_checkpoint_is_read_by_orjson(monkeypatch):
     with pytest.raises(ValueError, match="20 digits"):   # past 64 bits: Python's parser says so
         safejson.loads_utf8(b"[18446744073709551616]")
     assert calls == []
+
+
+def agree_with_json(text: str) -> None:
+    alike(text, outcome(json.loads, text), outcome(safejson.loads_as_json, text))
+
+
+@pytest.mark.parametrize("raw", EDGES, ids=range(len(EDGES)))
+def test_loads_as_json_is_json_loads_on_the_edge_cases(raw):
+    """None of kit's limits: a 20-digit integer, or one of 5,000 digits, reads (or fails) as json.loads."""
+    agree_with_json(raw.decode("utf-8", "surrogateescape"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(values, st.booleans(), st.integers(min_value=0, max_value=200), st.text(min_size=0, max_size=3))
+def test_loads_as_json_is_json_loads_on_any_text(value, ascii_only, at, junk):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    agree_with_json(text)
+    at = at % (len(text) + 1)
+    agree_with_json(text[:at] + junk + text[at:])
+
+
+def test_loads_as_json_reads_an_ordinary_line_with_orjson(orjson_calls):
+    calls = orjson_calls
+    assert safejson.loads_as_json('{"key": "run_stop", "time_ms": 1796524814757}') == {
+        "key": "run_stop", "time_ms": 1796524814757}
+    assert len(calls) == 1
+    assert safejson.loads_as_json("[" + "9" * 30 + "]") == [int("9" * 30)] and len(calls) == 1

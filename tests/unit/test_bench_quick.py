@@ -51,6 +51,28 @@ def test_quick_bench_prints_every_row_with_a_numeric_ratio(tmp_path):
     assert re.search(r"^- job start to first prompt, host \(this venv\): \d+\.\d\d s$", done.stdout, re.M), done.stdout
     assert "- job start, per-job environment sync: skipped by --quick" in done.stdout
     assert (tmp_path / "last-quick.md").read_text() in done.stdout
+    assert not (tmp_path / "trash").exists()   # the earlier outputs set aside are deleted after the last row
+
+
+def test_an_earlier_output_is_set_aside_whole_and_deleted_at_the_end(tmp_path, monkeypatch):
+    """A cold run's earlier output is moved away in one rename (deleting thousands of pages just before a
+    report writes its own slows each new file on ext4 without a journal), and emptied after the last row."""
+    from bench import suite
+
+    monkeypatch.setattr(suite, "TRASH", tmp_path / "trash")
+    out = tmp_path / "report-out"
+    (out / "pages").mkdir(parents=True)
+    (out / "pages" / "result-a.html").write_text("old")
+    suite.set_aside(out)
+    suite.set_aside(out)   # gone already: nothing to do
+    assert not out.exists()
+    kept = list((tmp_path / "trash").iterdir())
+    assert len(kept) == 1 and (kept[0] / "pages" / "result-a.html").read_text() == "old"
+    out.mkdir()
+    suite.set_aside(out)   # a second one beside the first
+    assert len(list((tmp_path / "trash").iterdir())) == 2
+    suite.empty_trash()
+    assert not (tmp_path / "trash").exists()
 
 
 @pytest.mark.timeout(300)

@@ -78,22 +78,31 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | 
 def table_pieces(columns: Sequence[str], rows: Iterable[Sequence[Any]], caption: str | None = None) -> Iterator[str]:
     """table()'s text in pieces, a row each, made as they are asked for: a page written piece by piece (a
     release's index lists tens of thousands of results) never holds its rows' text at once."""
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
-    yield f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>\n"
+    yield _table_head(columns, caption)
     empty = True
     for row in rows:
         empty = False
-        cells = []
-        for value in row:
-            if isinstance(value, Cell):
-                cells.append(f'<td class="num">{value.markup}</td>' if value.numeric else f"<td>{value.markup}</td>")
-            elif isinstance(value, (int, float)) and not isinstance(value, bool) or _is_number(value):
-                cells.append(f'<td class="num">{esc(value)}</td>')
-            else:
-                cells.append(f"<td>{esc(value)}</td>")
-        yield "<tr>" + "".join(cells) + "</tr>\n"
-    yield "\n</tbody></table>\n" if empty else "</tbody></table>\n"
+        yield "<tr>" + "".join(map(_cell, row)) + "</tr>\n"
+    yield _table_end(empty)
+
+
+def _table_head(columns: Sequence[str], caption: str | None) -> str:
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>\n"
+
+
+def _table_end(empty: bool) -> str:
+    return "\n</tbody></table>\n" if empty else "</tbody></table>\n"
+
+
+def _cell(value: Any) -> str:
+    """One <td>: a Cell's markup as it is, anything else escaped; numbers (and number-like text) right-aligned."""
+    if isinstance(value, Cell):
+        return f'<td class="num">{value.markup}</td>' if value.numeric else f"<td>{value.markup}</td>"
+    if isinstance(value, (int, float)) and not isinstance(value, bool) or _is_number(value):
+        return f'<td class="num">{esc(value)}</td>'
+    return f"<td>{esc(value)}</td>"
 
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
@@ -104,8 +113,13 @@ def _is_number(value: Any) -> bool:
 
 
 def key_values(items: Iterable[tuple[str, Any]], caption: str | None = None) -> str:
-    """A two-column table of (key, value) pairs, values as escaped <code>."""
-    return table(("key", "value"), ((k, Cell(code(v))) for k, v in items), caption)
+    """A two-column table of (key, value) pairs, values as escaped <code>: table()'s text for the rows
+    (key, Cell(code(value))), made without a Cell each (a report's pages hold half a million of them)."""
+    rows = [f"<tr>{_cell(k)}<td><code>{esc(v)}</code></td></tr>\n" for k, v in items]
+    return _table_head(_KEY_VALUE, caption) + "".join(rows) + _table_end(not rows)
+
+
+_KEY_VALUE = ("key", "value")
 
 
 def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:

@@ -13,6 +13,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 from conftest_checkpoints import predictions_of, write_job_checkpoint
 
@@ -424,3 +426,16 @@ def test_sections_on_demand_are_built_when_asked_and_only_for_their_names():
     with pytest.raises(KeyError):
         sections["de/x.json"]
     assert built == ["fr/a.json"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.text(max_size=8), st.sampled_from(["1.5", "-2", "1e-3", "07"]), st.integers()),
+                          st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=12),
+                                    st.lists(st.integers(), max_size=2))), max_size=6),
+       st.one_of(st.none(), st.text(max_size=10)))
+def test_key_values_is_the_table_of_its_pairs_as_code_cells(items, caption):
+    """key_values writes its rows itself (a report's pages hold half a million): the very text of table()
+    over (key, Cell(code(value))) rows, numeric keys right-aligned, an empty table as table() ends one."""
+    from kit.results.html_page import Cell, code, key_values, table
+
+    assert key_values(items, caption) == table(("key", "value"), [(k, Cell(code(v))) for k, v in items], caption)

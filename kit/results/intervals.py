@@ -66,10 +66,19 @@ def f1_intervals(valid: Sequence[CheckpointRecord], resamples: int = RESAMPLES) 
 
 
 def _numpy():
+    import os
+
+    # the bootstrap draws random numbers and multiplies no matrices: OpenBLAS's threads, one per core
+    # started with numpy in each worker, would only spin (a user's own setting is kept)
+    before = os.environ.get("OPENBLAS_NUM_THREADS")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         import numpy
     except ImportError as exc:
         raise MissingExtraError("kit report's confidence intervals", "numpy", "report") from exc
+    finally:
+        if before is None:
+            os.environ.pop("OPENBLAS_NUM_THREADS", None)
     return numpy
 
 

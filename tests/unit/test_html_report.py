@@ -439,3 +439,29 @@ def test_key_values_is_the_table_of_its_pairs_as_code_cells(items, caption):
     from kit.results.html_page import Cell, code, key_values, table
 
     assert key_values(items, caption) == table(("key", "value"), [(k, Cell(code(v))) for k, v in items], caption)
+
+
+@pytest.mark.parametrize("own", [None, "4"])
+def test_the_bootstrap_leaves_the_blas_thread_setting_as_it_found_it(monkeypatch, own):
+    """numpy is loaded for the bootstrap with one OpenBLAS thread (it multiplies no matrices), and the
+    process's environment is left as the user had it."""
+    import os
+
+    from kit.results.intervals import f1_intervals
+
+    if own is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", own)
+    seen = []
+    real_import = __builtins__["__import__"] if isinstance(__builtins__, dict) else __builtins__.__import__
+
+    def watching(name, *args, **kwargs):
+        if name == "numpy":
+            seen.append(os.environ.get("OPENBLAS_NUM_THREADS"))
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.__import__", watching)
+    assert f1_intervals(_synthetic_records(3)).pairs
+    assert seen and seen[0] == (own or "1")
+    assert os.environ.get("OPENBLAS_NUM_THREADS") == own

@@ -52,11 +52,17 @@ class HtmlReport:
 
 
 def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: ResultKind,
-                      verdict_dirs: Sequence[Path] = ()) -> HtmlReport:
+                      verdict_dirs: Sequence[Path] = (), earlier: Path | None = None) -> HtmlReport:
     """Write OUT/index.html, OUT/pages/*.html and the plots for these records (complete ones get
     pages, invalid ones are listed with their reasons), with the reproduce verdicts found in
-    `verdict_dirs`."""
+    `verdict_dirs`. `earlier`: the same folder of the report OUT replaces, whose pages that come out
+    the same are linked in rather than written again (kit.files.write_bytes_new's same_as)."""
     out_dir = Path(out_dir)
+    before = None if earlier is None else Path(earlier) / PAGES
+
+    def write_page(name: str, text: str) -> str:
+        return _write(out_dir / PAGES / name, text, None if before is None else before / name)
+
     valid = [r for r in records if r.valid]
     links = PageLinks({r.name: slug("result", r.name) for r in valid},
                       {lang: slug("language", lang) for lang in sorted({r.language for r in valid})})
@@ -86,22 +92,21 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
     for language, body in parts.languages.items():
         title = f"{parts.title}: {language}"
         nav = [(links.from_page().index(), "index")]
-        written.append(_write(out_dir / PAGES / links.languages[language], page(title, body, nav)))
+        written.append(write_page(links.languages[language], page(title, body, nav)))
     for name in sorted(parts.pages):   # each asked for when written (OnDemand builds it then)
         title, body = parts.pages[name]
-        written.append(_write(out_dir / PAGES / name, page(title, body, [(links.from_page().index(), "index")])))
+        written.append(write_page(name, page(title, body, [(links.from_page().index(), "index")])))
     verdicts_of: dict[str, list[Verdict]] = {}
     for verdict in verdicts:
         verdicts_of.setdefault(verdict.key, []).append(verdict)
 
     def result_page(record: CheckpointRecord) -> str:
-        return _write(out_dir / PAGES / links.results[record.name],
-                      _result_page(record, parts, links.from_page(), verdicts_of.get(record.name, []), rerun_pages))
+        return write_page(links.results[record.name],
+                          _result_page(record, parts, links.from_page(), verdicts_of.get(record.name, []), rerun_pages))
 
     written += fork_map(result_page, valid)   # thousands of pages: rendered and written on every core
     for verdict in verdicts:
-        written.append(_write(out_dir / PAGES / rerun_pages[verdict.path],
-                              _rerun_page(verdict, links.from_page())))
+        written.append(write_page(rerun_pages[verdict.path], _rerun_page(verdict, links.from_page())))
     # no fsync here: OUT is a staging folder, which kit.outputs makes durable as a whole before it is swapped in
     _write(out_dir / INDEX, page_pieces(parts.title, _index_body(records, parts, links, reruns + drift_section, kind.units)))
     _remove_old_pages(out_dir / PAGES, set(written))
@@ -122,10 +127,11 @@ def _remove_old_pages(folder: Path, keep: set[str]) -> None:
         os.unlink(path)
 
 
-def _write(path: Path, text: str | Iterable[str]) -> str:
-    """Write a page or the index (its text, or its pieces: see table_pieces); its file name."""
+def _write(path: Path, text: str | Iterable[str], same_as: Path | None = None) -> str:
+    """Write a page or the index (its text, or its pieces: see table_pieces); its file name. A page's
+    text equal to the `same_as` file's is that file, linked in."""
     # into the staging folder (kit.outputs.write_output), which is made durable and swapped in whole
-    write_bytes_new(path, _utf8(text) if isinstance(text, str) else map(_utf8, text))
+    write_bytes_new(path, _utf8(text) if isinstance(text, str) else map(_utf8, text), same_as=same_as)
     return path.name
 
 

@@ -150,7 +150,9 @@ def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, e
             files, batches = kept
         else:
             with write_output(out_dir, "report", force_needed=False, legacy=_legacy_report) as out:
-                files, batches = _fill_all(collections, kinds, out.stage, verdict_dirs)
+                # the report replaced is kit's own (write_output checked): its unchanged pages are linked in
+                files, batches = _fill_all(collections, kinds, out.stage, verdict_dirs,
+                                           out_dir if out_dir.is_dir() else None)
                 if inputs is not None:
                     out.memo.update(inputs=inputs, roles=_relative(files, out.stage), batches=_relative(batches, out.stage))
             files = {role: out_dir / path.relative_to(out.stage) for role, path in files.items()}
@@ -192,14 +194,16 @@ def _kind_of(records: list[CheckpointRecord]) -> ResultKind:
 
 
 def _fill_all(collections: dict[str, list[CheckpointRecord]], kinds: dict[str, ResultKind], folder: Path,
-              verdict_dirs: Sequence[Path]) -> tuple[dict[str, Path], dict[str, Path]]:
+              verdict_dirs: Sequence[Path], earlier: Path | None = None) -> tuple[dict[str, Path], dict[str, Path]]:
     """The report of the tree's own checkpoints in `folder`, and of each of lrb's batch folders in
     folder/batches/<batch>/, as lrb keeps a leaderboard per folder: (files by role, each batch's HTML
-    index). Without a complete checkpoint of its own, the tree gets an index of its batches."""
-    batches = {name: _fill(collections[name], kinds[name], folder / BATCHES_DIR / name, verdict_dirs)["html"]
+    index). Without a complete checkpoint of its own, the tree gets an index of its batches. `earlier`:
+    the report `folder` replaces (its pages that come out the same are linked in)."""
+    batches = {name: _fill(collections[name], kinds[name], folder / BATCHES_DIR / name, verdict_dirs,
+                           None if earlier is None else earlier / BATCHES_DIR / name)["html"]
                for name in sorted(kinds) if name}
     if "" in kinds:
-        files = _fill(collections[""], kinds[""], folder, verdict_dirs)
+        files = _fill(collections[""], kinds[""], folder, verdict_dirs, earlier)
         if batches:
             link_batches(folder, batches)
         return files, batches
@@ -207,10 +211,10 @@ def _fill_all(collections: dict[str, list[CheckpointRecord]], kinds: dict[str, R
 
 
 def _fill(records: list[CheckpointRecord], kind: ResultKind, folder: Path,
-          verdict_dirs: Sequence[Path]) -> dict[str, Path]:
+          verdict_dirs: Sequence[Path], earlier: Path | None = None) -> dict[str, Path]:
     """Write the kind's report files and the HTML report of `records` into `folder`; each file by role."""
     written = _kind_files(records, kind, folder)
-    html = write_html_report(records, folder, kind, verdict_dirs)
+    html = write_html_report(records, folder, kind, verdict_dirs, earlier)
     return {**written.files, "html": html.index}
 
 

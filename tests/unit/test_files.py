@@ -182,3 +182,27 @@ def test_write_bytes_new_writes_pieces_in_order_and_replaces_a_file_already_ther
     assert page.read_bytes() == b"twothree"
     write_bytes_new(tmp_path / "plain", b"bytes")
     assert (tmp_path / "plain").read_bytes() == b"bytes"
+
+
+def test_write_bytes_new_links_the_file_it_replaces_only_when_it_holds_the_same_bytes(tmp_path):
+    """same_as: the earlier output's file is linked in when its bytes are the page's, and only then (another
+    size, other bytes of the same size, no file, a link in its place: the page is written)."""
+    from kit.files import write_bytes_new
+
+    earlier, stage = tmp_path / "earlier", tmp_path / "stage"
+    earlier.mkdir()
+    same, other, longer = earlier / "same.html", earlier / "other.html", earlier / "longer.html"
+    same.write_bytes(b"<p>one</p>")
+    other.write_bytes(b"<p>two</p>")
+    longer.write_bytes(b"<p>one</p>\n")
+    (earlier / "link.html").symlink_to(same)
+    for name in ("same.html", "other.html", "longer.html", "absent.html", "link.html"):
+        write_bytes_new(stage / "pages" / name, b"<p>one</p>", same_as=earlier / name)   # the folder is made too
+        assert (stage / "pages" / name).read_bytes() == b"<p>one</p>"
+        assert not (stage / "pages" / name).is_symlink()
+    assert os.stat(stage / "pages" / "same.html").st_ino == os.stat(same).st_ino
+    for name in ("other.html", "longer.html", "absent.html", "link.html"):
+        assert os.stat(stage / "pages" / name).st_nlink == 1, name
+    assert other.read_bytes() == b"<p>two</p>"   # nothing written through
+    write_bytes_new(tmp_path / "pieces.html", iter([b"<p>one", b"</p>"]), same_as=same)   # pieces: written
+    assert os.stat(tmp_path / "pieces.html").st_ino != os.stat(same).st_ino

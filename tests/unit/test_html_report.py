@@ -465,3 +465,26 @@ def test_the_bootstrap_leaves_the_blas_thread_setting_as_it_found_it(monkeypatch
     assert f1_intervals(_synthetic_records(3)).pairs
     assert seen and seen[0] == (own or "1")
     assert os.environ.get("OPENBLAS_NUM_THREADS") == own
+
+
+def test_a_report_written_again_links_its_unchanged_pages_and_reads_as_one_written_afresh(results, tmp_path):
+    """After one checkpoint changed, the pages that come out the same are the earlier report's files (linked,
+    not written again: nothing freed when the old report goes), the changed result's page is new, and
+    every file reads as a report written afresh elsewhere."""
+    import filecmp
+    import os
+
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    write_report(results, out, verdicts=[])
+    kept_page = out / PAGES / slug("result", "en/org__model-b@fast.json")
+    changed_page = out / PAGES / slug("result", "fr/org__model-a.json")
+    inodes = {p: os.stat(p).st_ino for p in (kept_page, changed_page)}
+    checkpoint(results, "org/model-a", "fr", cells=(8, 2, 8, 1, 1))
+    write_report(results, out, verdicts=[])
+    write_report(results, fresh, verdicts=[])
+    assert os.stat(kept_page).st_ino == inodes[kept_page]
+    assert os.stat(changed_page).st_ino != inodes[changed_page]
+    names = sorted(p.name for p in (out / PAGES).iterdir())
+    assert names == sorted(p.name for p in (fresh / PAGES).iterdir())
+    assert filecmp.cmpfiles(out / PAGES, fresh / PAGES, names, shallow=False)[0] == names
+    assert (out / INDEX).read_bytes() == (fresh / INDEX).read_bytes()

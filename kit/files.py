@@ -75,19 +75,9 @@ def write_bytes_new(path: Path, data: bytes | Iterable[bytes], *, same_as: Path 
     through): no new file, and none freed when the old output goes (on ext4 without a journal, files
     created just after thousands were deleted cost ten times as much)."""
     path = Path(path)
-    if same_as is not None and isinstance(data, (bytes, bytearray)) and _holds(same_as, data):
-        try:
-            os.link(same_as, path, follow_symlinks=False)
-            return
-        except FileNotFoundError:   # its folder, first (or the earlier file went meanwhile)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(same_as, path, follow_symlinks=False)
-                return
-            except OSError:
-                pass
-        except OSError:   # another filesystem, no links there, a file already there: written
-            pass
+    if same_as is not None and isinstance(data, (bytes, bytearray)) and _holds(same_as, data) \
+            and _linked(same_as, path):
+        return
     pieces = [data] if isinstance(data, (bytes, bytearray, memoryview)) else data
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -106,6 +96,22 @@ def write_bytes_new(path: Path, data: bytes | Iterable[bytes], *, same_as: Path 
     except BaseException:
         path.unlink(missing_ok=True)
         raise
+
+
+def _linked(source: Path, path: Path) -> bool:
+    """Whether `path` could be made a hard link to `source` (its folder made first when missing); False
+    across filesystems, where links are not allowed, with a file already at `path` or `source` gone."""
+    for attempt in (1, 2):
+        try:
+            os.link(source, path, follow_symlinks=False)
+            return True
+        except FileNotFoundError:   # its folder, first (or the earlier file went meanwhile)
+            if attempt == 2:
+                return False
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (OSError, NotImplementedError):   # NotImplementedError: no linkat on this platform
+            return False
+    return False
 
 
 def _holds(path: Path, data: bytes) -> bool:

@@ -193,9 +193,9 @@ class _SameJson:
         return getattr(json, name)
 
     @staticmethod
-    def loads(text: str, **options: Any) -> Any:
-        """json.loads(text, **options); with no options, safejson.loads_as_json(text)."""
-        return json.loads(text, **options) if options else safejson.loads_as_json(text)
+    def loads(text: Any, **options: Any) -> Any:
+        """json.loads(text, **options); text without options: safejson.loads_as_json(text)."""
+        return safejson.loads_as_json(text) if isinstance(text, str) and not options else json.loads(text, **options)
 
 
 def _checker() -> Any:

@@ -261,3 +261,16 @@ def test_a_ruleset_handed_out_is_a_copy_the_checker_may_change_freely():
     assert first[-1]["OTHER"] is first[-2]["KEY"] and first[-2]["KEY"]["REQ"] is first[-1]["OTHER"]["REQ"]
     first[-2]["KEY"]["REQ"].append("y")
     assert parsed[-2]["KEY"]["REQ"] == ["x"]
+
+
+def test_the_line_parser_s_json_is_json_loads_for_anything_it_may_be_handed():
+    """Text without options goes through safejson.loads_as_json; bytes, or options, to json.loads itself."""
+    import json
+
+    from kit.results.compliance import _SameJson
+
+    same = _SameJson()
+    assert same.loads('{"a": [1, 2.5]}') == {"a": [1, 2.5]}
+    assert same.loads(b'{"a": 1}') == {"a": 1}
+    assert same.loads('{"a": 1.5}', parse_float=str) == {"a": "1.5"}
+    assert same.JSONDecodeError is json.JSONDecodeError

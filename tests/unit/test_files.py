@@ -206,3 +206,19 @@ def test_write_bytes_new_links_the_file_it_replaces_only_when_it_holds_the_same_
     assert other.read_bytes() == b"<p>two</p>"   # nothing written through
     write_bytes_new(tmp_path / "pieces.html", iter([b"<p>one", b"</p>"]), same_as=same)   # pieces: written
     assert os.stat(tmp_path / "pieces.html").st_ino != os.stat(same).st_ino
+
+
+def test_write_bytes_new_writes_the_page_where_no_link_can_be_made(tmp_path, monkeypatch):
+    """A platform without linkat (NotImplementedError) or a filesystem without links (OSError): written."""
+    from kit.files import write_bytes_new
+
+    earlier = tmp_path / "earlier.html"
+    earlier.write_bytes(b"<p>one</p>")
+    for error in (NotImplementedError("link: follow_symlinks unavailable"), PermissionError(1, "no links here")):
+        def refuse(*args, error=error, **kwargs):
+            raise error
+
+        monkeypatch.setattr("kit.files.os.link", refuse)
+        page = tmp_path / "stage" / f"{type(error).__name__}.html"
+        write_bytes_new(page, b"<p>one</p>", same_as=earlier)
+        assert page.read_bytes() == b"<p>one</p>" and os.stat(page).st_ino != os.stat(earlier).st_ino

@@ -98,6 +98,22 @@ def write_bytes_new(path: Path, data: bytes | Iterable[bytes], *, same_as: Path 
         raise
 
 
+def copy_new(source: Path, path: Path, *, same_as: Path | None = None) -> None:
+    """Copy `source` with its times (shutil.copy2) into an output being built, its folder made; hard-linked
+    from `same_as` instead (the same file of the output being replaced) when that holds exactly the
+    source's bytes, as write_bytes_new."""
+    path = Path(path)
+    if same_as is not None:
+        try:
+            same_size = os.lstat(same_as).st_size == os.stat(source).st_size
+        except OSError:
+            same_size = False
+        if same_size and _holds(same_as, Path(source).read_bytes()) and _linked(same_as, path):
+            return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, path)
+
+
 def _linked(source: Path, path: Path) -> bool:
     """Whether `path` could be made a hard link to `source` (its folder made first when missing); False
     across filesystems, where links are not allowed, with a file already at `path` or `source` gone."""

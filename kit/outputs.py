@@ -7,7 +7,9 @@ reproduce) writes it.
   inventory (.kit-output.json: its kind and the sha256 of every file). A file the inventory does not
   name, a file changed since, a link, or no inventory at all: refused, naming the file.
 - "update" outputs (export, reproduce) carry the earlier output's files over into the new one; the
-  others are rebuilt from scratch.
+  others are rebuilt from scratch, and link in each file of the earlier output that comes out byte for
+  byte the same (OutputFolder.earlier, kit.files.write_bytes_new's same_as): no new file for it, and
+  none freed when the earlier output goes.
 - An output may keep a memo in its inventory (a digest of everything it was made from, and what the
   command needs to describe it): a command whose inputs have the same digest may leave an intact earlier
   output as it is (unchanged_output) instead of rebuilding it.
@@ -51,6 +53,16 @@ class OutputFolder:
     stage: Path
     # what the inventory keeps besides the files (see unchanged_output): the block fills it before it ends
     memo: dict[str, Any] = field(default_factory=dict)
+    # the output being replaced, checked as kit's own and unchanged: a file that comes out byte for byte
+    # the same may be linked from it (kit.files.write_bytes_new's same_as); None when there is none, or
+    # when its files were carried over into the stage (update)
+    earlier: Path | None = None
+
+    def same_as(self, path: Path) -> Path | None:
+        """The earlier output's file at the place of `path` (a path under `stage`), or None."""
+        if self.earlier is None:
+            return None
+        return self.earlier / Path(path).relative_to(self.stage)
 
     def file(self, *parts: str, what: str = "file name") -> Path:
         """The staging path of OUT/<parts...>, each part checked as one plain name (kit.files.name_part),
@@ -204,7 +216,7 @@ def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
         stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".kit-staging", dir=dest.parent))
         if update and dest.is_dir():
             _carry_over(dest, stage)
-        out = OutputFolder(dest, kind, stage)
+        out = OutputFolder(dest, kind, stage, earlier=dest if not update and dest.is_dir() else None)
         yield out
         _seal(stage, kind, out.memo)
         replace_folder(stage, dest)

@@ -10,7 +10,6 @@ collect output."""
 
 from __future__ import annotations
 
-import shutil
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from kit.config.names import run_from_stem
 from kit.errors import CheckpointError
-from kit.files import file_sha256
+from kit.files import copy_new, file_sha256
 from kit.outputs import write_output
 from kit.plan import Pair
 from kit.results import keys
@@ -104,15 +103,16 @@ def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> 
     output = Path(output)
     with write_output(output, "collect", force=force, inputs=plan.sources) as out:
         roots: set[Path] = set()
+        # the files of the collect output replaced that come out the same are linked in (OutputFolder.earlier)
         for pair, (_, src) in plan.chosen.items():
             dst = checkpoint_path(out.stage, pair.run, pair.language)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+            copy_new(src, dst, same_as=out.same_as(dst))
             if mllog_path(src).exists():
-                shutil.copy2(mllog_path(src), mllog_path(dst))
+                copy_new(mllog_path(src), mllog_path(dst), same_as=out.same_as(mllog_path(dst)))
             roots.add(src.parent.parent)
         for root in sorted(roots):
             for desc in sorted((root / SYSTEMS_DIR).glob("*.json")):
                 if not desc.is_symlink():
-                    shutil.copy2(desc, out.file(SYSTEMS_DIR, desc.name))
+                    dst = out.file(SYSTEMS_DIR, desc.name)
+                    copy_new(desc, dst, same_as=out.same_as(dst))
     return output.resolve()

@@ -31,7 +31,7 @@ from typing import Any
 
 from kit.errors import ConfigError
 from kit.files import regular_files, write_bytes_atomic, write_bytes_new, write_text_atomic
-from kit.outputs import check_output, write_output
+from kit.outputs import OutputFolder, check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.kinds import kind_name, kind_of
@@ -92,7 +92,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
             from kit.signing import public_dict
 
             write_text_atomic(out.stage / KEYS_FILE, json.dumps([public_dict(k) for k in public_keys], indent=2) + "\n")
-        _fill(out.stage, results, complete, pairs, prompts, covered, done, planned, title, license_id,
+        _fill(out, results, complete, pairs, prompts, covered, done, planned, title, license_id,
               benchmark, runs)
         files = regular_files(out.stage)
     left = {str(s.path): list(s.reasons) for s in states if s.state == PairState.STALE}
@@ -248,19 +248,22 @@ def _prompts(wanted: dict[str, tuple[str, set[str], Path]], benchmark: Any, resu
     return out
 
 
-def _fill(tmp: Path, results: Path, complete: list[Any], pairs: list[CardPair], prompts: list[CardPrompt],
+def _fill(out: OutputFolder, results: Path, complete: list[Any], pairs: list[CardPair], prompts: list[CardPrompt],
           covered: list[Coverage], done: bool, planned: bool, title: str, license_id: str, benchmark: Any,
           runs: list[Any] | None) -> None:
-    """Write every file of the release into the empty folder `tmp`."""
+    """Write every file of the release into its empty staging folder (the files of the release it
+    replaces that come out the same are linked in: OutputFolder.earlier)."""
     from kit.results.report import write_report
 
+    tmp = out.stage
     expect = None
     if benchmark is not None and runs:
         from kit.results.identity import PlanExpectations
 
         expect = PlanExpectations(benchmark, runs)
-    write_report(results, tmp, expect=expect, own_output=False, validate_all=every_core(results, sections=True))
-    _write_files(tmp, results, complete)
+    write_report(results, tmp, expect=expect, own_output=False, validate_all=every_core(results, sections=True),
+                 earlier=out.earlier)
+    _write_files(out, results, complete)
     write_text_atomic(tmp / "SNAPSHOT_STATUS.md", snapshot_status_text(title, covered, planned))
     guide = _REPRODUCE_GUIDE.is_file()
     if guide:
@@ -273,7 +276,7 @@ def _fill(tmp: Path, results: Path, complete: list[Any], pairs: list[CardPair], 
     write_text_atomic(tmp / "README.md", dataset_card(title, license_id, pairs, prompts, status_line, listed, guide))
 
 
-def _write_files(tmp: Path, results: Path, complete: list[Any]) -> None:
+def _write_files(out: OutputFolder, results: Path, complete: list[Any]) -> None:
     """Each complete checkpoint, one at a time in (run, language) order: its lrb file (as kit export lrb
     writes it: an lrb file as it is, in its place; a kit checkpoint converted), kit's checkpoint, log
     and signed statement as written, and its items' rows of data/train.csv (cells through csv_cell:
@@ -282,6 +285,7 @@ def _write_files(tmp: Path, results: Path, complete: list[Any]) -> None:
     from kit.results.kinds.lrb.export import lrb_file
     from kit.results.store import envelope_path
 
+    tmp = out.stage
     # made durable together when the folder is renamed into place (kit.files.replace_folder)
     with atomic_writer(tmp / VIEWER_FILE, durable=False) as raw:
         viewer = io.TextIOWrapper(raw, encoding="utf-8", newline="")
@@ -295,10 +299,11 @@ def _write_files(tmp: Path, results: Path, complete: list[Any]) -> None:
                 raise ConfigError(f"{s.path}: {exc}", fix="mend that key in the file (or leave the file out of "
                                                           "RESULTS), then release again") from None
             # into the new folder in one step each (no temporary file: the folder is swapped in whole)
-            write_bytes_new(tmp / rel, body)
+            write_bytes_new(tmp / rel, body, same_as=out.same_as(tmp / rel))
             for source in (s.path, s.path.with_suffix(".mllog"), envelope_path(s.path)):
                 if source.is_file() and not source.is_symlink():
-                    write_bytes_new(tmp / "checkpoints" / s.pair.language / source.name, source.read_bytes())
+                    copy = tmp / "checkpoints" / s.pair.language / source.name
+                    write_bytes_new(copy, source.read_bytes(), same_as=out.same_as(copy))
             # the pair's own cells once; a score and the true/false cells are numbers and words, never formulas
             pair = [csv_cell(v) for v in (s.pair.run, data[keys.METADATA].get(keys.MODEL_ID), s.pair.language)]
             writer.writerows([*pair, csv_cell(item[keys.ITEM_ID]), csv_cell(item[keys.EXPECTED]),

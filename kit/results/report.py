@@ -103,7 +103,8 @@ def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRec
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,
                  expect: PlanExpectations | None = None, include_stale: bool = False,
                  verdicts: list[Path] | None = None,
-                 validate_all: ValidateAll = validate_each_with_outcomes, own_output: bool = True) -> ReportOutcome:
+                 validate_all: ValidateAll = validate_each_with_outcomes, own_output: bool = True,
+                 earlier: Path | None = None) -> ReportOutcome:
     """Write the report of the checkpoints under RESULTS (of these runs; all when None) to OUT, by
     their benchmark kind; stale checkpoints (against `expect`) are counted only with `include_stale`,
     and then named as stale in the summary; then the HTML report (kit.results.html_report), with the
@@ -111,16 +112,17 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
     complete checkpoint, an unknown run, kinds mixed, checkpoints that are not comparable,
     matplotlib missing). The files are read by `validate_all` (see collect_checkpoints). OUT is written
 under the output contract (kit.outputs: built beside, swapped in, only kit's own earlier report
-replaced) unless `own_output` is False: then OUT is a folder of another output being built. The plots
+replaced) unless `own_output` is False: then OUT is a folder of another output being built, and `earlier`
+the same folder of the output it replaces (kit.outputs.OutputFolder.same_as), if any. The plots
 are drawn in a process forked before the checkpoints are read (kit.results.plot_process)."""
     with plot_process():
         return _write_report(results_dir, out_dir, runs=runs, expect=expect, include_stale=include_stale,
-                             verdicts=verdicts, validate_all=validate_all, own_output=own_output)
+                             verdicts=verdicts, validate_all=validate_all, own_output=own_output, earlier=earlier)
 
 
 def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, expect: PlanExpectations | None,
                   include_stale: bool, verdicts: list[Path] | None, validate_all: ValidateAll,
-                  own_output: bool) -> ReportOutcome:
+                  own_output: bool, earlier: Path | None) -> ReportOutcome:
     found = collect_checkpoints(results_dir, expect, validate_all)
     stale = [r for r in found if r.state == PairState.STALE]
     if include_stale:
@@ -141,7 +143,7 @@ def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, e
     out_dir = Path(out_dir)
     kept = None
     if not own_output:   # a part of another output (a release's stage)
-        files, batches = _fill_all(collections, kinds, out_dir, verdict_dirs)
+        files, batches = _fill_all(collections, kinds, out_dir, verdict_dirs, earlier)
     else:
         inputs = report_inputs(found, results_dir=results_dir, out_dir=out_dir, verdict_dirs=verdict_dirs,
                                options={"runs": runs, "include_stale": include_stale})
@@ -151,8 +153,7 @@ def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, e
         else:
             with write_output(out_dir, "report", force_needed=False, legacy=_legacy_report) as out:
                 # the report replaced is kit's own (write_output checked): its unchanged pages are linked in
-                files, batches = _fill_all(collections, kinds, out.stage, verdict_dirs,
-                                           out_dir if out_dir.is_dir() else None)
+                files, batches = _fill_all(collections, kinds, out.stage, verdict_dirs, out.earlier)
                 if inputs is not None:
                     out.memo.update(inputs=inputs, roles=_relative(files, out.stage), batches=_relative(batches, out.stage))
             files = {role: out_dir / path.relative_to(out.stage) for role, path in files.items()}

@@ -68,3 +68,31 @@ def test_one_site_name_given_twice_is_bad_input(tmp_path):
                                  "-o", str(tmp_path / "out")])
     assert isinstance(r.exception, Exception) and "site 'nancy' is given twice" in str(r.exception)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_collect_written_again_links_the_files_that_come_out_the_same(tmp_path):
+    """`kit collect --force` over its own earlier output: an unchanged pair's checkpoint and log are the
+    earlier files (same inodes), a changed pair's are copied anew, and every file is its source's bytes."""
+    import os
+
+    from kit.results.collect import install_collect
+
+    other = Pair("org/m", "fr")
+    paths = {pair: make_checkpoint(tmp_path / "a", pair.run, pair.language,
+                                   predictions_of([("yes", "yes"), ("no", "no")])) for pair in (PAIR, other)}
+
+    def collect() -> Path:
+        plan = plan_collect([("a", tmp_path / "a")], [PAIR, other], lambda pair: None)
+        assert plan.problems == []
+        return install_collect(plan, tmp_path / "out", force=True)
+
+    out = collect()
+    copies = {pair: out / path.relative_to(tmp_path / "a") for pair, path in paths.items()}
+    before = {pair: (os.stat(p).st_ino, os.stat(p.with_suffix(".mllog")).st_ino) for pair, p in copies.items()}
+    seal(rewrite(paths[other], lambda data: data["metadata"].update(duration_seconds=2.0)))
+    collect()
+    assert (os.stat(copies[PAIR]).st_ino, os.stat(copies[PAIR].with_suffix(".mllog")).st_ino) == before[PAIR]
+    assert os.stat(copies[other]).st_ino != before[other][0]
+    for pair, path in paths.items():
+        assert copies[pair].read_bytes() == path.read_bytes()
+        assert copies[pair].with_suffix(".mllog").read_bytes() == path.with_suffix(".mllog").read_bytes()

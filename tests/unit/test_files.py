@@ -208,6 +208,31 @@ def test_write_bytes_new_links_the_file_it_replaces_only_when_it_holds_the_same_
     assert os.stat(tmp_path / "pieces.html").st_ino != os.stat(same).st_ino
 
 
+def test_copy_new_links_the_earlier_file_only_when_it_holds_the_source_s_bytes(tmp_path):
+    """copy_new: the earlier output's file is linked in when its bytes are the source's; else the source is
+    copied with its times (another size, other bytes of the same size, no file, a link in its place)."""
+    from kit.files import copy_new
+
+    source, earlier, stage = tmp_path / "source.json", tmp_path / "earlier", tmp_path / "stage"
+    source.write_bytes(b'{"a": 1}')
+    os.utime(source, (1_000_000, 1_000_000))
+    earlier.mkdir()
+    (earlier / "same.json").write_bytes(b'{"a": 1}')
+    (earlier / "other.json").write_bytes(b'{"a": 2}')
+    (earlier / "longer.json").write_bytes(b'{"a": 10}')
+    (earlier / "link.json").symlink_to(earlier / "same.json")
+    for name in ("same.json", "other.json", "longer.json", "absent.json", "link.json"):
+        copy_new(source, stage / "en" / name, same_as=earlier / name)   # the folder is made too
+        assert (stage / "en" / name).read_bytes() == b'{"a": 1}' and not (stage / "en" / name).is_symlink()
+    assert os.stat(stage / "en" / "same.json").st_ino == os.stat(earlier / "same.json").st_ino
+    for name in ("other.json", "longer.json", "absent.json", "link.json"):
+        assert os.stat(stage / "en" / name).st_nlink == 1, name
+        assert os.stat(stage / "en" / name).st_mtime == 1_000_000, name   # copied with its times
+    assert (earlier / "other.json").read_bytes() == b'{"a": 2}'   # nothing written through
+    copy_new(source, stage / "plain.json")
+    assert os.stat(stage / "plain.json").st_ino != os.stat(source).st_ino
+
+
 def test_write_bytes_new_writes_the_page_where_no_link_can_be_made(tmp_path, monkeypatch):
     """A platform without linkat (NotImplementedError) or a filesystem without links (OSError): written."""
     from kit.files import write_bytes_new

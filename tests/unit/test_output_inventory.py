@@ -68,3 +68,18 @@ def test_write_output_seals_every_file_it_wrote_and_reads_back(tmp_path):
     assert files == {name: hashlib.sha256((dest / name).read_bytes()).hexdigest() for name in NAMES}
     assert (dest / INVENTORY).read_text() == _expected(dest, sorted(NAMES), {"kit_output": "report",
                                                                              "memo": {"inputs": "f" * 64}})
+
+
+def test_the_output_replaced_is_offered_for_linking_unless_its_files_were_carried_over(tmp_path):
+    """OutputFolder.earlier: the destination being replaced (checked as kit's), its file at a stage path's
+    place by same_as; None for a new destination, and for an update output (its files are in the stage)."""
+    dest = tmp_path / "out"
+    with write_output(dest, "report") as out:
+        assert out.earlier is None and out.same_as(out.stage / "a.txt") is None
+        (out.stage / "a.txt").write_text("one")
+    with write_output(dest, "report", force=True) as out:
+        assert out.earlier == dest
+        assert out.same_as(out.stage / "pages" / "b.html") == dest / "pages" / "b.html"
+        (out.stage / "a.txt").write_text("one")
+    with write_output(dest, "report", force=True, update=True) as out:
+        assert out.earlier is None and (out.stage / "a.txt").read_text() == "one"

@@ -298,3 +298,36 @@ def test_a_results_folder_whose_name_is_not_utf8_is_read_reported_and_released(s
     page = (sweep.root / "rep" / "index.html").read_bytes()
     page.decode("utf-8")   # valid UTF-8 throughout
     assert (sweep.root / "rel" / "README.md").is_file()
+
+
+def test_a_release_written_again_links_the_files_that_come_out_the_same(sweep):
+    """After one checkpoint changed, `kit release --force` links in the earlier release's files that come
+    out byte for byte the same (the other language's lrb file, checkpoint copy, log and result page keep
+    their inodes), writes the changed pair's files anew, and reads as a release written afresh."""
+    import filecmp
+    import os
+
+    from conftest_checkpoints import current_checkpoint
+    from release_helpers import flip
+
+    from kit.files import regular_files
+    from kit.results.html_page import PAGES, slug
+
+    assert run_kit("release", "results", "-o", "release", cwd=sweep.root).exit_code == 0
+    out = sweep.root / "release"
+    name = "kit-demo__tiny-llama"
+    pages = {lang: [f"{lang}/{name}.json", f"checkpoints/{lang}/{name}.json", f"checkpoints/{lang}/{name}.mllog",
+                    f"{PAGES}/{slug('result', f'{lang}/{name}.json')}"] for lang in ("en", "fr")}
+    assert all((out / rel).is_file() for found in pages.values() for rel in found), pages
+    before = {rel: os.stat(out / rel).st_ino for found in pages.values() for rel in found}
+    run = sweep.project.roster.run[0]
+    current_checkpoint(sweep.results, run, "fr", sweep.project.benchmark, predicted=flip)
+    r = run_kit("release", "results", "-o", "release", "--force", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    assert run_kit("release", "results", "-o", "fresh", cwd=sweep.root).exit_code == 0
+    assert all(os.stat(out / rel).st_ino == before[rel] for rel in pages["en"])
+    for rel in (f"fr/{name}.json", f"checkpoints/fr/{name}.json", f"{PAGES}/{slug('result', f'fr/{name}.json')}"):
+        assert os.stat(out / rel).st_ino != before[rel], rel
+    names = regular_files(out)
+    assert names == regular_files(sweep.root / "fresh")
+    assert filecmp.cmpfiles(out, sweep.root / "fresh", names, shallow=False)[0] == names

@@ -228,9 +228,11 @@ def read_regular_file(path: str | os.PathLike[str], what: str, limit_bytes: int 
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ConfigError(f"{path}: {what} is not a regular file (a device, pipe or folder)", fix=fix)
-        if limit_bytes is None:
-            with open(fd, "rb", buffering=0, closefd=False) as whole:
-                return whole.readall()
+        if limit_bytes is None:   # to the end, in reads of its size and one byte (it may grow meanwhile)
+            pieces = []
+            while piece := os.read(fd, max(info.st_size + 1, 1 << 16)):
+                pieces.append(piece)
+            return pieces[0] if len(pieces) == 1 else b"".join(pieces)
         data = b""
         if info.st_size <= limit_bytes:   # read to the limit, not to st_size: the file may grow meanwhile
             with os.fdopen(fd, "rb", closefd=False) as fh:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, repeat
+from operator import eq
 from typing import Any
 
 from kit.errors import CheckpointError
@@ -85,6 +87,16 @@ def counts_of_columns(expected: Sequence[Any], predicted: Sequence[Any]) -> dict
     for (e, p), n in pairs.items():
         counts[confusion_cell(e, p)] += n
     return counts
+
+
+def counts_of_labels(expected: Sequence[str], predicted: Sequence[str | None]) -> dict[str, int]:
+    """counts_of_columns of columns whose labels are already known to be lrb's (every expected label yes or
+    no, every verdict yes, no, unparsed or None: a typed read's), counted in C."""
+    yes, no = predicted.count(keys.YES), predicted.count(keys.NO)
+    on_yes = list(compress(predicted, map(eq, expected, repeat(keys.YES))))   # the verdicts of yes items
+    tp, fn = on_yes.count(keys.YES), on_yes.count(keys.NO)
+    return {keys.TRUE_POSITIVE: tp, keys.FALSE_POSITIVE: yes - tp, keys.TRUE_NEGATIVE: no - fn,
+            keys.FALSE_NEGATIVE: fn, keys.UNPARSED: len(predicted) - yes - no}
 
 
 def compute_metrics(predictions: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -98,6 +98,24 @@ def test_read_regular_file_returns_a_small_files_bytes(tmp_path):
     assert read_regular_file(path, "a plan file", 1 << 20) == b'{"pairs": []}'
 
 
+@pytest.mark.parametrize("size", [0, 1, 65535, 65536, 65537, 300_001])
+def test_read_regular_file_without_a_limit_reads_to_the_end_even_past_its_size_at_open(tmp_path, monkeypatch, size):
+    """No limit: every byte, for any size; a file that grew after its size was taken (fstat said less) is
+    still read to its end."""
+    path = tmp_path / "run.json"
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    path.write_bytes(data)
+    assert read_regular_file(path, "a checkpoint", None) == data
+    real_fstat = os.fstat
+
+    def smaller(fd):
+        info = real_fstat(fd)
+        return os.stat_result((info.st_mode, *info[1:6], max(0, info.st_size - 70_000), *info[7:10]))
+
+    monkeypatch.setattr("kit.files.os.fstat", smaller)
+    assert read_regular_file(path, "a checkpoint", None) == data
+
+
 @pytest.mark.parametrize("target", ["/dev/zero", "folder", "fifo"])
 def test_read_regular_file_refuses_what_is_not_a_regular_file(tmp_path, target):
     path = tmp_path / "x.json"

@@ -180,3 +180,19 @@ def test_any_nudged_rate_is_reported(pairs, name):
     m = compute_metrics(predictions_of(pairs))
     stored = {**m, name: math.nextafter(m[name], 2.0)}
     assert metrics_equal(stored, m) == [name]
+
+
+@given(st.lists(st.tuples(st.sampled_from(keys.LABELS), st.sampled_from((Y, N, U, None))), max_size=80))
+def test_the_typed_reads_count_is_the_item_by_item_count(pairs):
+    """counts_of_labels (a typed read's columns, labels already checked) gives counts_of_columns' cells,
+    in the same order, for any mix of labels, lrb's null included, and for equal labels that are other
+    string objects (a parser need not share them)."""
+    from kit.results.metrics import counts_of_columns, counts_of_labels
+
+    expected = [e for e, _ in pairs]
+    predicted = [p for _, p in pairs]
+    want = counts_of_columns(expected, predicted)
+    got = counts_of_labels(expected, predicted)
+    assert list(got.items()) == list(want.items())
+    copies = [None if p is None else "".join(list(p)) for p in predicted]   # equal text, other objects
+    assert counts_of_labels(["".join(list(e)) for e in expected], copies) == want

@@ -20,7 +20,7 @@ from kit.results.evidence import is_kit_checkpoint
 from kit.results.identity import Expectation
 from kit.results.kinds.base import ResultKind, TypedCheckpoint
 from kit.results.kinds.lrb.verdicts import score_verdicts_agree, text_verdicts_agree
-from kit.results.metrics import counts_of_columns, metrics_of_counts
+from kit.results.metrics import counts_of_labels, metrics_of_counts
 from kit.safejson import INT_LIMIT
 
 try:
@@ -129,7 +129,7 @@ class LrbTyped(TypedCheckpoint):
         self.sections = sections
         self.items = items
         self.text_only = text_only   # every item has a text answer and no score parse mode
-        self.ids: list[str] = list(map(_ID, items))
+        self.ids: tuple[str, ...] = tuple(map(_ID, items))   # compared with the benchmark's tuple as it is
         self.expected: list[str] = list(map(_EXPECTED, items))
         self.predicted: list[str | None] = list(map(_PREDICTED, items))
         self.flags: list[bool | None] = list(map(_TRUNCATED, items))
@@ -142,8 +142,8 @@ class LrbTyped(TypedCheckpoint):
         if not self.ids or len(set(self.ids)) != len(self.ids):
             return False
         kind: ResultKind | None = kind_of(self.sections)
-        counts = counts_of_columns(self.expected, self.predicted)
-        if kind is None or counts is None or kind.metrics_differ(self.sections[keys.METRICS], metrics_of_counts(counts)):
+        counts = counts_of_labels(self.expected, self.predicted)   # the decoder checked every label
+        if kind is None or kind.metrics_differ(self.sections[keys.METRICS], metrics_of_counts(counts)):
             return False
         return self._verdicts_pass() if is_kit_checkpoint(self.sections) else True
 
@@ -174,8 +174,9 @@ class LrbTyped(TypedCheckpoint):
     def matches(self, expect: Expectation) -> bool:
         """TypedCheckpoint.matches: the ids in the benchmark's order, and its answers."""
         in_order = None
-        if expect.item_ids is not None:
-            if self.ids != list(expect.item_ids):
+        ids = expect.item_ids
+        if ids is not None:
+            if self.ids != (ids if type(ids) is tuple else tuple(ids)):
                 return False
             in_order = expect.answers_in_order
         answers = expect.answers

@@ -84,6 +84,70 @@ ENGINE_MODULES: dict[str, tuple[str, ...]] = {name: e.modules for name, e in ENG
 SIZING_OPTIONS = ("attention_heads", "kv_heads")
 
 
+@dataclass(frozen=True)
+class OptionKind:
+    """What a roster `options.KEY` may hold: values of `types` (a bool is never an int or float here),
+    numbers within [low, high] (`above` low when the low end is open), and for text, one of `words`
+    when any are listed. `what` names it in an error, `note` adds to the fix."""
+
+    types: tuple[type, ...]
+    what: str
+    note: str = ""
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+    words: tuple[str, ...] = ()
+
+
+_COUNT = OptionKind((int,), "a positive integer", low=1)
+_TEXT = OptionKind((str,), "a text")
+_SHARE = OptionKind((int, float), "a number from 0 to 1", low=0, high=1)
+# every option an engine reads (ENGINE_SPECS) or kit sizes GPUs by (SIZING_OPTIONS), as the worker reads it
+OPTION_KINDS: dict[str, OptionKind] = {
+    "max_num_seqs": _COUNT, "max_model_len": _COUNT, "max_num_batched_tokens": _COUNT,
+    "gpu_memory_utilization": OptionKind((int, float), "a share of the GPU", "a number above 0 and at most 1; "
+                                         "vLLM's default: 0.9", low=0, high=1, above=True),
+    "enforce_eager": OptionKind((bool,), "true or false"),
+    "score_kind": OptionKind((str,), "a score kind", words=("classifier", "reranker", "causal", "nli", "masked_lm")),
+    "yes_token": OptionKind((str, list), "a text, or a list of texts"),
+    "no_token": OptionKind((str, list), "a text, or a list of texts"),
+    "prefix": _TEXT, "suffix": _TEXT, "hypothesis": _TEXT, "hypothesis_marker": _TEXT, "premise_marker": _TEXT,
+    "mask": _TEXT, "task_name": _TEXT, "label": _TEXT, "gguf_file": _TEXT, "quantization": _TEXT,
+    "threshold": _SHARE,
+    "labels": OptionKind((list,), "a list of texts"),
+    "n_ctx": OptionKind((int,), "an integer, 0 or more", "0: the model's own context", low=0),
+    "n_gpu_layers": OptionKind((int,), "an integer, -1 or more", "-1: every layer on the GPU", low=-1),
+    "n_batch": _COUNT, "n_threads": _COUNT, "max_length": _COUNT,
+    "attention_heads": _COUNT, "kv_heads": _COUNT,
+}
+
+
+def option_fault(key: str, value: object) -> OptionKind | None:
+    """The kind `value` should be of when it cannot be the roster's `options.KEY`; None when it can (and
+    for a key OPTION_KINDS does not hold)."""
+    import math
+
+    kind = OPTION_KINDS.get(key)
+    if kind is None or value is None:
+        return None
+    if not isinstance(value, kind.types) or (isinstance(value, bool) and bool not in kind.types):
+        return kind
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (isinstance(value, float) and not math.isfinite(value)) or (kind.low is not None and (
+                value < kind.low or (kind.above and value == kind.low))) or (kind.high is not None and value > kind.high):
+            return kind
+    if isinstance(value, list) and not (value and all(isinstance(x, str) for x in value)):
+        return kind
+    if kind.words and value not in kind.words:
+        return kind
+    return None
+
+
+def option_wanted(kind: OptionKind) -> str:
+    """What a fix asks an option of this kind to be, in words."""
+    return kind.what + (f" ({kind.note})" if kind.note else "") + (f": one of {', '.join(kind.words)}" if kind.words else "")
+
+
 def options_for(backend: str) -> tuple[str, ...]:
     """The `options` keys a run on this backend family may set."""
     return ENGINE_OPTIONS[BACKENDS[backend]] + SIZING_OPTIONS

@@ -10,7 +10,8 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 
-from kit.config.backends import BACKENDS, backend_from_id, backend_name, backends_for, options_for, tasks_for
+from kit.config.backends import (BACKENDS, backend_from_id, backend_name, backends_for, option_fault, option_wanted,
+                                 options_for, tasks_for)
 from kit.config.loading import config_error_from, invalid, read_toml
 from kit.config.names import run_file_stem
 from kit.errors import ConfigError
@@ -167,16 +168,11 @@ class Run(BaseModel):
             raise invalid(f"options.{unknown[0]} is not an option the {backend} backend reads"
                           + (f" (did you mean {close[0]}?)" if close else ""),
                           fix=f"remove it (kit sizes GPUs and parallelism itself), or use one of: {', '.join(known)}")
-        fraction = v.get("gpu_memory_utilization")
-        if "gpu_memory_utilization" in v and (isinstance(fraction, bool) or not isinstance(fraction, (int, float))
-                                               or not 0 < fraction <= 1):
-            raise invalid(f"options.gpu_memory_utilization = {fraction!r} is not a share of the GPU",
-                          fix="write a number above 0 and at most 1 (vLLM's default: 0.9)")
-        for key, config_key in (("attention_heads", "num_attention_heads"), ("kv_heads", "num_key_value_heads")):
-            heads = v.get(key)
-            if key in v and (not isinstance(heads, int) or isinstance(heads, bool) or heads < 1):
-                raise invalid(f"options.{key} = {heads!r} is not a head count",
-                              fix=f"write the model's {config_key} as a positive integer, or leave it out")
+        for key, value in v.items():
+            kind = option_fault(key, value)
+            if kind is not None:
+                raise invalid(f"options.{key} = {value!r} is not {kind.what}",
+                              fix=f"write {option_wanted(kind)}, or leave it out for the engine's default")
         return v
 
     @field_validator("params", mode="before")

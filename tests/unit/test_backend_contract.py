@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kit.config.backends import BACKENDS, ENGINE_OPTIONS, ENGINE_SPECS, ENGINE_TASKS, SHARDING_BACKENDS, shards
+from kit.config.backends import (BACKENDS, ENGINE_OPTIONS, ENGINE_SPECS, ENGINE_TASKS, OPTION_KINDS, SHARDING_BACKENDS,
+                                 SIZING_OPTIONS, option_fault, options_for, shards)
 from kit.config.roster import Run
 from kit.errors import ConfigError, MissingExtraError
 from kit.worker.backends.base import Backend, Generation, get_backend, remote_code_allowed
@@ -85,6 +86,47 @@ def test_the_config_option_table_says_what_the_docstring_says(engine):
     assert ENGINE_OPTIONS[engine] == tuple(documented)
 
 
+def test_every_option_an_engine_reads_has_one_kind():
+    read = {key for options in ENGINE_OPTIONS.values() for key in options} | set(SIZING_OPTIONS)
+    assert set(OPTION_KINDS) == read
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_each_documented_default_is_of_its_options_kind(engine):
+    """The roster and the worker check an option by its kind: the engine's own default must pass."""
+    for key, default, _text in engine_doc(engine).settings:
+        if not key.startswith("options."):
+            continue
+        try:
+            value = tomllib.loads(f"v = {default}")["v"]
+        except tomllib.TOMLDecodeError:   # "none", "the only *.gguf": no value of its own
+            continue
+        assert option_fault(key.removeprefix("options."), value) is None, (key, default)
+
+
+@pytest.mark.parametrize("key", sorted(OPTION_KINDS))
+def test_the_roster_and_the_worker_refuse_an_option_of_another_kind(key):
+    """A value of no kind (a table), or a number out of range, is refused by the roster with the option's
+    name, and by the worker's option() for a run made without the roster's checks."""
+    family = next(f for f in BACKENDS if key in options_for(f))
+    task = "score" if "score" in ENGINE_TASKS[BACKENDS[family]] and key in ("threshold", "score_kind") else None
+    settings = {"task": task} if task else {}
+    with pytest.raises(ValueError, match=rf"options\.{key} = \{{'x': 1\}} is not "):
+        Run(model="org/name", revision=HEX, backend=family, options={key: {"x": 1}}, **settings)
+    run = Run.model_construct(**{**Run(model="org/name", revision=HEX, backend=family, **settings).__dict__,
+                                 "options": {key: {"x": 1}}})
+    with pytest.raises(ConfigError, match=rf"options\.{key} = "):
+        get_backend(BACKENDS[family])(run, Path(".")).option(key, None)
+
+
+@pytest.mark.parametrize(("key", "bad", "good"), [("max_model_len", 0, 1), ("gpu_memory_utilization", 0, 1.0),
+                                                  ("threshold", 1.5, 0.0), ("n_ctx", -1, 0), ("n_gpu_layers", -2, -1),
+                                                  ("max_num_seqs", True, 16), ("threshold", float("inf"), 1),
+                                                  ("labels", [], ["relevant"]), ("yes_token", [1], ["yes", "Yes"])])
+def test_an_options_range_ends_are_where_its_kind_says(key, bad, good):
+    assert option_fault(key, bad) is not None and option_fault(key, good) is None
+
+
 @pytest.mark.parametrize("engine", engines())
 def test_versions_work_before_load(engine):
     versions = get_backend(engine)(_run(engine), Path(".")).versions()
@@ -127,13 +169,19 @@ def test_remote_code_needs_opt_in_and_pinned_revision():
 
 
 def test_options_are_typed():
-    backend = get_backend("llama_cpp")(_run("llama_cpp", options={"n_ctx": "big", "n_batch": True}), Path("."))
+    """option(): the roster's kind of the option (a run built without the roster's checks), else the
+    kind the call names."""
+    made = _run("llama_cpp")
+    run = Run.model_construct(**{**made.__dict__, "options": {"n_ctx": "big", "n_batch": True, "other": 3}})
+    backend = get_backend("llama_cpp")(run, Path("."))
     assert backend.option("n_threads", None, int) is None
     assert backend.option("gguf_file", "x.gguf", str) == "x.gguf"
-    with pytest.raises(ConfigError, match=r"options.n_ctx = 'big' is not a int"):
+    with pytest.raises(ConfigError, match=r"options.n_ctx = 'big' is not an integer, 0 or more"):
         backend.option("n_ctx", 0, int)
     with pytest.raises(ConfigError, match="options.n_batch"):
         backend.option("n_batch", 512, int)  # a bool is no count
+    with pytest.raises(ConfigError, match=r"options.other = 3 is not a str"):
+        backend.option("other", "", str)
 
 
 def test_tensor_parallel_size_from_the_launcher():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kit.config.backends import BACKENDS
+from kit.config.backends import BACKENDS, option_fault, option_wanted
 from kit.errors import ConfigError
 from kit.registry import Registry
 
@@ -87,6 +87,10 @@ class Backend(abc.ABC):
         value = self.run.options.get(key, _MISSING)
         if value is _MISSING or value is None:
             return default
+        wrong = option_fault(key, value)   # as the roster checks it (a run made without the roster's checks)
+        if wrong is not None:
+            raise ConfigError(f"options.{key} = {value!r} is not {wrong.what}",
+                              fix=f"set options.{key} to {option_wanted(wrong)} in the roster run for {self.run.name}")
         kinds = kind if isinstance(kind, tuple) else (kind,) if kind else ()
         if kinds and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
             names = " or ".join(k.__name__ for k in kinds)

@@ -22,11 +22,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from kit.config.backends import OPTION_KINDS
 from kit.errors import ConfigError
 from kit.worker.backends.base import Score
 from kit.worker.backends.hf import check_lengths, context_limit, render_prompts, uses_chat_template, yes_label_index
 
-SCORE_KINDS = ("classifier", "reranker", "causal", "nli", "masked_lm")
+SCORE_KINDS = OPTION_KINDS["score_kind"].words   # the roster checks the same list (kit.config.backends)
 DEFAULT_KIND = "classifier"
 _AUTO = {"classifier": "AutoModelForSequenceClassification", "nli": "AutoModelForSequenceClassification",
          "masked_lm": "AutoModelForMaskedLM", "reranker": "AutoModelForCausalLM", "causal": "AutoModelForCausalLM"}

@@ -28,6 +28,7 @@ _JOB_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_.=-]*$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
+_SCHEDULER_WORD = re.compile(r"^[A-Za-z0-9_.@+-]+$")   # an OAR queue or project, a Slurm account
 # forward_env names that look like secrets (they would travel in the job's environment)
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
 
@@ -66,6 +67,32 @@ KIT_SUBMIT_OPTIONS = {
                         "--mem-per-gpu", "-c", "--cpus-per-task", "--reservation", "--exclusive", "--requeue",
                         "--no-requeue", "--signal", "--wrap", "-N", "--nodes", "-n", "--ntasks"}),
 }
+
+
+def reserved_option(arg: str, reserved: frozenset[str]) -> str | None:
+    """The option of `reserved` that the command-line word `arg` sets, as the scheduler's option parser
+    reads it (sbatch's getopt_long, oarsub's Getopt::Long): the option itself, with its value after '='
+    ("--time=5") or attached to a short one ("-t5", "-lhost=4"), or a long one abbreviated ("--tim=5":
+    both parsers take any unambiguous prefix, so any prefix of a reserved option is refused); None when
+    it sets none."""
+    if arg.startswith("--"):
+        name = arg.split("=", 1)[0]
+        if len(name) > 2:
+            return next((option for option in sorted(reserved) if option.startswith(name)), None)
+        return None
+    if arg.startswith("-") and len(arg) > 1:
+        # short options bundle ("-vt5": -v, then -t with 5): each letter is an option until one that
+        # takes a value (the rest of the word is that value); a letter neither knows takes one
+        for letter in arg[1:]:
+            if f"-{letter}" in reserved:
+                return f"-{letter}"
+            if letter not in _SHORT_FLAGS:
+                return None
+    return None
+
+
+# short options of sbatch and oarsub that take no value (so the next letter of a bundle is an option)
+_SHORT_FLAGS = frozenset("hHkOQsuVvW")
 
 
 # runtime names people write for one kit knows: Apptainer's command was Singularity's, and clusters such
@@ -272,14 +299,26 @@ class Site(BaseModel):
             raise invalid(f"submit_args on a {scheduler} site", fix="remove it: only oar and slurm sites submit")
         for at, arg in enumerate(v):
             # an option, or the value of the option before it (["--notify", "mail:me@example.org"])
-            if ((at == 0 and not arg.startswith("-")) or not arg or any(c in arg for c in "\n\r\0")
-                    or re.search(r"\s-", arg)):   # "--exclude=a --qos=b" would reach sbatch as one word
+            if ((at == 0 and not arg.startswith("-")) or arg in ("", "-", "--") or any(c in arg for c in "\n\r\0")
+                    or re.search(r"\s-", arg)   # "--exclude=a --qos=b" would reach sbatch as one word
+                    or (arg.startswith("-") and re.search(r"\s", arg.split("=", 1)[0]))):   # "--time 5"
                 raise invalid(f"submit_args entry {arg!r} is not one option",
                               fix="write each option as one string starting with '-', e.g. \"--exclude=node07\"")
-            if arg.startswith("-") and arg.split("=", 1)[0] in kit_sets:
-                raise invalid(f"submit_args entry {arg!r} sets what kit sets from the site and the plan",
+            reserved = reserved_option(arg, kit_sets) if arg.startswith("-") else None
+            if reserved is not None:
+                raise invalid(f"submit_args entry {arg!r} sets what kit sets from the site and the plan ({reserved})",
                               fix="use the site key for it (walltime, gres, partition, account, qos, queue, "
                                   "job_types, gpu_filter, ...) or --walltime/--job-type")
+        return v
+
+    @field_validator("queue", "account")
+    @classmethod
+    def _scheduler_word(cls, v: str | None, info: ValidationInfo) -> str | None:
+        # one word of the scheduler's own names: oarsub -q/--project and #SBATCH --account take nothing else
+        if v is not None and not _SCHEDULER_WORD.match(v):
+            raise invalid(f"{info.field_name} {v!r} is not a name the scheduler knows (spaces, quotes or ; are not "
+                          "part of one)", fix=f"write the {info.field_name} as the scheduler lists it: letters, digits "
+                                              "and . _ - (e.g. default, besteffort, my-project)")
         return v
 
     @field_validator("job_types")

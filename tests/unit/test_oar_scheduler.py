@@ -80,7 +80,7 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     folder.mkdir()
     script = folder / "job `x`.sh"
     script.write_text("#!/bin/bash\nprintf '%s\\n' \"$0\"\n")
-    s = site(gpu_filter=HOSTILE[2], queue=HOSTILE[5])   # hostile job types never get this far (next test)
+    s = site(gpu_filter=HOSTILE[2])   # hostile job types, queues and projects never get this far (next tests)
     req = request(name=HOSTILE[3], array_size=1)
     OarScheduler(s).submit(req, script, str(folder / "logs"), {"PATH": os.environ["PATH"]})
     got = fake_oar.calls("oarsub")[0]["argv"]
@@ -90,6 +90,16 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     assert out.stdout.strip() == str(script)
     assert not list(tmp_path.rglob("PWNED*"))
     assert (folder / "logs").is_dir()
+
+
+@pytest.mark.parametrize("key", ["queue", "account"])
+def test_a_queue_or_project_that_is_not_one_oar_name_is_refused(key):
+    """oarsub -q / --project take one name: a value that quoting would keep whole but OAR would never
+    know (spaces, ;, quotes, $(...)) is refused where the site is read, naming the key."""
+    assert getattr(site(**{key: "my-project_2.b"}), key) == "my-project_2.b"
+    for hostile in (*HOSTILE[:3], HOSTILE[5], HOSTILE[6], ""):
+        with pytest.raises(ValueError, match=f"{key} .* is not a name the scheduler knows"):
+            site(**{key: hostile})
 
 
 def test_job_types_are_oar_type_names_one_per_entry():

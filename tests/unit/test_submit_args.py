@@ -38,11 +38,31 @@ def test_oar_gets_them_after_kit_s_options_and_before_the_command(tmp_path: Path
     ("slurm", '["exclude=node07"]', "is not one option"), ("slurm", '["--x\\ny"]', "is not one option"),
     ("local", '["--exclude=a"]', "submit_args on a local site"),
     ("slurm", '["--exclude=node07 --mail-type=END"]', "is not one option"),   # two options in one word
+    # what the parsers read as a reserved option: attached short values, bundles, unambiguous prefixes
+    ("oar", '["-lhost=4,walltime=99:00"]', "(-l)"), ("oar", '["-qdefault"]', "(-q)"), ("oar", '["-texotic"]', "(-t)"),
+    ("oar", '["-pcluster=1"]', "(-p)"), ("slurm", '["-t5"]', "(-t)"), ("slurm", '["-pdebug"]', "(-p)"),
+    ("slurm", '["-G8"]', "(-G)"), ("slurm", '["-vt5"]', "(-t)"), ("slurm", '["--tim=5"]', "(--time)"),
+    ("slurm", '["--partit=debug"]', "(--partition)"), ("slurm", '["--wra=id"]', "(--wrap)"),
+    ("oar", '["--resou=host=2"]', "(--resource)"),
+    ("slurm", '["--time 5"]', "is not one option"), ("slurm", '["--"]', "is not one option"),
+    ("oar", '["--notify", "--"]', "is not one option"),
 ])
 def test_what_would_clash_or_is_not_an_option_is_refused(tmp_path: Path, scheduler, args, said) -> None:
     with pytest.raises(ConfigError) as err:
         _site(tmp_path, scheduler, args)
     assert said in err.value.message and "submit_args" in err.value.message
+
+
+@pytest.mark.parametrize(("scheduler", "args"), [
+    ("slurm", '["--exclude=node07", "--mail-type=END", "--mail-user=me@example.org", "--mem-per-cpu=4G"]'),
+    ("slurm", '["--nodelist=gpu[01-02]", "--comment=sweep of 85 languages", "-v", "--hint=nomultithread"]'),
+    ("oar", '["--notify", "mail:me@example.org", "--hold"]'),
+])
+def test_options_kit_does_not_set_pass_whole(tmp_path: Path, scheduler, args) -> None:
+    """Full option names kit has no key for, a value with spaces after '=', a flag: kept as written."""
+    import tomllib
+
+    assert _site(tmp_path, scheduler, args).submit_args == tuple(tomllib.loads(f"a = {args}")["a"])
 
 
 def test_a_memory_option_beside_kit_s_own_is_refused(tmp_path: Path) -> None:

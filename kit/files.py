@@ -142,6 +142,16 @@ def _holds(path: Path, data: bytes) -> bool:
         return False
 
 
+def not_a_folder(path: str | os.PathLike[str]) -> Path | None:
+    """What stands where a folder should be: `path` itself or the nearest of its parents that exists and is
+    not a folder (a file, a device such as /dev/null), following links as opening it would; None when
+    there is none (the folder exists or can be made)."""
+    for place in (Path(path), *Path(path).parents):
+        if os.path.lexists(place):
+            return None if place.is_dir() else place
+    return None
+
+
 def regular_files(root: str | os.PathLike[str]) -> list[str]:
     """Every regular file under `root`, at any depth, as sorted POSIX paths relative to it; links are
     neither listed nor followed. Plain strings: an output folder (a release's report) holds tens of

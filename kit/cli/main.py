@@ -129,17 +129,38 @@ def _run(args: list[str], verbose: bool) -> None:
         click.echo("kit: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        line = _click_line(exc, args)
         if "--json" in args:
             from kit.cli.common import ERROR, print_json
 
-            print_json(command_path(args), ERROR, None, [exc.format_message()])
-        exc.show()
+            print_json(command_path(args), ERROR, None, [line])
+        click.echo(f"kit: error: {line}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("kit: interrupted", err=True)
         sys.exit(130)
+
+
+def _click_line(exc: click.ClickException, args: list[str]) -> str:
+    """click's refusal of the command line as kit's one error line: its message, the environment
+    variable the bad value came from (KIT_<OPTION>), and where the usage is told."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    param = getattr(exc, "param", None)
+    if ctx is not None and param is not None and param.name:
+        from click.core import ParameterSource
+
+        if ctx.get_parameter_source(param.name) == ParameterSource.ENVIRONMENT:
+            names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or [])
+            if not names and ctx.auto_envvar_prefix:
+                names = [f"{ctx.auto_envvar_prefix}_{param.name.upper()}"]
+            set_names = [n for n in names if n in os.environ] or names
+            if set_names:
+                message += f" (from the environment variable {set_names[0]})"
+    where = ctx.command_path if ctx is not None else "kit"
+    return f"{message}; fix: see `{where} --help`"
 
 
 def _exit_with(exc: KitError, args: list[str]) -> None:

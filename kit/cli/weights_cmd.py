@@ -74,11 +74,11 @@ def stage(roster: Path, models: tuple[str, ...], cache: Path | None, token_file:
       kit weights stage --model LiquidAI/LFM2.5-2.6B
       kit weights stage --cache /data/hf-hub --token-file ~/.config/kit/hf_token --json
     """
-    from kit.weights.stage import StageResult, default_cache, stage as stage_run
+    from kit.weights.stage import StageResult, stage as stage_run
 
     runs = _runs(roster, models)
     token = _token(token_file, site_name, sites_file)
-    cache = cache or default_cache()
+    cache = _cache_folder(cache)
     done: dict[tuple, StageResult] = {}
     for run in runs:
         key = (run.model_id, run.revision, run.backend, run.options.get("gguf_file"), run.trust_remote_code)
@@ -140,11 +140,10 @@ def push(site_name: str, sites_file: Path, roster: Path, models: tuple[str, ...]
     """
     from kit.launch.site import load_site
     from kit.launch.weights_push import probe, push_snapshot, weights_root
-    from kit.weights.stage import default_cache
 
     site = load_site(sites_file, site_name)
     runs = _runs(roster, models)
-    cache = cache or default_cache()
+    cache = _cache_folder(cache)
     manifests = [_staged(cache, model, revision, roster, [r for r in runs if r.model_id == model and r.revision == revision])
                  for model, revision in _snapshots(runs)]
     root = weights_root(site)
@@ -207,8 +206,6 @@ def verify(site_name: str | None, sites_file: Path, roster: Path, models: tuple[
       kit weights verify
       kit weights verify --site nancy --model LiquidAI/LFM2.5-2.6B --json
     """
-    from kit.weights.stage import default_cache
-
     runs = _runs(roster, models)
     if site_name is not None:
         from kit.launch.site import load_site
@@ -218,9 +215,23 @@ def verify(site_name: str | None, sites_file: Path, roster: Path, models: tuple[
         root = weights_root(site)
         rows = [v.as_dict() for v in verify_on_site(site.frontend, root, _snapshots(runs), common.say)]
     else:
-        rows = _verify_here(cache or default_cache(), _snapshots(runs))
+        rows = _verify_here(_cache_folder(cache), _snapshots(runs))
     render(Outcome("weights verify", {"site": site_name, "snapshots": rows}, map(_verified_line, rows),
                    failed=any(not r["ok"] for r in rows)), as_json)
+
+
+def _cache_folder(cache: Path | None) -> Path:
+    """The weights cache the command uses (--cache, else the Hugging Face default), refused in one line when
+    something other than a folder is in its place (every file in it would otherwise fail on its own)."""
+    from kit.files import not_a_folder
+    from kit.weights.stage import default_cache
+
+    folder = cache or default_cache()
+    blocked = not_a_folder(folder)
+    if blocked is not None:
+        raise ConfigError(f"weights cache {folder}: {blocked} is not a folder",
+                          fix="point --cache (KIT_WEIGHTS_CACHE, HF_HUB_CACHE) at a Hugging Face cache folder")
+    return folder
 
 
 def _verified_line(row: dict) -> str:

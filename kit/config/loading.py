@@ -21,6 +21,7 @@ _HINTS = {
     "extra_forbidden": "remove it or check its spelling",
     "missing": "add it",
     "literal_error": "use one of the listed values",
+    "string_pattern_mismatch": "write it in the form that pattern describes (docs/configuration.md shows each key's)",
 }
 
 
@@ -122,8 +123,10 @@ def config_error_from(exc: ValidationError, path: Path, text: str | None,
     fix = (err.get("ctx") or {}).get(_FIX) or _HINTS.get(err["type"]) or _bound_fix(err)
     if err["type"] == "extra_forbidden" and model is not None and loc and isinstance(loc[-1], str):
         fix = _nearest_key_fix(loc[-1], _model_at(model, loc[:-1])) or fix
-    if fix is None and err["type"].endswith("_type") or err["type"].endswith("_parsing"):
+    if fix is None and (err["type"].endswith("_type") or err["type"].endswith("_parsing")):
         fix = "give a value of the expected type"
+    if fix is None:   # every refusal says what to do
+        fix = f"correct {key or 'the value'} (docs/configuration.md describes every key)"
     got = err.get("input")
     shown = "" if err["type"] == "missing" or isinstance(got, dict) else f" (got {got!r})"
     if len(shown) > 90:

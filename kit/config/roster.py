@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -103,7 +104,9 @@ class Run(BaseModel):
         size = len(run_file_stem(v).encode("utf-8"))
         if size > MAX_STEM_BYTES:
             raise invalid(f"makes a checkpoint file name of {size} bytes; with kit's temporary and log files "
-                          f"at most {MAX_STEM_BYTES} fit a file system's 255", fix="use a shorter @variant")
+                          f"at most {MAX_STEM_BYTES} fit a file system's 255",
+                          fix="use a shorter @variant" if variant and len(run_file_stem(base).encode("utf-8")) <= MAX_STEM_BYTES
+                          else "check the model id (a Hub repository name is at most 96 characters)")
         return v
 
     @field_validator("prompt")
@@ -231,15 +234,22 @@ class Roster(BaseModel):
 
     @model_validator(mode="after")
     def _unique(self) -> "Roster":
-        seen: dict[str, str] = {}   # checkpoint file stem -> the run that writes it
+        # checkpoint file stem, as a case- and normalisation-insensitive filesystem (macOS, Windows) compares
+        # it -> (the stem, the run that writes it)
+        seen: dict[str, tuple[str, str]] = {}
+        names = set()
         for i, r in enumerate(self.run):
             stem = run_file_stem(r.name)
-            if r.name in seen.values():
+            if r.name in names:
                 raise invalid(f"duplicate run run[{i}] {r.name!r}", fix="give each variant its own @suffix or remove the duplicate")
-            if stem in seen:
-                raise invalid(f"runs {seen[stem]!r} and run[{i}] {r.name!r} would write the same checkpoint file "
-                              f"{stem}.json", fix="rename one of them, e.g. with an @variant suffix")
-            seen[stem] = r.name
+            key = unicodedata.normalize("NFC", stem).casefold()
+            if key in seen:
+                other_stem, other = seen[key]
+                where = "" if other_stem == stem else " on a filesystem that ignores case (macOS, Windows: a pulled tree)"
+                raise invalid(f"runs {other!r} and run[{i}] {r.name!r} would write the same checkpoint file "
+                              f"{stem}.json{where}", fix="rename one of them, e.g. with an @variant suffix")
+            seen[key] = (stem, r.name)
+            names.add(r.name)
         return self
 
     def select(self, models: tuple[str, ...] | list[str] | None) -> list[Run]:

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from kit.errors import ConfigError
+from kit.files import not_a_folder
 
 PROBE_BYTES = 64 * 1024
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -27,6 +28,10 @@ def check_writable(folder: Path) -> None:
             os.fsync(fh.fileno())
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
+        blocked = not_a_folder(folder)
+        if blocked is not None and exc.errno in (errno.EEXIST, errno.ENOTDIR):
+            raise ConfigError(f"cannot write to the results folder {folder}: {blocked} is a file, not a folder",
+                              fix="point --results (the site's `results`) at a folder, or move that file") from None
         if exc.errno in _FULL:
             fix = f"free space (or quota) on the file system of {folder}, or point --results elsewhere"
         else:

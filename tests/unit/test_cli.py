@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("torch", "transformers", "vllm", "llama_cpp", "docker", "mlperf_logging", "matplotlib", "numpy")
 
 
@@ -28,6 +30,28 @@ def test_help_imports_no_heavy_module():
 def test_unknown_command_exits_2():
     r = subprocess.run([sys.executable, "-m", "kit", "frobnicate"], capture_output=True, text=True)
     assert r.returncode == 2 and "No such command" in r.stderr
+
+
+@pytest.mark.parametrize(("argv", "env", "said"), [
+    (["frobnicate"], {}, ["No such command 'frobnicate'", "see `kit --help`"]),
+    (["status", "--nope"], {}, ["No such option '--nope'", "see `kit status --help`"]),
+    (["run", "--array", "abc", "--dry-run"], {}, ["Invalid value for '--array'", "'abc'", "see `kit run --help`"]),
+    (["run", "--dry-run"], {"KIT_RUN_ARRAY": "abc"},
+     ["Invalid value for '--array'", "(from the environment variable KIT_RUN_ARRAY)"]),
+])
+def test_a_command_line_click_refuses_is_one_kit_error_line(tmp_path, argv, env, said):
+    """Usage errors read like every other refusal: one `kit: error:` line with its fix, exit 2, the
+    environment variable named when the bad value came from one; --json gets the same line."""
+    import os
+
+    for extra in ([], ["--json"]):
+        r = subprocess.run([sys.executable, "-m", "kit", *argv, *extra], capture_output=True, text=True, cwd=tmp_path,
+                           env={**os.environ, **env})
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("kit: error: "), r.stderr
+        assert "; fix: " in lines[0] and all(piece in lines[0] for piece in said), lines[0]
+        if extra and argv[0] != "frobnicate":
+            assert json.loads(r.stdout)["errors"] == [lines[0].removeprefix("kit: error: ")]
 
 
 def test_json_envelope_contract(tmp_path, lrb_dir):

@@ -37,6 +37,11 @@ ROSTER_CASES = {
     "unknown backend": (f'[[run]]\nmodel = "org/m"\nrevision = "{REV}"\nbackend = "sglang"\n',
                         ["run[0].backend", "unknown backend", "transformers-5.17", ":6:"]),
     "duplicate run": (GOOD_RUN + "\n" + GOOD_RUN, ["duplicate run", "org/m", "@suffix"]),
+    "model id too long for a file name": (GOOD_RUN.replace("org/m", "org/" + "x" * 300), ["run[0].model", "bytes",
+                                                                                     "check the model id"]),
+    "variant too long for a file name": (GOOD_RUN.replace("org/m", "org/m@" + "v" * 300), ["shorter @variant"]),
+    "runs differing only in case": (GOOD_RUN + "\n" + GOOD_RUN.replace("org/m", "Org/M"),
+                                    ["'org/m' and run[1] 'Org/M'", "Org__M.json", "ignores case", "@variant"]),
     "toml syntax": (GOOD_RUN + 'batch_size = = 3\n', ["invalid TOML", "line 7"]),
     "bad language": (GOOD_RUN + 'languages = ["en", "French"]\n', ["'French'", "ISO codes"]),
     "params without a unit": (GOOD_RUN + 'params = 70\n', ["run[0].params", ":7:", "70 parameters", 'params = "70B"',
@@ -142,6 +147,10 @@ def test_a_run_keeps_a_task_its_backend_runs(tmp_path):
     ('[site.x]\nscheduler = "slurm"\nfoo = 1\n', ["site.x.foo", "remove it"]),
     ('[site.X]\nscheduler = "slurm"\n', ["'X'", "lower-case"]),
     ('[site.x]\nscheduler = "oar"\nforward_env = ["hf token"]\n', ["forward_env", "environment variable"]),
+    ('[site.x]\nscheduler = "oar"\nqueue = "de fault"\n', ["site.x.queue", ":3:", "'de fault'", "as the scheduler lists it"]),
+    ('[site.x]\nscheduler = "oar"\nqueue = "default; id"\n', ["site.x.queue", "'default; id'"]),
+    ('[site.x]\nscheduler = "oar"\naccount = "proj; id"\n', ["site.x.account", "'proj; id'", "my-project"]),
+    ('[site.x]\nscheduler = "slurm"\naccount = "a b"\n', ["site.x.account", "'a b'"]),
 ])
 def test_sites_errors(tmp_path, body, pieces):
     p = tmp_path / "sites.toml"
@@ -173,6 +182,31 @@ def test_images_file_refuses_unknown_image(tmp_path):
     with pytest.raises(ConfigError) as exc:
         load_images(p)
     assert "'sglang'" in exc.value.one_line() and "images.toml" in exc.value.one_line()
+
+
+def test_a_value_not_of_its_keys_form_gets_a_fix(tmp_path):
+    """A pydantic check with no fix of its own (a pattern) still ends in one: every refusal says what to do."""
+    from kit.config.loading import config_error_from
+
+    p = tmp_path / "images.toml"
+    p.write_text('[image.vllm]\ndockerfile = "D"\nlock = "l"\nbase = "b"\nglibc = "3.1"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_images(p)
+    assert "image.vllm.glibc" in exc.value.message and "'3.1'" in exc.value.message
+    assert "pattern describes" in exc.value.fix
+    from pydantic import BaseModel, ValidationError, field_validator
+
+    class Odd(BaseModel):
+        x: int = 0
+
+        @field_validator("x")
+        @classmethod
+        def _x(cls, v: int) -> int:
+            raise ValueError("never right")
+
+    with pytest.raises(ValidationError) as raw:
+        Odd(x=1)
+    assert config_error_from(raw.value, p, None, Odd).fix == "correct x (docs/configuration.md describes every key)"
 
 
 def test_unknown_model_selection(tmp_path):
@@ -235,3 +269,16 @@ def test_a_remote_host_site_without_python_is_refused_not_given_this_machine_s(t
     with pytest.raises(ConfigError) as exc:
         load_sites(tmp_path / "sites.toml")
     assert "site.nancy" in str(exc.value) and "needs python" in str(exc.value) and "runtime apptainer" in exc.value.fix
+
+
+@pytest.mark.parametrize("where", ["the folder", "a parent"])
+def test_a_results_folder_that_is_a_file_is_named_as_such(tmp_path, where):
+    from kit.worker.writable import check_writable
+
+    blocker = tmp_path / "roster.toml"
+    blocker.write_text("x")
+    folder = blocker if where == "the folder" else blocker / "results"
+    with pytest.raises(ConfigError) as err:
+        check_writable(folder)
+    assert f"{blocker} is a file, not a folder" in err.value.message and "point --results" in err.value.fix
+    assert blocker.read_text() == "x"

@@ -294,6 +294,21 @@ def test_the_cli_stage_reads_the_token_file_mode_checked_and_never_prints_it(hub
     assert r.returncode == 2 and "unset HF_HUB_OFFLINE" in r.stderr.strip().splitlines()[-1]
 
 
+@pytest.mark.parametrize("command", ["stage", "verify", "push"])
+@pytest.mark.parametrize("cache", ["/dev/null", "roster.toml", "roster.toml/hub"])
+def test_a_weights_cache_that_is_not_a_folder_is_one_line_exit_2(tmp_path, command, cache):
+    """Every weights command refuses a --cache where a file stands (itself or a parent) in one line,
+    instead of a failure per model."""
+    (tmp_path / "roster.toml").write_text(f'[[run]]\nmodel = "org/m"\nrevision = "{"b" * 40}"\nbackend = "vllm"\n')
+    (tmp_path / "sites.toml").write_text('[site.here]\nscheduler = "local"\n')
+    site = ["--site", "here"] if command == "push" else []
+    r = subprocess.run([sys.executable, "-m", "kit", "weights", command, "--cache", cache, *site], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    blocker = "/dev/null" if cache == "/dev/null" else "roster.toml"
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"{blocker} is not a folder" in r.stderr and "fix: point --cache" in r.stderr
+
+
 # --- push to a site (frontend = local: the same shell protocol as over ssh) --------------------------
 
 

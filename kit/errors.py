@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 
 class KitError(Exception):
@@ -36,6 +37,17 @@ def _rebuilt(cls: type[KitError], message: str, fix: str | None) -> KitError:
     error = cls.__new__(cls)
     KitError.__init__(error, message, fix=fix)
     return error
+
+
+# what would break a line of output, or make it lie: control characters, Unicode's line and paragraph
+# separators, and lone surrogates (a file name's bytes that are not UTF-8)
+_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def visible(text: str) -> str:
+    """`text` as one line of output: each control character (a newline in a file name), line separator
+    or lone surrogate shown as its escape (\\n, \\udcff), so that no name makes a line of its own."""
+    return _UNSHOWABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def error_line(exc: KitError) -> str:
@@ -99,4 +111,16 @@ def disk_error(exc: OSError, *, kept: str = "") -> ConfigError | None:
         return None
     where = f"{exc.filename}: " if exc.filename else ""
     return ConfigError(f"{where}{os.strerror(exc.errno)}" + (f"; {kept}" if kept else ""),
-                       fix="free space, or write to a folder on a disk you can write")
+                       fix=_DISK_FIXES.get(exc.errno, "free space, or write to a folder on a disk you can write"))
+
+
+# what to do about each disk error that is not a full disk
+_DISK_FIXES = {
+    errno.EACCES: "give this user access to it (its permissions, and its folders'), or use another folder",
+    errno.EPERM: "give this user access to it (its permissions, and its folders'), or use another folder",
+    errno.EROFS: "write to a folder on a disk that is not mounted read-only",
+    errno.ENOTDIR: "a file stands where a folder is expected in that path: move it, or use another path",
+    errno.EISDIR: "a folder stands where a file is expected: move it, or use another path",
+    errno.ENOENT: "check the path: a folder in it does not exist",
+    errno.ENAMETOOLONG: "use a shorter path",
+}

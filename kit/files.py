@@ -279,8 +279,9 @@ def name_part(value: object, what: str) -> str:
 
 
 def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
-    """Write text (UTF-8, '\n' line ends as given) atomically, as write_bytes_atomic."""
-    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
+    """Write text (UTF-8, '\n' line ends as given) atomically, as write_bytes_atomic; a character UTF-8
+    cannot hold (a lone surrogate: a file name's bytes that are not UTF-8) is written as its escape."""
+    write_bytes_atomic(path, text.encode("utf-8", "backslashreplace"), durable=durable)
 
 
 def replace_folder(staged: Path, dest: Path) -> None:

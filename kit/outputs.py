@@ -103,6 +103,33 @@ def check_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
     _check_owned(dest, kind, legacy)
 
 
+def check_output_file(path: Path, kind: str, marker: bytes, *, inputs: Sequence[Path] = ()) -> None:
+    """A ConfigError unless `path` can take a one-file `kind` output (an HTML page written on its own):
+    absent, or a regular file kit wrote as one (`marker` in its first 4 KB), and outside every folder
+    in `inputs` (a page written over a checkpoint it reads would destroy it)."""
+    path = Path(path)
+    for source in inputs:
+        a, b = Path(source).resolve(), path.resolve()
+        if a == b or a in b.parents:
+            raise ConfigError(f"{path}: the {kind} would be written inside the input {source}",
+                              fix=f"write the {kind} to a file outside {source}")
+    if path.is_symlink():
+        raise ConfigError(f"{path}: is a link; kit writes its {kind} as a file of its own",
+                          fix="remove the link or choose another file name")
+    if not os.path.lexists(path):
+        return
+    if not path.is_file():
+        raise ConfigError(f"{path}: exists and is not a regular file", fix=f"choose a file name for the {kind}")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})", fix="choose a file you can write") from None
+    if marker not in head:
+        raise ConfigError(f"{path}: exists and is not a {kind} kit wrote, so it is not replaced",
+                          fix=f"choose a new file name for the {kind}, or move that file away")
+
+
 def _check_owned(dest: Path, kind: str, legacy: Callable[[set[str]], bool] | None) -> None:
     """A ConfigError unless every file under `dest` is one its inventory names, with the same bytes
     (or, without an inventory, files `legacy` accepts as an earlier kit's output)."""
@@ -128,7 +155,8 @@ def _check_owned(dest: Path, kind: str, legacy: Callable[[set[str]], bool] | Non
 
 def _not_owned(dest: Path, files: dict[str, str]) -> Iterator[tuple[str, str]]:
     """Each path under `dest` (relative) that is not a file of the inventory as it was written, and why."""
-    for top, dirs, names in os.walk(dest):   # links are never followed: a linked folder is listed, not entered
+    unreadable: list[OSError] = []   # a folder that cannot be listed may hold anything: never kit's
+    for top, dirs, names in os.walk(dest, onerror=unreadable.append):   # links are listed, never entered
         for name in sorted([*dirs, *names]):
             path = Path(top, name)
             rel = path.relative_to(dest).as_posix()
@@ -145,6 +173,8 @@ def _not_owned(dest: Path, files: dict[str, str]) -> Iterator[tuple[str, str]]:
             elif file_sha256(path) != files[rel]:
                 yield rel, "changed since kit wrote it"
         dirs[:] = [d for d in dirs if not Path(top, d).is_symlink()]
+    for exc in unreadable:
+        yield Path(exc.filename or dest).relative_to(dest).as_posix(), f"a folder that cannot be read ({exc.strerror})"
 
 
 def read_inventory(folder: Path) -> tuple[str, dict[str, str]] | None:

@@ -8,7 +8,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
-from kit.errors import ConfigError
+from kit.errors import ConfigError, visible
 from kit.results.evidence import NOT_PROVEN, NOT_PROVEN_SIGNED
 
 # where `kit images build` records what it built, unless KIT_IMAGES_LOCK says otherwise
@@ -95,7 +95,7 @@ def _lines(rules, findings, failed, verdict: str, checkpoints: int, expected: in
         n = len(findings[rule.name])
         yield f"{'ok  ' if not n else 'FAIL'}  {rule.name:<22} {rule.description}" + (f" ({n})" if n else "")
     for f in failed:
-        yield f.line()
+        yield visible(f.line())   # a file name with a newline makes no line of its own
     yield f"{verdict}: {checkpoints} checkpoints, {expected} expected pairs, {len(failed)} findings"
     if not_counted:
         yield not_counted

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
-from kit.errors import CheckpointError, ConfigError
+from kit.errors import CheckpointError, ConfigError, visible
 
 
 @click.command()
@@ -47,6 +48,10 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
         if site in dict(pairs_of_sites):
             raise ConfigError(f"--from {text!r}: site {site!r} is given twice",
                               fix="give each site's tree once, under its own name (e.g. --from nancy=A --from lyon=B)")
+        if not Path(folder).is_dir():
+            raise ConfigError(f"--from {text!r}: {folder} is not a folder" + (" (it does not exist)" if not
+                              os.path.lexists(folder) else ""), fix="give the folder holding that site's "
+                              "<language>/<run>.json checkpoints (kit pull copies a site's here)")
         pairs_of_sites.append((site, Path(folder)))
     project = load_project(roster, benchmark, allow_unpinned=True)
     runs = project.roster.select(models)
@@ -55,7 +60,7 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
     if plan.problems:
         if not as_json:
             for problem in plan.problems:
-                click.echo(f"  {problem}", err=True)
+                click.echo(f"  {visible(problem)}", err=True)
             raise CheckpointError(f"collect refused: {len(plan.problems)} problems (listed above); nothing written",
                                   fix="mend or remove those files (a pair two sites hold: keep one of its files)")
         render(Outcome("collect", {"problems": plan.problems}, errors=plan.problems), as_json)

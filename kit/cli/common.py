@@ -99,9 +99,16 @@ def envelope(command: str, status: str, data: Any, errors: list[str] | None = No
 
 
 def print_json(command: str, status: str, data: Any, errors: list[str] | None = None) -> None:
-    """Print the envelope on stdout (status: OK, FAILED or ERROR)."""
-    sys.stdout.write(json.dumps(envelope(command, status, data, errors), indent=2, sort_keys=True,
-                                ensure_ascii=False, default=str) + "\n")
+    """Print the envelope on stdout (status: OK, FAILED or ERROR): UTF-8 JSON, with \\u escapes instead
+    when a text UTF-8 cannot hold is in it (a file name's bytes that are not UTF-8, a lone surrogate
+    escape read from a checkpoint), so the output is always valid JSON in valid UTF-8."""
+    whole = envelope(command, status, data, errors)
+    text = json.dumps(whole, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(whole, indent=2, sort_keys=True, ensure_ascii=True, default=str)
+    sys.stdout.write(text + "\n")
 
 
 def say(message: str) -> None:

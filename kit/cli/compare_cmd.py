@@ -58,14 +58,18 @@ def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resam
     from kit.results.kinds.lrb.compare import RESAMPLES, compare_runs
 
     dataset = common.benchmark_or_roster(benchmark, roster or Path("roster.toml"))
-    result = compare_runs(results, run_a, results_b or results, run_b, resamples=resamples or RESAMPLES,
+    result = compare_runs(results, run_a, results_b or results, run_b, resamples=RESAMPLES if resamples is None else resamples,
                           sentences=None if dataset is None else _sentences(dataset))
     data = result.as_dict()
     if html_file is not None:
         from kit.files import write_text_atomic
+        from kit.outputs import check_output_file
+        from kit.results.html_page import generator_meta
         from kit.results.kinds.lrb.compare_html import comparison_page
 
-        write_text_atomic(html_file, comparison_page(result))
+        check_output_file(html_file, "comparison page", generator_meta(_GENERATOR).encode("utf-8"),
+                          inputs=[results, results_b or results])
+        write_text_atomic(html_file, comparison_page(result, generator=_GENERATOR))
         data["html"] = str(html_file)
     render(Outcome("compare", data, _lines(result, shown_flips, html_file, dataset is not None)), as_json)
 
@@ -81,6 +85,9 @@ def _sentences(dataset):
 
 def _signed(value: float) -> str:
     return f"{value:+.3f}"
+
+
+_GENERATOR = "kit compare"   # the page's generator meta: a later --html replaces only such a page
 
 
 def _lines(result, shown_flips: int, html_file: Path | None, with_sentences: bool):

@@ -9,6 +9,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.errors import visible
 
 
 @click.command()
@@ -102,4 +103,4 @@ def _print_text(written, files: dict[str, str], roster_checked: bool) -> None:
     if not roster_checked:
         click.echo("no roster: checkpoints were not held to today's runs (pass --roster to find stale ones)")
     for r in written.invalid:
-        click.echo(f"INVALID {r.path}: {'; '.join(r.reasons)}", err=True)
+        click.echo(visible(f"INVALID {r.path}: {'; '.join(r.reasons)}"), err=True)

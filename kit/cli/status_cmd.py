@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -96,6 +97,9 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
             cached = tree.from_cache
     counts = count_states(statuses)
     note = archive_note(results) if not (site_names or all_sites) else None
+    if not (site_names or all_sites) and not os.path.lexists(results):   # a typo reads as "nothing ran yet"
+        note = f"{results} does not exist: no pair has a checkpoint yet (or the results folder is elsewhere: " \
+               "kit status RESULTS)"
     title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
     render(Outcome("status", lambda: {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses],
                                       "from_cache": cached, "not_counted": note},

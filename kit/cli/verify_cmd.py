@@ -8,6 +8,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.errors import visible
 from kit.results.evidence import NOT_PROVEN, NOT_PROVEN_SIGNED
 
 
@@ -59,15 +60,10 @@ def _lines(outcomes: list, bad: int, caveat: str = NOT_PROVEN):
     """Each file's verdict (with its notices, or why it failed), then the totals."""
     for p, st in outcomes:
         if st.state == "complete":
-            yield f"OK    {_shown(p)}" + (f"  ({'; '.join(st.notices)})" if st.notices else "")
+            yield visible(f"OK    {p}" + (f"  ({'; '.join(st.notices)})" if st.notices else ""))
         else:
-            yield f"FAIL  {_shown(p)}: {'; '.join(st.reasons)}"
+            yield visible(f"FAIL  {p}: {'; '.join(st.reasons)}")
     yield f"{len(outcomes) - bad} verified, {bad} failed"
     yield caveat
 
 
-def _shown(path: Path) -> str:
-    """A path as one line of output: quoted when it holds a control character (a name with a
-    newline must not make a line of its own, such as a false OK)."""
-    text = str(path)
-    return text if text.isprintable() else repr(text)

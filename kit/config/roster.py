@@ -77,7 +77,8 @@ class Run(BaseModel):
                          "gliner)")
     task: Literal["generate", "score"] = Field("generate", description="default: the backend's own "
                                                                       "(kit.config.backends.ENGINE_TASKS)")
-    params: int | None = Field(None, description="parameter count, for GPU sizing")
+    params: int | None = Field(None, description="parameter count, for GPU sizing: a size with its unit "
+                                                 "(\"2.6B\", \"350M\") or a count (7e10)")
     dtype: Dtype = Field("auto", description="precision the weights are loaded and sized at; auto: the model "
                          "config's (float32 on CPU); gguf ignores it (the GGUF's tensor types decide)")
     batch_size: StrictInt = Field(16, ge=1, le=4096, description="inputs handed to the engine per call (lrb); a "
@@ -88,7 +89,10 @@ class Run(BaseModel):
                          "numpy's range, which every engine accepts")
     languages: tuple[str, ...] | None = Field(None, description="omit the key for every language")
     options: dict[str, Any] = Field(default_factory=dict, description="the options its backend reads (docs/backends.md; "
-                                    "others are refused), recorded in results")
+                                    "others are refused), each checked against its kind when the roster is read "
+                                    "(a count a positive integer, threshold a number from 0 to 1, score_kind one of "
+                                    "its words, ...: kit.config.backends.OPTION_KINDS, which the worker checks too), "
+                                    "recorded in results")
     prompt: str | None = Field(None, description="prompt file, relative to the benchmark folder; default: lrb's "
                                                  "file for the run's kind (kit.config.kinds.lrb.prompts)")
 

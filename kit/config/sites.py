@@ -148,9 +148,10 @@ class Site(BaseModel):
                                        "\"night,exotic\" is split; OAR default: [\"night\"] (none when "
                                        "night_jobs = false)")
     night_jobs: bool = Field(True, description="OAR: whether the site accepts job type night (Lyon's sirius does not)")
-    queue: str | None = Field(None, description="OAR: the queue (-q); other schedulers ignore it, and `kit run` says so")
+    queue: str | None = Field(None, description="OAR: the queue (-q), one name (letters, digits, . _ - @ +); other "
+                                                "schedulers ignore it, and `kit run` says so")
     partition: str | None = Field(None, description="Slurm: --partition")
-    account: str | None = Field(None, description="Slurm: --account; OAR: --project")
+    account: str | None = Field(None, description="Slurm: --account; OAR: --project; one name, as for queue")
     qos: str | None = Field(None, description="Slurm: --qos")
     gpu_filter: str | None = Field(None, description="OAR: the property filter (-p), raised when it guarantees "
                                    f"less GPU memory than a job needs; OAR default: {G5K_GPU_FILTER}")
@@ -190,7 +191,9 @@ class Site(BaseModel):
                                            "non-zero exit blocks the submission; OAR default: "
                                            "[\"usagepolicycheck -t\"]")
     submit_args: tuple[str, ...] = Field((), description="more oarsub/sbatch options, one argument each, e.g. "
-                                         "'--exclude=node07' or '--mail-type=END' (not those kit sets itself)")
+                                         "'--exclude=node07' or '--mail-type=END' (not those kit sets itself, in any "
+                                         "spelling the scheduler reads as one of them: -t5, -lhost=4, a bundle such "
+                                         "as -vt5, an abbreviation such as --tim=5)")
     forward_env: tuple[str, ...] = Field((), description="names of environment variables passed from kit's "
                                          "environment to the job and its container (secret-looking names are "
                                          "refused)")

@@ -21,7 +21,7 @@ from kit.results.compliance import check_mllog, log_events, metrics_unlike_logge
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_of
 from kit.results.parallel import validate_many
-from kit.results.store import checkpoint_path, iter_checkpoint_files, mllog_path
+from kit.results.store import checkpoint_path, iter_checkpoint_files, linked_part, mllog_path
 
 
 @dataclass
@@ -93,6 +93,11 @@ def log_matches_checkpoint(inp: CheckInput) -> list[Finding]:
     logged (eval_accuracy): no edit since, even one that rewrote the logged digest."""
     out = []
     for path, data in inp.complete():
+        link = linked_part(inp.results, path)
+        if link is not None:   # a link's target is nobody's logged file
+            out.append(Finding("log_matches_checkpoint", str(path), "-",
+                               f"{link} is a link, not the file its job wrote (replace it with the file itself)"))
+            continue
         log = mllog_path(path)
         if not log.is_file():
             continue   # mllog_compliant reports the missing log

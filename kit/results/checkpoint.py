@@ -88,6 +88,8 @@ def read_checkpoint(path: str | os.PathLike[str]) -> CheckpointState:
     """
     path = Path(path)
     if not path.exists():
+        if path.is_symlink():   # a link to nothing stands there: not a file never written
+            return _invalid(f"a broken link (to {os.readlink(path)!r})")
         return CheckpointState(MISSING)
     if not path.is_file():
         return _invalid("not a regular file")

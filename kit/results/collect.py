@@ -26,7 +26,8 @@ from kit.results.checkpoint import read_checkpoint, validate_checkpoint
 from kit.results.evidence import evidence_reasons
 from kit.results.identity import Expected
 from kit.results.records import recorded_run
-from kit.results.store import SYSTEMS_DIR, checkpoint_path, file_language, iter_checkpoint_files, mllog_path
+from kit.results.store import (SYSTEMS_DIR, checkpoint_path, file_language, iter_checkpoint_files, linked_part,
+                               mllog_path)
 
 
 @dataclass
@@ -39,7 +40,9 @@ class CollectPlan:
 
 
 def _pair_of(root: Path, path: Path, data: dict | None) -> Pair:
-    meta = (data or {}).get(keys.METADATA, {})
+    meta = (data or {}).get(keys.METADATA)
+    if not isinstance(meta, dict):   # validation names the fault; the pair comes from the path meanwhile
+        meta = {}
     return Pair(recorded_run(meta) or run_from_stem(path.stem), file_language(root, path, meta))
 
 
@@ -56,12 +59,15 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
             plan.problems.append(f"{site}: {root} is not a folder")
             continue
         plan.sources.append(Path(root).resolve())
-        links = [p for p in (root / SYSTEMS_DIR).glob("*.json") if p.is_symlink()]
-        links += [p for c in iter_checkpoint_files(root) for p in (c, mllog_path(c)) if p.is_symlink()]
+        systems = sorted((root / SYSTEMS_DIR).glob("*.json"))
+        links = [p for p in systems if p.is_symlink()]
+        links += dict.fromkeys(link for c in iter_checkpoint_files(root) if (link := linked_part(root, c)) is not None)
         for link in links:   # a release holds the sites' own files, never what a link points at
             plan.problems.append(f"symlink: {site}: {link} is a link, not a file the site wrote")
+        for odd in (p for p in systems if not p.is_symlink() and not p.is_file()):
+            plan.problems.append(f"not a file: {site}: {odd} is not a regular file (a folder, pipe or device)")
         for path in iter_checkpoint_files(root):
-            if path.is_symlink():
+            if linked_part(root, path, log=False) is not None:   # (listed above; a linked log: invalid below)
                 continue
             pair = _pair_of(root, path, read_checkpoint(path).data)
             st = validate_checkpoint(path, language=pair.language, expect=expect(pair) if pair in wanted else None)
@@ -112,7 +118,7 @@ def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> 
             roots.add(src.parent.parent)
         for root in sorted(roots):
             for desc in sorted((root / SYSTEMS_DIR).glob("*.json")):
-                if not desc.is_symlink():
+                if desc.is_file() and not desc.is_symlink():   # the plan refused anything else
                     dst = out.file(SYSTEMS_DIR, desc.name)
                     copy_new(desc, dst, same_as=out.same_as(dst))
     return output.resolve()

@@ -132,15 +132,24 @@ def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, data)]
 
 
-def page(title: str, body: str, nav: Sequence[tuple[str, str]] = ()) -> str:
-    """A whole HTML page: escaped title, inline CSS, a navigation bar of (href, text) links, the body."""
-    return "".join(page_pieces(title, [body], nav))
+def page(title: str, body: str, nav: Sequence[tuple[str, str]] = (), generator: str | None = None) -> str:
+    """A whole HTML page: escaped title, inline CSS, a navigation bar of (href, text) links, the body;
+    with `generator`, a generator meta line naming what wrote it (a page written on its own, whose
+    replacement kit.outputs.check_output_file allows only over its own)."""
+    return "".join(page_pieces(title, [body], nav, generator))
 
 
-def page_pieces(title: str, body: Iterable[str], nav: Sequence[tuple[str, str]] = ()) -> Iterator[str]:
+def generator_meta(generator: str) -> str:
+    """The meta line page() writes for `generator`."""
+    return f'<meta name="generator" content="{esc(generator)}">\n'
+
+
+def page_pieces(title: str, body: Iterable[str], nav: Sequence[tuple[str, str]] = (),
+                generator: str | None = None) -> Iterator[str]:
     """page()'s text in pieces, around a body given in pieces (see table_pieces), each passed on as it comes."""
     bar = "<nav>" + " ".join(link(h, t) for h, t in nav) + "</nav>\n" if nav else ""
-    yield (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    yield ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+           + (generator_meta(generator) if generator else "") +
            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
            f"<title>{esc(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{bar}"
            f"<h1>{esc(title)}</h1>\n")

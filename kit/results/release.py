@@ -78,7 +78,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
     if not complete:
         raise ConfigError(f"{results}: no complete checkpoint to release",
                           fix="run `kit status` on it; point at the folder holding <language>/<run>.json")
-    _refuse_links(complete)
+    _refuse_links(results, complete)
     # each file read on its own, twice (checked, then written): a release of 20,000 pairs is never held
     checked = _check_files(complete)
     signatures = _signatures(complete, public_keys)
@@ -143,10 +143,12 @@ def _refuse_invalid(states: list[Any]) -> None:
                           fix="rerun the pair (kit shard --force) or move the file out of RESULTS, then release again")
 
 
-def _refuse_links(complete: list[Any]) -> None:
-    """A linked checkpoint or log would copy whatever it points at into the release: refuse it, as
-    `kit collect` does."""
-    links = [p for s in complete for p in (s.path, s.path.with_suffix(".mllog")) if p.is_symlink()]
+def _refuse_links(results: Path, complete: list[Any]) -> None:
+    """A linked checkpoint, log or folder would copy whatever it points at into the release: refuse it,
+    as `kit collect` does (kit.results.store.linked_part)."""
+    from kit.results.store import linked_part
+
+    links = list(dict.fromkeys(link for s in complete if (link := linked_part(results, s.path)) is not None))
     if links:
         raise ConfigError(f"symlink: {links[0]} is a link, not a file the site wrote"
                           + (f", and {len(links) - 1} more" if len(links) > 1 else ""),

@@ -157,12 +157,17 @@ def refuse_secrets(findings: list[Finding], folder: Path) -> None:
                       fix="take it out of the folder (and revoke it if it is real), then publish again")
 
 
+def _unlisted(exc: OSError) -> None:
+    raise ConfigError(f"{exc.filename}: cannot be read ({exc.strerror}), so it cannot be checked for credentials",
+                      fix="give this user read permission on it, or take it out of the folder")
+
+
 def folder_names(folder: Path) -> list[str]:
     """Relative paths of everything under `folder`, sorted; links are listed and never entered; a
     ConfigError past WALK_DEPTH folders deep."""
     found: list[str] = []
     base = len(folder.parts)
-    for top, dirs, names in os.walk(folder):   # os.walk enters no linked folder
+    for top, dirs, names in os.walk(folder, onerror=_unlisted):   # os.walk enters no linked folder
         found.extend(Path(top, name).relative_to(folder).as_posix() for name in [*dirs, *names])
         if len(Path(top).parts) - base >= WALK_DEPTH and dirs:
             raise ConfigError(f"{Path(top)}: folders nested more than {WALK_DEPTH} deep",

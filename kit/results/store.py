@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.config.names import run_file_stem
+from kit.errors import ConfigError
 from kit.files import name_part, write_text_atomic
 from kit.results import keys
 from kit.results.json_text import indented_json
@@ -103,14 +104,63 @@ ARCHIVE_DIR = "archive"
 
 def iter_checkpoint_files(results: Path) -> list[Path]:
     """Every RESULTS/<language>/<run>.json, every RESULTS/<run>.json (lrb's top-level results) and
-    every RESULTS/<batch>/<run>.json (lrb's batch folders), sorted; temporary files, non-language
-    folders and RESULTS/archive/ (lrb's discovery leaves it out: archived_files) are skipped."""
+    every RESULTS/<batch>/<run>.json (lrb's batch folders), sorted; hidden names, non-language folders
+    and RESULTS/archive/ (lrb's discovery leaves it out: archived_files) are skipped. Whatever stands
+    at such a name is listed, a regular file or not (a folder, a pipe, a broken link: the reader then
+    says what it is, never skips it); a folder that cannot be listed is a ConfigError naming it."""
     results = Path(results)
     if not results.is_dir():
         return []
-    return sorted(p for pattern in ("*.json", "*/*.json") for p in results.glob(pattern)
-                  if not p.name.startswith(".") and p.parent.name not in NON_LANGUAGE_DIRS
-                  and not (p.parent.name == ARCHIVE_DIR and p.parent.parent == results) and p.is_file())
+    found = []
+    for entry in _listed(results):
+        if entry.name.startswith("."):
+            continue
+        if entry.name.endswith(".json") and results.name not in NON_LANGUAGE_DIRS:
+            found.append(results / entry.name)
+        if entry.name in NON_LANGUAGE_DIRS or entry.name == ARCHIVE_DIR or not entry.is_dir():
+            continue
+        folder = results / entry.name
+        found += [folder / sub.name for sub in _listed(folder) if sub.name.endswith(".json")
+                  and not sub.name.startswith(".")]
+    return sorted(found)
+
+
+def _listed(folder: Path) -> list[os.DirEntry[str]]:
+    """The entries of a results folder; one that cannot be listed is a ConfigError (its checkpoints
+    would otherwise go uncounted without a word)."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError as exc:
+        raise unlisted_folder(exc) from None
+
+
+def unlisted_folder(exc: OSError) -> ConfigError:
+    """The error for a folder of a results tree that cannot be listed (`exc`, from listing it): every
+    reader of a tree stops on it, rather than leave its checkpoints out without a word."""
+    return ConfigError(f"{exc.filename}: results folder cannot be read ({exc.strerror})",
+                       fix="give this user read and search permission on it (chmod u+rx), or move it out "
+                           "of the results tree")
+
+
+def linked_part(results: Path, checkpoint: Path, *, log: bool = True) -> Path | None:
+    """The link that stands in a checkpoint's place in a results tree: the checkpoint, its log (unless
+    `log` is False: a linked log already makes its checkpoint invalid evidence), or a folder between
+    RESULTS and it; None when there is none. What publishes or certifies a tree (check, collect, export,
+    release) holds its sites' own files, never what a link points at."""
+    for path in (checkpoint, mllog_path(checkpoint)) if log else (checkpoint,):
+        if path.is_symlink():
+            return path
+    try:
+        inside = Path(checkpoint).relative_to(results).parts[:-1]   # the folders below RESULTS
+    except ValueError:   # not named under RESULTS: only the file and its log are its own
+        return None
+    folder = Path(results)
+    for part in inside:
+        folder = folder / part
+        if folder.is_symlink():
+            return folder
+    return None
 
 
 def archived_files(results: Path) -> list[Path]:

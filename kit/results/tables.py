@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, BinaryIO, TextIO
 
+from kit.errors import visible
 from kit.results import keys
 from kit.results.records import CheckpointRecord, decoding, groups
 
@@ -58,14 +59,13 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
 # an underscore between two letters or digits emphasises nothing (CommonMark), so model_revision stays readable
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*\[\]<>|#!~$&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 
 
 def _visible(value: Any) -> str:
     """str(value) with control characters (newlines included) shown as escapes: one line of text."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+    return visible(str(value))
 
 
 class Markdown(str):

@@ -120,6 +120,7 @@ def test_the_command_prints_a_table_and_a_json_envelope(tmp_path):
 @pytest.mark.parametrize("args,words", [
     (["org/model-a", "org/nobody"], ["no checkpoint of run 'org/nobody'"]),
     (["org/model-a", "org/model-b", "--resamples", "10"], ["--resamples 10"]),
+    (["org/model-a", "org/model-b", "--resamples", "0"], ["--resamples 0"]),
     (["org/model-a", "org/model-b", "--results", "missing"], ["missing", "does not exist"]),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
@@ -129,3 +130,26 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     for word in words:
         assert word in r.stderr
+
+
+def test_the_page_is_written_only_where_no_other_file_is(tmp_path):
+    """--html writes a new file or replaces its own page; never a checkpoint it reads, a file inside the
+    results tree, a foreign file or a link (one line, exit 2, the file untouched)."""
+    labels = [YES, NO] * 10
+    results = _tree(tmp_path, labels, labels, labels)
+    checkpoint = next(results.rglob("*.json"))
+    before = checkpoint.read_bytes()
+    foreign = tmp_path / "notes.html"
+    foreign.write_text("<html>my notes</html>")
+    (tmp_path / "link.html").symlink_to(foreign)
+    for target, said in ((checkpoint, "inside the input"), (results / "page.html", "inside the input"),
+                         (foreign, "is not a comparison page kit wrote"), (tmp_path / "link.html", "is a link")):
+        r = kit("compare", "org/model-a", "org/model-b", "--results", str(results), "--html", str(target), cwd=tmp_path)
+        assert r.returncode == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert checkpoint.read_bytes() == before and foreign.read_text() == "<html>my notes</html>"
+    assert not (results / "page.html").exists()
+    page = tmp_path / "compare.html"
+    for _ in range(2):   # a new file, then its own page again
+        r = kit("compare", "org/model-a", "org/model-b", "--results", str(results), "--html", str(page), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    assert '<meta name="generator" content="kit compare">' in page.read_text(encoding="utf-8")

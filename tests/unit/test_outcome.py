@@ -82,8 +82,11 @@ def test_a_disk_error_under_any_command_is_one_line_and_exit_2(monkeypatch, caps
             main(["verify", str(tmp_path), *extra])
         out, err = capsys.readouterr()
         assert done.value.code == 2
+        fix = {errno.EROFS: "write to a folder on a disk that is not mounted read-only",
+               errno.EACCES: "give this user access to it (its permissions, and its folders'), or use another folder",
+               }.get(number, "free space, or write to a folder on a disk you can write")   # what helps with each
         assert err.strip().splitlines() == [f"kit: error: /data/results/.kit/jobs.jsonl: {os.strerror(number)}; "
-                                            "fix: free space, or write to a folder on a disk you can write"]
+                                            f"fix: {fix}"]
         if extra:
             assert json.loads(out)["status"] == "error"
 

@@ -67,6 +67,6 @@ def comparison_body(result: Comparison, *, flips_note: str | None = None) -> str
 
 
 def comparison_page(result: Comparison, nav: Sequence[tuple[str, str]] = (), *,
-                    flips_note: str | None = None) -> str:
-    """The whole HTML page of a comparison (see comparison_body)."""
-    return page(f"{result.run_a} vs {result.run_b}", comparison_body(result, flips_note=flips_note), nav)
+                    flips_note: str | None = None, generator: str | None = None) -> str:
+    """The whole HTML page of a comparison (see comparison_body); `generator` as html_page.page's."""
+    return page(f"{result.run_a} vs {result.run_b}", comparison_body(result, flips_note=flips_note), nav, generator)

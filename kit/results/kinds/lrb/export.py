@@ -50,6 +50,7 @@ from kit.results.records import recorded_run
 from kit.config.names import run_file_stem
 from kit.results.store import (
     UNDETERMINED_LANGUAGE, archive_note, checkpoint_path, dumps_checkpoint, file_language, iter_checkpoint_files,
+    linked_part,
 )
 
 # lrb's metadata record: the keys it requires, and the optional ones copied when a file has them
@@ -99,6 +100,10 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
         with write_output(out, "export", force_needed=False, update=True, inputs=[results]) as folder:
             written: set[Path] = set()
             for path in files:
+                link = linked_part(results, path, log=False)   # a linked log: invalid evidence, said below
+                if link is not None:   # lrb's tree gets the sites' own files, never what a link points at
+                    export.refused[path] = [f"{link} is a link, not a file the site wrote"]
+                    continue
                 state = validate_sealed(path)   # what its job logged, too
                 if state.state != PairState.COMPLETE or state.data is None:
                     export.refused[path] = state.reasons or [state.state]

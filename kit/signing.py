@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kit import safejson
 from kit.errors import ConfigError, MissingExtraError
-from kit.files import owner_only_file
+from kit.files import owner_only_file, read_regular_file
 
 KEY_FILE = "ed25519.pem"
 # the variable naming the key a job or kit's image tools sign with (a site passes it with forward_env)
@@ -144,11 +145,19 @@ def public_of_ssh(path: Path) -> dict[str, Any]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+    from cryptography.exceptions import UnsupportedAlgorithm
+
+    fix = "pass the *.pub file beside it, such as ~/.ssh/id_ed25519.pub"
     try:
-        public = serialization.load_ssh_public_key(Path(path).read_bytes())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not an OpenSSH public key ({exc})", fix="pass a *.pub file such as "
-                                                                           "~/.ssh/id_ed25519.pub") from None
+        body = read_regular_file(path, "public key file", KEY_FILE_LIMIT, fix=fix)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})", fix=fix) from None
+    if b"PRIVATE KEY" in body[:200]:
+        raise ConfigError(f"{path}: a private key, not an OpenSSH public key", fix=fix)
+    try:
+        public = serialization.load_ssh_public_key(body)
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise ConfigError(f"{path}: not an OpenSSH public key ({' '.join(str(exc).split())[:120]})", fix=fix) from None
     if not isinstance(public, Ed25519PublicKey):
         raise ConfigError(f"{path}: not an Ed25519 public key", fix="use an Ed25519 key (ssh-keygen -t ed25519)")
     return public_dict(_sslib().SSlibKey.from_crypto(public))
@@ -158,7 +167,8 @@ def load_trusted_keys(path: Path) -> list[Any]:
     """The public keys a trusted-keys file names (one key dictionary, or a JSON list of them, as
     `kit keys export` prints them), as securesystemslib keys; a ConfigError naming the file and entry."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = safejson.loads_utf8(read_regular_file(path, "trusted keys file", KEY_FILE_LIMIT,
+                                                     fix="pass the JSON file kit keys export wrote"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"{path}: not a JSON file of public keys ({exc})",
                           fix="collect the output of kit keys export, one key or a JSON list of them") from None
@@ -193,6 +203,7 @@ def _ed25519_key(signer: Any, entry: dict[str, Any]) -> Any:
     return signer.SSlibKey.from_crypto(Ed25519PublicKey.from_public_bytes(raw))
 
 
+KEY_FILE_LIMIT = 1 << 20   # a public key file or a list of them: a few KB
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 MAX_ENVELOPE_BYTES = 16 << 20
@@ -231,8 +242,8 @@ def open_envelope(where: Path, trusted: Sequence[Any] | None) -> tuple[dict[str,
     try:
         if where.stat().st_size > MAX_ENVELOPE_BYTES:
             return None, [f"{where.name}: larger than {MAX_ENVELOPE_BYTES >> 20} MiB, not an envelope kit wrote"]
-        envelope = Envelope.from_dict(json.loads(where.read_bytes()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        envelope = Envelope.from_dict(safejson.loads_utf8(read_regular_file(where, "envelope", MAX_ENVELOPE_BYTES)))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError) as exc:
         return None, [f"{where.name}: not a DSSE envelope ({' '.join(str(exc).split())[:100]})"]
     if envelope.payload_type != PAYLOAD_TYPE:
         return None, [f"{where.name}: payloadType {envelope.payload_type!r} is not {PAYLOAD_TYPE!r}"]
@@ -244,8 +255,8 @@ def open_envelope(where: Path, trusted: Sequence[Any] | None) -> tuple[dict[str,
             return None, [f"{where.name}: not signed by a trusted key (its signatures: {', '.join(signers)}; "
                           "an untrusted key, or a payload changed after signing)"]
     try:
-        statement = json.loads(envelope.payload)
-    except ValueError:
+        statement = safejson.loads_utf8(envelope.payload)
+    except ValueError:   # (UnicodeDecodeError too)
         return None, [f"{where.name}: its payload is not JSON"]
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
         return None, [f"{where.name}: its payload is not an in-toto Statement v1 (_type)"]

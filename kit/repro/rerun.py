@@ -35,13 +35,18 @@ def roster_for(result: dict[str, Any], benchmark_root: Path, *, batch_size: int 
 
 def recorded_engine_env(result: dict[str, Any]) -> dict[str, str]:
     """The engine settings the result's job ran with (provenance.engine_env: vLLM's VLLM_* such as its CPU
-    KV-cache size, thread counts), which the rerun gets in any runtime; only string values of names that
-    are environment variable names are taken."""
+    KV-cache size, thread counts), which the rerun gets in any runtime; only string values of the engine
+    setting names --engine-env takes (kit.config.engine_env) are taken, anything else is left out."""
+    from kit.config.engine_env import engine_environment
+
     recorded = (result.get(keys.PROVENANCE) or {}).get(keys.PROV_ENGINE_ENV)
     if not isinstance(recorded, dict):
         return {}
-    return {k: v for k, v in recorded.items()
-            if isinstance(k, str) and isinstance(v, str) and _ENV_NAME.fullmatch(k) and "\0" not in v}
+    named = {k: v for k, v in recorded.items()
+             if isinstance(k, str) and isinstance(v, str) and _ENV_NAME.fullmatch(k) and "\0" not in v}
+    # only what --engine-env takes (kit.config.engine_env): a result file is data, and PYTHONPATH,
+    # LD_PRELOAD or PATH from it would run code on the reviewer's machine
+    return engine_environment(named)
 
 
 def run_in_image(image: ResolvedImage, kit_args: list[str], binds: list[str], env: dict[str, str]) -> tuple[int, str]:
@@ -51,8 +56,10 @@ def run_in_image(image: ResolvedImage, kit_args: list[str], binds: list[str], en
         kept = {k: v for k, v in os.environ.items()
                 if k in ("PATH", "HOME", "LANG", "USER", "CUDA_VISIBLE_DEVICES") or k.startswith("VLLM_CPU_")}
         run_env = {**kept, **env}   # the recorded engine settings (in env) win over this machine's
-        proc = subprocess.run([sys.executable, "-m", "kit", *kit_args], capture_output=True, text=True, env=run_env,
-                              timeout=3600)
+        # -P: the folder a reviewer runs this in (a downloaded release) is never on the import path, so a
+        # `kit/` folder there cannot stand in for the installed kit
+        proc = subprocess.run([sys.executable, "-P", "-m", "kit", *kit_args], capture_output=True, text=True,
+                              env=run_env, timeout=3600)
         return proc.returncode, proc.stdout + proc.stderr
     from kit.images import execute
 

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bz2
 import gzip
 import io
+import lzma
 import os
 import re
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -126,10 +128,10 @@ def envelope_text(body: bytes) -> str | None:
     text) is left out: anything else in its place is scanned as the rest is."""
     import json
 
-    try:
-        envelope = json.loads(body)
+    try:   # a key given twice is not kit's form: the raw bytes are scanned then, every value with them
+        envelope = json.loads(body, object_pairs_hook=_no_repeated_key)
         payload = base64.b64decode(envelope["payload"], validate=True)
-    except (ValueError, KeyError, TypeError, binascii.Error):
+    except (ValueError, KeyError, TypeError, binascii.Error, RecursionError):
         return None
     signatures = envelope.get("signatures") if isinstance(envelope, dict) else None
     if set(envelope) != {"payload", "payloadType", "signatures"} or not isinstance(signatures, list):
@@ -145,6 +147,13 @@ def envelope_text(body: bytes) -> str | None:
             return None
     shown = {**envelope, "payload": "", "signatures": [{"keyid": i["keyid"], "sig": ""} for i in signatures]}
     return json.dumps(shown, ensure_ascii=False) + "\n" + payload.decode("utf-8", "replace")
+
+
+def _no_repeated_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("a key given twice")
+    return found
 
 
 def refuse_secrets(findings: list[Finding], folder: Path) -> None:
@@ -177,30 +186,103 @@ def folder_names(folder: Path) -> list[str]:
 
 def _scan_stream(fh: IO[bytes], rel: str, where: str, depth: int, budget: list[int]) -> Iterator[Finding]:
     """Findings in a byte stream: a zip's members (names and contents); a tar's members, then its bytes
-    (what follows a tar's end is no member but is published all the same); a gzip stream's content;
-    else its blocks of text. A stream that cannot seek (unpacked gzip) is scanned as text: a tar inside
-    gzip is opened as one archive by tarfile. An archive that cannot be read is a ConfigError."""
-    if depth < ARCHIVE_DEPTH and fh.seekable():
-        head = fh.read(512)
+    (what follows a tar's end is no member but is published all the same); a gzip, bz2 or xz stream's
+    content, itself unpacked when it is packed again (a spooled copy when it must seek); else its blocks
+    of text. Archives nested deeper than ARCHIVE_DEPTH, or that cannot be read (an encrypted zip), are a
+    ConfigError: never published unscanned."""
+    if not fh.seekable():   # the content of a compressed stream
+        head = fh.peek(512)[:512] if hasattr(fh, "peek") else b""
+        if not _packed(head):
+            yield from _scan_blocks(fh, rel, where, budget)
+            return
+        fh = _spooled(fh, rel, budget)
+    head = fh.read(512)
+    fh.seek(0)
+    if depth >= ARCHIVE_DEPTH:
+        if _packed(head) or zipfile.is_zipfile(fh):
+            raise ConfigError(f"{rel}: archives nested more than {ARCHIVE_DEPTH} deep ({where}): too deep to scan "
+                              "for credentials", fix="publish the data unpacked, or leave the archive out")
         fh.seek(0)
-        try:
-            if head[:4] == b"PK\x03\x04" and zipfile.is_zipfile(fh):
-                fh.seek(0)
-                yield from _scan_members(_zip_members(zipfile.ZipFile(fh)), rel, where, depth, budget)
-                return
+        yield from _scan_blocks(fh, rel, where, budget if depth else None)
+        return
+    try:
+        if zipfile.is_zipfile(fh):   # found by its end: a self-extracting zip starts with other bytes
             fh.seek(0)
-            archive = _open_tar(fh)
-            if archive is not None:
-                yield from _scan_members(_tar_members(archive), rel, where, depth, budget)
-            fh.seek(0)
-            if head[:2] == b"\x1f\x8b":
-                with gzip.GzipFile(fileobj=fh) as unpacked:
-                    yield from _scan_blocks(unpacked, rel, f"{where} unpacked" if depth else "unpacked", budget)
-                return
-        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib.error) as exc:
-            raise ConfigError(f"{rel}: an archive kit cannot unpack to scan for credentials ({exc})",
-                              fix="repair or remove the archive, then publish again") from None
+            yield from _scan_members(_zip_members(zipfile.ZipFile(fh)), rel, where, depth, budget)
+            return
+        fh.seek(0)
+        archive = _open_tar(fh)
+        if archive is not None:
+            yield from _scan_members(_tar_members(archive), rel, where, depth, budget)
+        fh.seek(0)
+        opener = next((open_ for magic, open_ in _STREAMS.items() if head.startswith(magic)), None)
+        if opener is not None:
+            inner = f"{where} unpacked" if depth else "unpacked"
+            with opener(fh) as unpacked:
+                if archive is not None:   # its tar's members were scanned: the rest as text
+                    yield from _scan_blocks(unpacked, rel, inner, budget)
+                else:
+                    yield from _scan_stream(_Unseekable(unpacked), rel, inner, depth + 1, budget)
+            return
+    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib.error, lzma.LZMAError,
+            RuntimeError, NotImplementedError) as exc:   # RuntimeError: an encrypted zip member
+        raise ConfigError(f"{rel}: an archive kit cannot unpack to scan for credentials ({exc})",
+                          fix="repair or remove the archive (an encrypted one cannot be checked), then publish "
+                              "again") from None
     yield from _scan_blocks(fh, rel, where, budget if depth else None)
+
+
+def _spooled(fh: IO[bytes], rel: str, budget: list[int]) -> IO[bytes]:
+    """A seekable copy of an unpacked stream (in memory up to 64 MiB, then on disk), its bytes counted
+    against the budget."""
+    import tempfile
+
+    copy = tempfile.SpooledTemporaryFile(max_size=64 << 20)
+    while block := fh.read(CHUNK):
+        _spend(budget, len(block), rel)
+        copy.write(block)
+    copy.seek(0)
+    return copy  # type: ignore[return-value]
+
+
+# compressed streams by their first bytes: each is unpacked and its content scanned (a tar inside is
+# opened by tarfile first)
+_STREAMS: dict[bytes, Callable[[IO[bytes]], IO[bytes]]] = {
+    b"\x1f\x8b": lambda fh: gzip.GzipFile(fileobj=fh, mode="rb"),
+    b"BZh": lambda fh: bz2.BZ2File(fh),
+    b"\xfd7zXZ\x00": lambda fh: lzma.LZMAFile(fh),
+}
+
+
+def _packed(head: bytes) -> bool:
+    """Whether these first bytes start an archive or a compressed stream kit would unpack."""
+    return head.startswith((b"PK\x03\x04", *_STREAMS)) or head[257:262] == b"ustar"
+
+
+class _Unseekable(io.RawIOBase):
+    """A stream read once, front to back (an unpacked gzip, bz2 or xz stream), that can show its first
+    bytes (peek) without losing them: what _scan_stream reads as text, or refuses when it is packed again
+    too deep."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        self._inner, self._head = inner, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def peek(self, n: int) -> bytes:
+        if len(self._head) < n:
+            self._head += self._inner.read(n - len(self._head))
+        return self._head
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            data, self._head = self._head + self._inner.read(), b""
+            return data
+        if self._head:
+            data, self._head = self._head[:n], self._head[n:]
+            return data
+        return self._inner.read(n)
 
 
 def _scan_members(members: Iterator[tuple[str, IO[bytes]]], rel: str, where: str, depth: int,

@@ -9,9 +9,11 @@ credential it found."""
 from __future__ import annotations
 
 import base64
+import bz2
 import gzip
 import io
 import json
+import lzma
 import sys
 import tarfile
 import zipfile
@@ -89,6 +91,11 @@ CASES = {
     "zip member name": ("data/bundle.zip", _zip(f"inner/{HF}.txt", b"nothing")),
     "tar.gz member": ("data/bundle.tar.gz", _tgz("key.txt", SSH_KEY.encode())),
     "gzip inside zip": ("data/nested.zip", _zip("log.gz", _gz(HF.encode()))),
+    "zip behind other bytes": ("data/setup.sh", b"#!/bin/sh\nexit 0\n" + _zip("inner.txt", f"token {HF}".encode())),
+    "zip inside gzip": ("data/bundle.zip.gz", _gz(_zip("inner.txt", f"token {HF}".encode()))),
+    "gzip three deep": ("data/log.gz.gz.gz", _gz(_gz(_gz(f"token {HF}".encode())))),
+    "bzip2": ("data/log.txt.bz2", bz2.compress(f"export HF_TOKEN={HF}\n".encode())),
+    "xz": ("data/log.txt.xz", lzma.compress(f"export HF_TOKEN={HF}\n".encode())),
     "after 8 MiB": ("data/big.csv", b"row,1\n" * (1_500_000) + HF.encode() + b"\n"),
     "after a letter": ("notes.md", f"Authorization: Bearer{HF}".encode()),
     "an SSH private key": ("data/deploy.txt", SSH_KEY.encode()),
@@ -155,6 +162,32 @@ def test_an_archive_that_cannot_be_unpacked_is_one_line(release):
     good = _zip("notes.txt", "".join(map(str, range(5000))).encode())   # a few KiB of deflated data
     (release / "data" / "broken.zip").write_bytes(good[:100] + b"\xff" * 200 + good[300:])
     refused(publish(release), "broken.zip", "cannot unpack")
+
+
+def test_archives_too_deep_or_locked_to_scan_are_refused_not_sent(release):
+    """Past ARCHIVE_DEPTH layers (gzip of gzip of ...), or an encrypted zip: refused, never sent unscanned."""
+    deep = f"token {HF}".encode()
+    for _ in range(6):
+        deep = _gz(deep)
+    (release / "data" / "deep.gz").write_bytes(deep)
+    refused(publish(release), "deep.gz", "nested more than 4 deep")
+    (release / "data" / "deep.gz").unlink()
+    locked = bytearray(_zip("s.txt", b"what kit cannot read"))
+    for header, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):   # each header's flags: bit 0, encrypted
+        start = locked.index(header)
+        locked[start + at] |= 0x1
+    (release / "data" / "locked.zip").write_bytes(bytes(locked))
+    refused(publish(release), "locked.zip", "cannot unpack", "encrypted")
+
+
+def test_a_signed_statement_with_a_key_given_twice_is_scanned_as_its_bytes(release):
+    """A duplicated key hides its first value from a JSON reader, not from the upload: such an envelope is
+    not kit's form, so its raw bytes are scanned."""
+    statement = {"_type": "https://in-toto.io/Statement/v1", "subject": [], "predicate": {}}
+    path = _envelope(release, statement)
+    assert publish(release).returncode == 0
+    path.write_text('{"payload": "token=' + HF + '", ' + path.read_text()[1:])
+    refused(publish(release), "org__tiny.intoto.jsonl")
 
 
 def _envelope(release: Path, statement: dict, sig: bytes | None = None) -> Path:

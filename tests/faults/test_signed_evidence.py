@@ -215,3 +215,48 @@ def test_a_release_refuses_a_signature_that_does_not_verify(sweep):
     r = kit("release", "results", "-o", "release", cwd=sweep, env=env)
     assert r.returncode == 0 and "not checked: no --public-keys given" in (sweep / "release" / "README.md").read_text()
     assert not (sweep / "release" / "keys.json").exists()
+
+
+@pytest.mark.parametrize("what", ["nested", "pipe"])
+def test_a_trusted_keys_file_that_is_no_key_list_is_one_line_and_never_hangs(sweep, what):
+    """Nested past what a reader takes, or a pipe (which would wait for a writer forever): refused by every
+    command that takes trusted or public keys, one line naming the file."""
+    import os
+
+    bad = sweep / "keys.json"
+    if what == "nested":
+        bad.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        os.mkfifo(bad)
+    said = "nested deeper than" if what == "nested" else "is not a regular file"
+    for args in (("verify", EN, "--trusted-keys", "keys.json"), ("check", "results", "--trusted-keys", "keys.json"),
+                 ("release", "results", "-o", "release", "--public-keys", "keys.json")):
+        refused(kit(*args, cwd=sweep), "keys.json", said)
+    assert not (sweep / "release").exists()
+
+
+def test_an_envelope_nested_too_deep_fails_the_check_it_does_not_crash_it(sweep):
+    env = signer(sweep, "alice")
+    assert kit("sign", "results", cwd=sweep, env=env).returncode == 0
+    (sweep / ENVELOPE).write_text("[" * 100_000 + "]" * 100_000)
+    code, out = verify_line(sweep, "alice.pub.json", env)
+    assert code == 1 and "not a DSSE envelope (nested deeper than" in out, out
+
+
+def test_a_private_key_or_pipe_given_as_an_ssh_public_key_is_one_line(sweep, tmp_path):
+    import os
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()   # the pair ssh-keygen -t ed25519 writes: id and id.pub
+    (tmp_path / "id").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                                    serialization.NoEncryption()))
+    (tmp_path / "id.pub").write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                                    serialization.PublicFormat.OpenSSH) + b" me@host\n")
+    refused(kit("keys", "export", "--ssh-key", str(tmp_path / "id"), cwd=sweep), "a private key, not an OpenSSH "
+            "public key", "*.pub")
+    os.mkfifo(tmp_path / "pipe.pub")
+    refused(kit("keys", "export", "--ssh-key", str(tmp_path / "pipe.pub"), cwd=sweep), "is not a regular file")
+    r = kit("keys", "export", "--ssh-key", str(tmp_path / "id.pub"), cwd=sweep)
+    assert r.returncode == 0 and '"keytype": "ed25519"' in r.stdout

@@ -29,6 +29,38 @@ def test_only_well_formed_recorded_settings_are_taken():
     assert rerun.recorded_engine_env({}) == {}
 
 
+def test_a_result_file_cannot_give_the_rerun_a_variable_that_runs_code():
+    """provenance.engine_env is data from the file being reproduced: only the engine settings --engine-env
+    takes come through, never PYTHONPATH, LD_PRELOAD, PATH or a secret-looking name."""
+    result = {"provenance": {"engine_env": {"VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": "/tmp/evil",
+                                            "LD_PRELOAD": "/tmp/evil.so", "PATH": "/tmp/evil", "VLLM_API_KEY": "x",
+                                            "OMP_NUM_THREADS": "2", "PYTHONSTARTUP": "/tmp/evil.py"}}}
+    assert rerun.recorded_engine_env(result) == {"OMP_NUM_THREADS": "2", "VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+def test_a_host_rerun_never_imports_a_kit_folder_from_where_it_runs(monkeypatch, tmp_path):
+    """The host rerun's interpreter keeps its working folder off the import path (-P): a release folder
+    holding a `kit/` package cannot run in place of the installed kit."""
+    import subprocess
+    import sys
+
+    (tmp_path / "kit").mkdir()
+    (tmp_path / "kit" / "__init__.py").write_text(f"open({str(tmp_path / 'PWNED')!r}, 'w').write('x')\n")
+    (tmp_path / "kit" / "__main__.py").write_text("raise SystemExit(3)\n")
+    seen = []
+    real = subprocess.run
+
+    def run(argv, **kwargs):
+        seen.append(argv)
+        return real([*argv[:4], "--version"], **{**kwargs, "cwd": tmp_path})   # the same interpreter and flags
+
+    monkeypatch.setattr(rerun.subprocess, "run", run)
+    image = ResolvedImage("host", None, None, None, True, "")
+    status, output = rerun.run_in_image(image, ["shard", "x"], [], {"PATH": "/usr/bin:/bin"})
+    assert seen[0][:4] == [sys.executable, "-P", "-m", "kit"]
+    assert status == 0 and "kit" in output and not (tmp_path / "PWNED").exists()
+
+
 @pytest.mark.parametrize("runtime", ["docker", "apptainer", "sqsh", "host"])
 def test_the_rerun_gets_the_recorded_engine_settings_in_every_runtime(monkeypatch, tmp_path, runtime):
     seen = {}

@@ -122,5 +122,7 @@ _DISK_FIXES = {
     errno.ENOTDIR: "a file stands where a folder is expected in that path: move it, or use another path",
     errno.EISDIR: "a folder stands where a file is expected: move it, or use another path",
     errno.ENOENT: "check the path: a folder in it does not exist",
+    errno.EEXIST: "something already stands at that path (a file where a folder should be): move it, or use "
+                  "another path",
     errno.ENAMETOOLONG: "use a shorter path",
 }

@@ -76,6 +76,10 @@ def init_key(folder: Path | None = None, *, force: bool = False) -> Path:
     if private.exists() and not force:
         raise ConfigError(f"{private}: a signing key is already there",
                           fix="keep it (kit keys export prints its public key), or pass --force to replace it")
+    for target in (private, folder / PUBLIC_FILE):   # checked before either is written: never half a pair
+        if os.path.lexists(target) and (target.is_symlink() or not target.is_file()):
+            raise ConfigError(f"{target}: something other than a key file stands there (a folder, link or pipe)",
+                              fix="move it away, or keep the key pair in another folder (--dir)")
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,

@@ -9,11 +9,12 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.errors import ConfigError
 
 
 @click.group()
 def keys() -> None:
-    """Make and show the Ed25519 key results are signed with (kit sign, kit verify --trusted-keys).
+    """Make and export the Ed25519 key results are signed with (kit sign, kit verify --trusted-keys).
 
     The private key stays on this machine, mode 600, in the user's config folder
     (KIT_KEYS_DIR overrides it); it is never printed. An existing OpenSSH Ed25519 key
@@ -66,5 +67,10 @@ def export(ssh_public: Path | None, folder: Path | None, as_json: bool) -> None:
     if ssh_public:
         data = public_of_ssh(ssh_public)
     else:
-        data = public_dict(load_signing_key(Path(folder or key_folder()) / KEY_FILE).public)
+        private = Path(folder or key_folder()) / KEY_FILE
+        if not private.exists():
+            raise ConfigError(f"{private}: no signing key there",
+                              fix="make one with kit keys init" + (f" --dir {folder}" if folder else "")
+                                  + f", or point --dir at the folder that holds {KEY_FILE}")
+        data = public_dict(load_signing_key(private).public)
     render(Outcome("keys export", data, (json.dumps(data, indent=2),)), as_json)

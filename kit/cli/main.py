@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "weights": ("kit.cli.weights_cmd:weights", "Stage model weights from the Hub, push them to a site, verify them."),
     "release": ("kit.cli.release_cmd:release", "Write a release folder as lrb publishes one: card, report, items, run files, status."),
     "publish": ("kit.cli.publish_cmd:publish", "Upload a release folder to a Hugging Face dataset repo (--dry-run lists the files)."),
-    "keys": ("kit.cli.keys_cmd:keys", "Make and show the Ed25519 key results are signed with."),
+    "keys": ("kit.cli.keys_cmd:keys", "Make and export the Ed25519 key results are signed with."),
     "sign": ("kit.cli.sign_cmd:sign", "Sign each complete checkpoint (in-toto statement, DSSE envelope) with your key."),
 }
 GROUPS = ("images", "weights", "keys")   # commands with subcommands: the envelope names both words

@@ -52,7 +52,7 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
     project = load_project(roster, benchmark, allow_unpinned=allow_unpinned,
                            roster_required=common.roster_given() or bool(models))
     runs = project.roster.select(models) if project.roster.run else []
-    ov = plan_overview(project, runs, common.split_languages(languages), shard, results)
+    ov = plan_overview(project, runs, common.split_languages(languages), shard, common.results_folder(results))
     site, images = None, []
     if site_name is not None:
         from kit.config.walltime import short_walltime

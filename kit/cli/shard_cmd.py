@@ -52,6 +52,7 @@ def shard(roster: Path, benchmark: Path | None, results: Path, models: tuple[str
     with stop_on_signals():
         try:
             index_count = parse_shard(shard_text)
+            common.results_folder(results)   # a file there is refused before any line is printed
             project = load_project(roster, benchmark, allow_unpinned=allow_unpinned)
             runs, plan = job_pairs(project.roster, project.benchmark, models, common.split_languages(languages),
                                    pairs_file)

@@ -8,6 +8,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.errors import visible
 
 
 @click.command()
@@ -40,7 +41,7 @@ def sign(results: Path, key_file: Path | None, ssh_key: Path | None, force: bool
     done = sign_tree(common.results_folder(results), key, force=force)
     data = {"keyid": key.keyid, "signed": [str(p) for p in done.signed], "already_signed": [str(p) for p in done.already],
             "refused": {str(p): r for p, r in done.refused.items()}}
-    lines = [f"NOT SIGNED  {p}: {'; '.join(r)}" for p, r in done.refused.items()]
+    lines = [visible(f"NOT SIGNED  {p}: {'; '.join(r)}") for p, r in done.refused.items()]
     lines.append(f"{len(done.signed)} signed with key {key.keyid[:16]}..., {len(done.already)} already signed "
                  f"(--force signs again), {len(done.refused)} not signed")
     render(Outcome("sign", data, lines, failed=bool(done.refused)), as_json)

@@ -29,9 +29,11 @@ from kit.launch.frontend import Frontend
 if TYPE_CHECKING:
     from kit.launch.site import ResolvedSite
 
-# what a results tree holds that kit copies: <language>/<run>.json checkpoints and their mllog
+# what a results tree holds that kit copies: <language>/<run>.json checkpoints, their mllog and the
+# signed statement a job may write beside them (<run>.intoto.jsonl, kit.results.store.ENVELOPE_SUFFIX)
+_COPIED = (".json", ".mllog", ".intoto.jsonl")
 _LIST = ('cd "$1" 2>/dev/null || exit 0; find . -mindepth 2 -maxdepth 2 -type f '
-         '\\( -name "*.json" -o -name "*.mllog" \\) ! -name ".*" -printf "%P\\t%s\\t%T@\\n"')
+         '\\( -name "*.json" -o -name "*.mllog" -o -name "*.intoto.jsonl" \\) ! -name ".*" -printf "%P\\t%s\\t%T@\\n"')
 
 
 @dataclass
@@ -108,7 +110,8 @@ def run_bytes(frontend: Frontend, argv: list[str], data: bytes = b"", timeout_s:
 
 
 def list_tree(frontend: Frontend, remote: str) -> dict[str, tuple[int, int]]:
-    """Relative path -> (size, mtime) of the checkpoint and mllog files of a results tree ({} if absent)."""
+    """Relative path -> (size, mtime) of the checkpoints, logs and signed statements of a results tree ({} if
+    absent)."""
     out = {}
     text = run_bytes(frontend, ["sh", "-c", _LIST, "sh", remote]).decode("utf-8", errors="replace")
     for line in text.splitlines():
@@ -135,7 +138,7 @@ def _local_files(dest: Path) -> dict[str, tuple[int, int]]:
     out = {}
     if dest.is_dir():
         for p in dest.glob("*/*"):
-            if p.is_file() and p.suffix in (".json", ".mllog") and not p.name.startswith("."):
+            if p.is_file() and p.name.endswith(_COPIED) and not p.name.startswith("."):
                 st = p.stat()
                 out[p.relative_to(dest).as_posix()] = (st.st_size, int(st.st_mtime))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,12 @@ def parse_tolerance(text: str | None) -> Tolerance:
             values[key] = float(value)
         except ValueError:
             raise ConfigError(f"--tolerance {text!r}: {value!r} is not a number", fix="write e.g. f1=0.01") from None
+        number = values[key]
+        # agreement is a share of items; the metric bound a finite distance
+        if not math.isfinite(number) or number < 0 or (key == "agreement" and number > 1):
+            raise ConfigError(f"--tolerance {text!r}: {key}={value.strip()} is not "
+                              + ("a share from 0 to 1" if key == "agreement" else "a finite number of 0 or more"),
+                              fix="write e.g. agreement=0.99,f1=0.01")
     return Tolerance(**values)
 
 

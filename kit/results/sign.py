@@ -3,11 +3,12 @@ the user's machine, with the user's key; the statements say so (signed "after th
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.errors import ConfigError
-from kit.results.attest import AFTER_THE_FACT, sign_result
+from kit.results.attest import AFTER_THE_FACT, sign_result, signature_reasons
 from kit.results.checkpoint import validate_sealed
 from kit.results.keys import PairState
 from kit.signing import SigningKey
@@ -35,8 +36,17 @@ def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOut
         raise ConfigError(f"{results}: no checkpoint files", fix="pass the results folder of a sweep")
     out = SignOutcome()
     for path in files:
-        if envelope_path(path).exists() and not force:
-            out.already.append(path)
+        envelope = envelope_path(path)
+        if os.path.lexists(envelope) and (envelope.is_symlink() or not envelope.is_file()):
+            out.refused[path] = [f"{envelope.name} is not a regular file (a folder, link or pipe stands there): "
+                                 "move it away, then sign again"]
+            continue
+        if envelope.is_file() and not force:
+            stale = signature_reasons(path, None)   # its statement still names these bytes, and its log's?
+            if stale:
+                out.refused[path] = [*stale, "kit sign --force signs it again (after you checked why)"]
+            else:
+                out.already.append(path)
             continue
         state = validate_sealed(path)
         if state.state != PairState.COMPLETE or state.data is None:

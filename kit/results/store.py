@@ -199,7 +199,11 @@ def collection_of(results: Path, path: Path, language: str) -> str:
 # BCP 47's code for an undetermined language: that of an lrb file recording none (lrb's single-language
 # archive) that sits at the top of RESULTS or in a folder not named like a language (a dated batch).
 UNDETERMINED_LANGUAGE = "und"
-_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
+# a BCP 47 tag as folders name languages (fr, ceb, pt-BR, zh-Hans, sr-Latn-RS, es-419, ca-valencia, de-1996):
+# a language, then at most a script, a region and variants (a variant has a letter unless it is four
+# characters from a digit), so that lrb's dated batch folders (new-models-20260914) are never languages
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z]{4})?(?:[-_](?:[A-Za-z]{2}|[0-9]{3}))?"
+                            r"(?:[-_](?:(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*")
 
 
 def language_folder(results: Path, path: Path) -> str | None:

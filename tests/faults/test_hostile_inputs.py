@@ -203,3 +203,19 @@ def test_check_with_nothing_planned_is_not_a_pass(project):
     r = kit("check", "results", "--languages", "fr", cwd=project)   # the run covers no selected language
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "FAIL [pairs_complete]" in r.stdout and "no pair is planned" in r.stdout
+
+
+def test_a_results_path_that_is_a_file_is_refused_before_anything_is_said(project):
+    for args in (("plan", "--results", "roster.toml"), ("shard", "--results", "roster.toml")):
+        r = kit(*args, cwd=project)
+        refused(r, "roster.toml: is not a folder of results")
+        assert r.stdout == "", r.stdout
+
+
+def test_keys_init_writes_no_half_pair_where_a_folder_stands_in_the_public_key_s_place(project, tmp_path):
+    keys = tmp_path / "keys"
+    (keys / "ed25519.pub.json").mkdir(parents=True)
+    refused(kit("keys", "init", "--dir", str(keys), cwd=project), "ed25519.pub.json: something other than a key file")
+    assert sorted(p.name for p in keys.iterdir()) == ["ed25519.pub.json"]
+    refused(kit("keys", "export", "--dir", str(tmp_path / "none"), cwd=project), "no signing key there",
+            f"kit keys init --dir {tmp_path / 'none'}")

@@ -260,3 +260,26 @@ def test_a_private_key_or_pipe_given_as_an_ssh_public_key_is_one_line(sweep, tmp
     refused(kit("keys", "export", "--ssh-key", str(tmp_path / "pipe.pub"), cwd=sweep), "is not a regular file")
     r = kit("keys", "export", "--ssh-key", str(tmp_path / "id.pub"), cwd=sweep)
     assert r.returncode == 0 and '"keytype": "ed25519"' in r.stdout
+
+
+def test_sign_leaves_only_an_envelope_that_still_names_the_files_it_sits_beside(sweep):
+    """An unreadable envelope, or one whose statement names other bytes (the log changed since), is not
+    "already signed": listed with why (exit 1) until --force signs again; a folder in an envelope's place
+    is never replaced."""
+    env = signer(sweep, "alice")
+    assert kit("sign", "results", cwd=sweep, env=env).returncode == 0
+    de_envelope = sweep / ENVELOPE.replace("/en/", "/de/")
+    de_envelope.write_text("garbage\n")
+    with open(sweep / EN.replace(".json", ".mllog"), "a") as log:
+        log.write(" \n")
+    r = kit("sign", "results", cwd=sweep, env=env)
+    assert r.returncode == 1 and "0 signed" in r.stdout and "0 already signed" in r.stdout, r.stdout
+    assert "not a DSSE envelope" in r.stdout and "digest.sha256" in r.stdout and "kit sign --force" in r.stdout
+    r = kit("sign", "results", "--force", cwd=sweep, env=env)
+    assert r.returncode == 0 and "2 signed" in r.stdout, r.stdout
+    assert verify_line(sweep, "alice.pub.json", env)[0] == 0
+    de_envelope.unlink()
+    de_envelope.mkdir()
+    for extra in ((), ("--force",)):
+        r = kit("sign", "results", *extra, cwd=sweep, env=env)
+        assert r.returncode == 1 and f"{de_envelope.name} is not a regular file" in r.stdout and de_envelope.is_dir()

@@ -287,3 +287,55 @@ def test_a_file_name_in_another_unicode_normalisation_is_said_so(tmp_path: Path)
     path.rename(odd)
     state = validate_checkpoint(odd)
     assert state.state == PairState.INVALID and "another Unicode normalisation" in state.reasons[0]
+
+
+@pytest.mark.parametrize("folder", ["new-models-20260914", "top-20260913", "fix-8-tokens"])
+def test_a_dated_or_worded_batch_folder_is_never_taken_for_a_language(archive: Path, folder: str) -> None:
+    """lrb names batches like more-models-20260913 and strict-8-tokens: a file without metadata.language in
+    such a folder counts for und, in the folder's own collection; language folders stay languages."""
+    from kit.results.store import collection_of
+
+    moved = archive / folder / TOP_FILE
+    moved.parent.mkdir()
+    shutil.copy(archive / TOP_FILE, moved)
+    assert file_language(archive, moved, {}) == UNDETERMINED_LANGUAGE
+    assert collection_of(archive, moved, UNDETERMINED_LANGUAGE) == folder
+    for code in ("fr", "ceb", "pt-BR", "zh-Hans", "sr-Latn-RS", "es-419", "ca-valencia", "de-1996"):
+        assert file_language(archive, archive / code / TOP_FILE, {}) == code
+
+
+def test_compare_reads_lrb_s_files_as_every_command_counts_them(archive: Path, tmp_path: Path) -> None:
+    """Two runs at the top of a tree compare on und; a run in a batch folder is compared within it."""
+    from kit.results.kinds.lrb.compare import compare_runs
+
+    tree = tmp_path / "results"
+    tree.mkdir()
+    shutil.copy(archive / TOP_FILE, tree / TOP_FILE)
+    other = next(p for p in (archive / "recent-models-20260913").glob("*.json"))
+    shutil.copy(other, tree / other.name)
+    run_b = json.loads(other.read_text(encoding="utf-8"))[keys.METADATA][keys.MODEL_ID]
+    result = compare_runs(tree, "LiquidAI/LFM2.5-350M", tree, run_b)
+    assert [lang.language for lang in result.languages] == [UNDETERMINED_LANGUAGE]
+    batch = archive / "recent-models-20260913"
+    runs = _runs_in(batch)
+    result = compare_runs(archive, runs[0], archive, runs[1])
+    assert [lang.language for lang in result.languages] == [f"{UNDETERMINED_LANGUAGE} (recent-models-20260913)"]
+
+
+def test_a_metric_lrb_does_not_compute_is_left_out_as_lrb_s_loader_leaves_it(archive: Path, tmp_path: Path) -> None:
+    """An lrb file whose metrics hold one more key (a newer lrb's) is complete and exported byte for byte;
+    a missing or changed metric still is not."""
+    from kit.results.checkpoint import validate_checkpoint
+    from kit.results.kinds.lrb.export import export_lrb
+
+    path = archive / TOP_FILE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data[keys.METRICS]["n_truncated"] = 0
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert validate_checkpoint(path).state == PairState.COMPLETE
+    exported = export_lrb(archive, tmp_path / "out")
+    assert not exported.refused and (tmp_path / "out" / TOP_FILE).read_bytes() == path.read_bytes()
+    del data[keys.METRICS][keys.F1]
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    state = validate_checkpoint(path)
+    assert state.state == PairState.INVALID and keys.F1 in state.reasons[0]

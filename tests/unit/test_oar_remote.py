@@ -27,6 +27,17 @@ def tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def test_a_mirror_gets_each_checkpoint_s_signed_statement_with_it(tmp_path):
+    """A job that signs (KIT_SIGNING_KEY_PATH) leaves <run>.intoto.jsonl beside its checkpoint: pulled with
+    it, and dropped with it when the site's is gone."""
+    src = tree(tmp_path / "src", {"fr/a.json": "1", "fr/a.mllog": "m", "fr/a.intoto.jsonl": "e", "fr/a.other": "x"})
+    dest = tmp_path / "mirror"
+    assert sorted(sync_tree(LOCAL, str(src), dest, delete=True).fetched) == ["fr/a.intoto.jsonl", "fr/a.json",
+                                                                              "fr/a.mllog"]
+    (src / "fr" / "a.intoto.jsonl").unlink()
+    assert sync_tree(LOCAL, str(src), dest, delete=True).removed == ["fr/a.intoto.jsonl"]
+
+
 def test_a_mirror_gets_new_and_changed_files_and_loses_deleted_ones(tmp_path):
     src = tree(tmp_path / "src", {"en/a.json": "1", "fr/a.json": "2", "fr/a.mllog": "m", "fr/.a.json.x.tmp": "t",
                                   "report/x.csv": "c", "top.json": "t"})

@@ -8,6 +8,8 @@ import resource
 import subprocess
 import sys
 
+import pytest
+
 CAP_BYTES = 2 << 30
 
 
@@ -26,3 +28,17 @@ def test_reproduce_of_a_link_to_dev_zero_is_bad_input(tmp_path):
     assert r.returncode == 2, r.stderr[-2000:]
     assert "x.json: a checkpoint is not a regular file" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+
+@pytest.mark.parametrize(("text", "said"), [("agreement=5", "agreement=5 is not a share from 0 to 1"),
+                                            ("f1=-1", "f1=-1 is not a finite number of 0 or more"),
+                                            ("f1=nan", "f1=nan is not a finite number"),
+                                            ("agreement=0.9,f1=inf", "f1=inf is not a finite number")])
+def test_a_tolerance_out_of_its_range_is_refused(text, said):
+    from kit.errors import ConfigError
+    from kit.repro.compare import parse_tolerance
+
+    with pytest.raises(ConfigError, match=said):
+        parse_tolerance(text)
+    assert parse_tolerance("agreement=1,f1=0").agreement == 1.0

@@ -263,9 +263,11 @@ def _items(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _run_predictions(results: Path, run: str) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
     """({language: checkpoint data} of RUN's complete checkpoints under RESULTS, {language: why not
-    counted} of its others). RUN is the roster's run name or the file name's stem."""
+    counted} of its others). RUN is the roster's run name or the file name's stem. A language is the one
+    kit.results.store.file_language gives (und for an lrb file recording none), with its batch folder
+    in brackets when the file lies in one ("und (strict-8-tokens)")."""
     from kit.results.checkpoint import validate_checkpoint
-    from kit.results.store import iter_checkpoint_files
+    from kit.results.store import collection_of, file_language, iter_checkpoint_files
 
     results = Path(results)
     if not results.is_dir():
@@ -277,8 +279,12 @@ def _run_predictions(results: Path, run: str) -> tuple[dict[str, Mapping[str, An
         if run_from_stem(path.stem) != run:
             continue
         state = validate_checkpoint(path)
-        language = path.parent.name if path.parent != results else str((state.data or {}).get(keys.METADATA, {})
-                                                                          .get(keys.LANGUAGE, path.stem))
+        # the language every command counts the file for (lrb's files without one: und), within its
+        # collection (a batch folder is its own leaderboard, never a language)
+        language = file_language(results, path, (state.data or {}).get(keys.METADATA))
+        collection = collection_of(results, path, language)
+        if collection:
+            language = f"{language} ({collection})"
         if state.state == keys.PairState.COMPLETE and state.data is not None:
             if _kind(state.data) != keys.KIND_LRB:
                 raise ConfigError(f"{path}: kit compare compares lrb checkpoints (yes/no items), not "

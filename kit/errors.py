@@ -40,13 +40,16 @@ def _rebuilt(cls: type[KitError], message: str, fix: str | None) -> KitError:
 
 
 # what would break a line of output, or make it lie: control characters, Unicode's line and paragraph
-# separators, and lone surrogates (a file name's bytes that are not UTF-8)
-_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# separators, the bidirectional controls and invisible characters (a name that reads backwards or hides
+# a part), and lone surrogates (a file name's bytes that are not UTF-8)
+_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069"
+                         r"\ufeff\ud800-\udfff]")
 
 
 def visible(text: str) -> str:
-    """`text` as one line of output: each control character (a newline in a file name), line separator
-    or lone surrogate shown as its escape (\\n, \\udcff), so that no name makes a line of its own."""
+    """`text` as one line of output: each control character (a newline in a file name), line separator,
+    bidirectional control or invisible character, or lone surrogate shown as its escape (\\n, \\u202e,
+    \\udcff), so that no name makes a line of its own or reads other than it is."""
     return _UNSHOWABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 

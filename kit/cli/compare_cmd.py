@@ -8,6 +8,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.errors import visible
 
 SIGNIFICANT = 0.05
 
@@ -71,7 +72,9 @@ def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resam
                           inputs=[results, results_b or results])
         write_text_atomic(html_file, comparison_page(result, generator=_GENERATOR))
         data["html"] = str(html_file)
-    render(Outcome("compare", data, _lines(result, shown_flips, html_file, dataset is not None)), as_json)
+    # a language or item id from a file holds nothing a terminal would act on (escapes, bidi controls)
+    lines = _lines(result, shown_flips, html_file, dataset is not None)
+    render(Outcome("compare", data, map(visible, lines)), as_json)
 
 
 def _sentences(dataset):

@@ -81,9 +81,7 @@ class CheckpointRecord:
     @property
     def task(self) -> str:
         """The task; lrb files record none: their scoring runs say inference "scoring", the others generated."""
-        if self.metadata.get(keys.TASK):
-            return self.metadata[keys.TASK]
-        return keys.TASK_SCORE if self.metadata.get(keys.LRB_INFERENCE) == "scoring" else keys.TASK_GENERATE
+        return recorded_task(self.metadata)
 
     @property
     def truncated(self) -> int:
@@ -117,6 +115,14 @@ class ReportFiles:
     files: dict[str, Path]
     pairs: int = 0
     invalid: int = 0
+
+
+def recorded_task(metadata: Mapping[str, Any]) -> str:
+    """The task a checkpoint's metadata records; lrb files record none: their scoring runs say inference
+    "scoring", the others generated."""
+    if metadata.get(keys.TASK):
+        return metadata[keys.TASK]
+    return keys.TASK_SCORE if metadata.get(keys.LRB_INFERENCE) == "scoring" else keys.TASK_GENERATE
 
 
 def run_key(metadata: Mapping[str, Any]) -> str:

@@ -25,6 +25,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.kinds import kind_name, kind_of
 from kit.results.kinds.lrb import LRB
+from kit.results.records import recorded_task
 from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_card
 from kit.results.tables import csv_cell
 from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text, unplanned_statuses
@@ -64,6 +66,10 @@ class ReleaseOutcome:
                 "files": self.files, "coverage": [c.as_dict() for c in self.coverage], "left_out": self.left_out}
 
 
+# a licence id as the Hub's card metadata takes it (mit, cc-by-4.0, apache-2.0, other)
+LICENSE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]{0,63}")
+
+
 def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: list[Any] | None = None,
                   name: str | None = None, license_id: str = "mit", force: bool = False,
                   public_keys: list[Any] | None = None) -> ReleaseOutcome:
@@ -72,6 +78,10 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
     Each checkpoint's signed statement (kit sign) goes with it; with `public_keys` (the signers' keys,
     shipped as keys.json) every signed result must verify under them, or nothing is written."""
     results, release = Path(results), Path(release)
+    if not LICENSE_ID.fullmatch(license_id):   # it goes into the card's YAML front matter as it is
+        raise ConfigError(f"--license {license_id!r} is not a licence id",
+                          fix="write the Hub's id of the licence: letters, digits and . + - (mit, cc-by-4.0, "
+                              "apache-2.0, other)")
     _check_places(results, release, force)
     states, planned = _read_states(results, benchmark, runs)
     complete = [s for s in states if s.state == PairState.COMPLETE]
@@ -187,8 +197,8 @@ def _check_files(complete: list[Any]) -> _Checked:
             continue   # refused: only the count of edited files is still wanted
         meta = data[keys.METADATA]
         sha = str(meta.get(keys.PROMPT_SHA256))
-        known = out.prompts.setdefault(sha, (str(meta.get(keys.TASK, keys.TASK_GENERATE)), set(), s.path))
-        known[1].add(meta.get(keys.RUN) or "")
+        known = out.prompts.setdefault(sha, (str(recorded_task(meta)), set(), s.path))
+        known[1].add(s.pair.run)   # the run as every command names it (lrb's files: run_id or model_id)
         facts = shared_json({"metadata": meta, "metrics": data[keys.METRICS],
                              "provenance": {keys.PROV_IMAGE: (data.get(keys.PROVENANCE) or {}).get(keys.PROV_IMAGE)}},
                             table, document_depth=1)

@@ -69,10 +69,11 @@ def _front_matter(name: str, license_id: str) -> str:
 
 
 def _yaml_str(text: str) -> str:
-    """A YAML double-quoted scalar (JSON string syntax is valid YAML)."""
+    """A YAML double-quoted scalar (JSON string syntax is valid YAML), every character past ASCII escaped:
+    YAML refuses C1 controls in a document and folds U+0085 and the line separators."""
     import json
 
-    return json.dumps(text, ensure_ascii=False)
+    return json.dumps(text, ensure_ascii=True)
 
 
 def _digests(pairs: Sequence[CardPair]) -> str:

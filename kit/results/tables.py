@@ -124,13 +124,16 @@ def digest_lines(valid: Sequence[CheckpointRecord]) -> list[str]:
     """Markdown bullet lines: the manifest, prompt, decoding and data digests the records share."""
     manifests = sorted({r.metadata[keys.MANIFEST_SHA256] for r in valid if r.metadata.get(keys.MANIFEST_SHA256)})
     legacy = sum(1 for r in valid if not r.metadata.get(keys.MANIFEST_SHA256))
-    lines = [f"- {keys.MANIFEST_SHA256}: " + (", ".join(f"`{m}`" for m in manifests) or "not recorded")
+    # every value from a checkpoint through md_code or md_text: a digest, a language or a decoding may
+    # hold a backtick, a tag or a newline
+    lines = [f"- {keys.MANIFEST_SHA256}: " + (", ".join(md_code(m) for m in manifests) or "not recorded")
              + (f" (not recorded by {legacy} legacy lrb file(s))" if manifests and legacy else "")]
     for task, group in groups(valid, lambda r: r.task):
-        lines.append(f"- {keys.PROMPT_SHA256} ({task}): `{group[0].metadata.get(keys.PROMPT_SHA256)}`")
+        lines.append(f"- {keys.PROMPT_SHA256} ({md_text(task)}): {md_code(group[0].metadata.get(keys.PROMPT_SHA256))}")
         if task == keys.TASK_GENERATE:
             how, max_new = decoding(group[0])
-            lines.append(f"- decoding ({task}): {how}, {keys.MAX_NEW_TOKENS}={max_new}")
+            lines.append(f"- decoding ({md_text(task)}): {md_text(how)}, {keys.MAX_NEW_TOKENS}={md_text(max_new)}")
     for language, group in groups(valid, lambda r: r.language):
-        lines.append(f"- {keys.BENCHMARK_SHA256} ({language}): `{group[0].metadata.get(keys.BENCHMARK_SHA256)}`")
+        lines.append(f"- {keys.BENCHMARK_SHA256} ({md_text(language)}): "
+                     f"{md_code(group[0].metadata.get(keys.BENCHMARK_SHA256))}")
     return lines

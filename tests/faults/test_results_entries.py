@@ -148,3 +148,30 @@ def test_what_publishes_or_certifies_a_tree_refuses_a_link_in_it_as_one(sweep, t
     assert r.returncode == 2 and f"symlink: {link} is a link" in r.stderr and not (sweep / "release").exists()
     r = kit("collect", "--from", "a=results", "--languages", "de,en", "-o", "collected", cwd=sweep)
     assert r.returncode == 1 and f"symlink: a: {link} is a link" in r.stderr and not (sweep / "collected").exists()
+
+
+@pytest.mark.parametrize("hidden", ["\n", "\x1b]8;;http://evil\x07", "\u202e", "\u200b", "\u2066", "\ufeff", "\udcff",
+                                    "\x85"])
+def test_nothing_in_a_name_reaches_a_line_of_output_unescaped(hidden):
+    """errors.visible, which every line naming a file or item goes through: controls, terminal escapes,
+    bidirectional controls, invisible characters and lone surrogates come out as escapes; letters stay."""
+    from kit.errors import visible
+
+    shown = visible(f"run{hidden}gpj.exe é 中文")
+    assert hidden not in shown and shown.isprintable() and shown.endswith("gpj.exe é 中文") and shown.startswith("run\\")
+
+
+def test_kit_compare_prints_an_item_id_s_terminal_escape_as_text(tmp_path):
+    """Two lrb runs whose first item's id holds an OSC 8 hyperlink escape: compare's table and flips show it
+    as text, never as the escape a terminal would act on."""
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    import lrb_schema as lrb
+
+    ids = ["\x1b]8;;http://evil\x07click\x1b]8;;\x07", "b", "c", "d"]
+    for model, answers in (("org/a", "yyyy"), ("org/b", "nnnn")):
+        preds = [lrb.prediction(i, "yes", {"y": "yes", "n": "no"}[a], {"y": "yes", "n": "no"}[a])
+                 for i, a in zip(ids, answers)]
+        lrb.write(tmp_path / "results", lrb.result(model, "en", preds))
+    r = kit("compare", "org/a", "org/b", "--results", "results", "--flips", "100", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "click" in r.stdout and "\x1b" not in r.stdout and "\\x1b]8;;http://evil\\x07click" in r.stdout

@@ -49,3 +49,36 @@ def test_a_reports_reader_saves_the_cache_and_lets_go_of_the_entries_its_records
     with ResultsTree(tmp_path / "results") as tree:                          # status keeps its entries
         tree.validate_all([(path, {})])
         assert tree._cache.entries
+
+
+def test_the_digest_lines_hold_a_file_s_values_as_text_never_as_markdown(tmp_path):
+    """A digest with a backtick, a decoding or language with a tag, a link or a newline: each stays inside its
+    code span or escaped text on its one line of summary.md."""
+    from kit.results.tables import digest_lines
+
+    records = collect_checkpoints(_one_tree(tmp_path), None)
+    hostile = "x`<img src=x onerror=alert(1)>`\n---"
+    metadata = {**records[0].metadata, keys.PROMPT_SHA256: hostile, keys.BENCHMARK_SHA256: hostile,
+                "decoding": "greedy\n\n[c](javascript:x)"}
+    record = replace(records[0], data={**records[0].data, keys.METADATA: metadata}, language="xx\n# heading <b>")
+    lines = digest_lines([record])
+    assert all("\n" not in line for line in lines), lines
+    assert not any("<img" in line.replace("\\<img", "") and "``" not in line for line in lines), lines
+    assert not any(line.startswith(("#", "---")) for line in "\n".join(lines).splitlines())
+    assert "\\[c\\]" in "\n".join(lines) and "xx\\\\n\\# heading \\<b\\>" in "\n".join(lines), lines
+
+
+def _one_tree(tmp_path):
+    results = tmp_path / "results"
+    make_checkpoint(results, "org/m", "en", predictions_of([(keys.YES, keys.YES), (keys.NO, keys.NO)]))
+    return results
+
+
+def test_a_tab_or_newline_in_an_item_id_cannot_make_two_item_lists_digest_alike():
+    """(item A dropped, and B's id forged to carry A's line) is not (A, B): their digests differ."""
+    from kit.results.kinds.lrb.paired import outcomes_of_columns
+
+    ids, expected, predicted = ["a1", "b2"], [keys.YES, keys.NO], [keys.YES, keys.NO]
+    forged = outcomes_of_columns([f"a1\t{keys.YES}\nb2"], [keys.NO], [keys.NO])
+    assert forged[0] != outcomes_of_columns(ids, expected, predicted)[0]
+    assert outcomes_of_columns(ids, expected, predicted) == outcomes_of_columns(list(ids), list(expected), predicted)

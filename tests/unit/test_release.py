@@ -237,6 +237,9 @@ def test_an_lrb_file_comes_into_the_release_as_lrb_wrote_it_in_its_place(sweep):
     for path in made:
         assert (out / path.relative_to(sweep.results)).read_bytes() == path.read_bytes()
     assert not (out / "und").exists() and (out / "en" / "kit-demo__tiny-llama.json").is_file()
+    card = (out / "README.md").read_text(encoding="utf-8")   # lrb's files name their run by model_id
+    runs = [line for line in card.splitlines() if line.startswith("Runs: ")]
+    assert any("`org/lrb-model`" in line for line in runs) and not any("`  `" in line for line in runs), runs
 
 
 def test_a_release_holds_one_checkpoint_document_at_a_time(tmp_path, monkeypatch):
@@ -331,3 +334,31 @@ def test_a_release_written_again_links_the_files_that_come_out_the_same(sweep):
     names = regular_files(out)
     assert names == regular_files(sweep.root / "fresh")
     assert filecmp.cmpfiles(out, sweep.root / "fresh", names, shallow=False)[0] == names
+
+
+@pytest.mark.parametrize("license_id", ["mit\npretty_name: \"pwned\"\n---\n<script>alert(1)</script>", "", "a b",
+                                        "mit # x", "-rf"])
+def test_a_licence_that_is_not_one_id_is_refused_before_the_card(sweep, license_id):
+    r = run_kit("release", "results", "-o", "release", "--license", license_id, cwd=sweep.root)
+    assert r.exit_code == 2 and "is not a licence id" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (sweep.root / "release").exists()
+
+
+def test_the_card_s_front_matter_reads_back_as_written_whatever_the_name(sweep):
+    """--name goes into the YAML front matter with every character past ASCII escaped: C1 controls, U+0085
+    and the line separators (which YAML refuses or folds) come back as they were."""
+    import yaml   # mlperf-logging's own dependency
+
+    name = "a\u0080b\u2028c\u0085d \u202e\"quoted\" --- é"
+    r = run_kit("release", "results", "-o", "release", "--name", name, "--license", "cc-by-4.0", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    card = (sweep.root / "release" / "README.md").read_text(encoding="utf-8")
+    front = yaml.safe_load(card.split("\n---\n")[0].removeprefix("---\n"))
+    assert front["pretty_name"] == name and front["license"] == "cc-by-4.0"
+
+
+def test_the_card_names_each_prompt_s_runs_as_every_command_names_them(sweep):
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    card = (sweep.root / "release" / "README.md").read_text(encoding="utf-8")
+    assert "Runs: `kit-demo/tiny-llama`" in card, card

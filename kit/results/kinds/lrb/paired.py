@@ -12,6 +12,7 @@ and language, so the two give the same interval for the same pair.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
 from itertools import repeat
 from operator import add, itemgetter
@@ -75,6 +76,10 @@ def outcomes_of_columns(ids: Sequence[Any], expected: Sequence[Any], predicted: 
         lines = "\n".join(map("\t".join, zip(ids, expected)))
     except TypeError:   # an id or label that is not text
         lines = "\n".join(map("{}\t{}".format, ids, expected))
+    if lines.count("\t") != len(ids) or lines.count("\n") != max(len(ids) - 1, 0):
+        # a tab or newline inside an id or label would make two lists of items read as one: those are
+        # digested as JSON instead (lrb's ids are hex, so every real file keeps the lines above)
+        lines = "json:" + json.dumps([[str(i), str(e)] for i, e in zip(ids, expected)], ensure_ascii=False)
     digest = hashlib.sha256(lines.encode("utf-8", "surrogatepass"))
     # (expected, predicted) -> cell; anything else (null, unparsed) is unparsed, as confusion_cell has it
     cells = "".join(map(_CELL_DIGIT.get, zip(expected, predicted), repeat("4")))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import click
@@ -112,7 +113,9 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     failed = any(code != 0 for s in submissions for code in s.exit_codes.values())
     data = {**plan.as_dict(), "submitted": [{"site": s.site, "job_ids": s.job_ids, "exit_codes": s.exit_codes}
                                             for s in submissions], "warnings": list(prepared.warnings)}
-    render(Outcome("run", data, _submitted_lines(prepared, submissions, array), failed=failed), as_json)
+    stopped = next((s.stopped_by for s in submissions if s.stopped_by), None)
+    render(Outcome("run", data, _submitted_lines(prepared, submissions, array), failed=failed,
+                   stopped_by=signal.Signals(stopped).name if stopped else None), as_json)
 
 
 def _unsubmitted_lines(prepared, array: int | None):

@@ -148,13 +148,14 @@ def render_job_script(spec: JobScript) -> str:
 
 
 # With something to clean up, the worker runs as a child instead of replacing the shell: the shell
-# passes SIGTERM and SIGINT on (schedulers send them at the walltime and on cancel), waits for the
-# worker's own exit status, and its EXIT trap then cleans up.
+# passes SIGTERM, SIGINT and SIGHUP on (schedulers send them at the walltime and on cancel; a closed
+# terminal sends the last), waits for the worker's own exit status, and its EXIT trap then cleans up.
 WAIT_FOR_WORKER = (
     ["# the worker runs as a child so that the cleanup runs after it; signals are passed on"],
     ["KIT_WORKER=$!",
      "trap 'kill -TERM \"$KIT_WORKER\" 2>/dev/null || true' TERM",
      "trap 'kill -INT \"$KIT_WORKER\" 2>/dev/null || true' INT",
+     "trap 'kill -HUP \"$KIT_WORKER\" 2>/dev/null || true' HUP",
      "KIT_STATUS=0",
      'wait "$KIT_WORKER" || KIT_STATUS=$?',
      '# a trapped signal ends `wait` early: wait again for the worker\'s own exit status',

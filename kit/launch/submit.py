@@ -43,4 +43,6 @@ def submit_run(plan: RunPlan, *, record: bool = True, now=None, show=lambda line
                 shard_count=sp.shard_count, pairs=[[p.run, p.language] for p in sp.pairs],
                 plan_file=str(sp.plan_path), script=str(sp.script_path), command=list(sub.command),
                 exit_codes=dict(sub.exit_codes)))
+        if sub.stopped_by:   # stopped by a signal (a job run here): no further site is submitted
+            break
     return out

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kit.config.dataset import Dataset
 from kit.config.roster import Run
-from kit.errors import CheckpointError, KitError
+from kit.errors import CheckpointError, KitError, disk_error
 from kit.files import write_bytes_atomic
 from kit.plan import Pair, PlanFile, group_by_run
 from kit.results import keys
@@ -210,6 +210,11 @@ def run_each(report: ShardReport, run_name: str, languages: list[str], progress:
         except KitError as exc:
             report.failed.append((pair, exc.one_line()))
             progress(f"{pair}: failed: {exc.one_line()}")
+        except OSError as exc:   # a full, read-only or missing disk: the one line with its fix (kit.errors)
+            found = disk_error(exc)
+            why = found.one_line() if found is not None else f"{type(exc).__name__}: {exc}"
+            report.failed.append((pair, why))
+            progress(f"{pair}: failed: {why}")
         except Exception as exc:  # noqa: BLE001 - one broken pair must not lose the others
             report.failed.append((pair, f"{type(exc).__name__}: {exc}"))
             progress(f"{pair}: failed: {type(exc).__name__}: {exc}")

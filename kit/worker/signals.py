@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# SIGHUP too (a closed terminal or ssh session, and what `kit run` passes on when its own is closed),
+# unless the worker was started ignoring it (nohup): then it stays ignored
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 RETRY_S = 0.05
 _IMPORT_MACHINERY = ("<frozen importlib._bootstrap", "<frozen importlib._bootstrap_external")
 
@@ -66,7 +68,8 @@ def stop_on_signals(signals: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
         if pending is not None and not stopping and not importing(frame):
             stop(pending)
 
-    old = {s: signal.signal(s, handler) for s in signals}
+    # a signal this process was started ignoring (nohup's SIGHUP, a background shell's SIGINT) stays ignored
+    old = {s: signal.signal(s, handler) for s in signals if signal.getsignal(s) is not signal.SIG_IGN}
     old[signal.SIGALRM] = signal.signal(signal.SIGALRM, retry)
     try:
         yield

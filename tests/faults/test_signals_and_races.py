@@ -488,3 +488,73 @@ def test_kit_cancel_of_a_running_oar_job_stops_its_worker_cleanly():
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"\nOAR: kit cancel of a running worker, clean stop in {time.monotonic() - t0:.1f}s")
+
+
+def test_a_job_run_here_that_a_signal_stopped_is_recorded_and_said(tmp_path, monkeypatch):
+    """kit run --site local stopped by SIGINT: the submission is recorded with its exit status (kit status
+    then knows the job), the --json envelope is printed, status failed, and kit exits 128 + N."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
+    from inprocess import kit_in_process
+    from kit.launch.schedulers.base import Submission
+    from kit.launch.schedulers.local import LocalScheduler
+
+    write_demo_benchmark(tmp_path / "data")
+    (tmp_path / "roster.toml").write_text(f'benchmark = "data"\n\n[[run]]\nmodel = "org/model-a"\n'
+                                          f'revision = "{"0" * 40}"\nbackend = "transformers-5.17"\n')
+    (tmp_path / "sites.toml").write_text('[site.local]\nscheduler = "local"\nruntime = "host"\n')
+
+    def stopped(self, request, script, log_dir, env):
+        return Submission(self.site.name, ["local-1"], ["bash", str(script)], script, exit_codes={"local-1": 130},
+                          stopped_by=signal.SIGINT)
+
+    monkeypatch.setattr(LocalScheduler, "submit", stopped)
+    # (the weights' and images' pre-flight checks are their own tests: this one is about the submission)
+    from kit.launch import images_check, weights_check
+
+    monkeypatch.setattr(weights_check, "preflight_weights", lambda *args, **kwargs: weights_check.WeightsPreflight())
+    monkeypatch.setattr(images_check, "preflight_images", lambda *args, **kwargs: images_check.ImagesPreflight())
+    r = kit_in_process("run", "--site", "local", "--languages", "de", "--json", cwd=tmp_path)
+    assert r.returncode == 130, r.stderr
+    envelope = json.loads(r.stdout)
+    assert envelope["status"] == "failed" and envelope["data"]["submitted"][0]["exit_codes"] == {"local-1": 130}
+    records = [json.loads(line) for line in (tmp_path / ".kit" / "jobs" / "local.jsonl").read_text().splitlines()]
+    assert records[-1]["job_ids"] == ["local-1"] and records[-1]["exit_codes"] == {"local-1": 130}
+
+
+def test_the_worker_stops_on_sighup_unless_it_was_started_ignoring_it():
+    """A closed terminal's SIGHUP stops a pair as SIGTERM does; under nohup (SIGHUP ignored) it stays ignored."""
+    from kit.worker.signals import Terminated, stop_on_signals
+
+    before = signal.getsignal(signal.SIGHUP)
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        with pytest.raises(Terminated) as stop:
+            with stop_on_signals():
+                os.kill(os.getpid(), signal.SIGHUP)
+                time.sleep(1)
+        assert stop.value.exit_code == 129
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        with stop_on_signals():
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.2)   # ignored: nothing raised
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+def test_a_pair_that_meets_a_full_disk_is_failed_with_the_fix_every_pair_gets():
+    """The first pair to hit ENOSPC gets the one line with its fix (kit.errors.disk_error), not a bare
+    OSError; the next pair still runs."""
+    import errno
+
+    from kit.worker.shard import ShardReport, run_each
+
+    def run_pair(lang: str) -> None:
+        if lang == "de":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/r/de/.x.mllog.tmp")
+
+    report, said = ShardReport(), []
+    run_each(report, "org/m", ["de", "en"], said.append, run_pair)
+    assert [str(p) for p in report.written] == ["org/m [en]"]
+    (pair, why), = report.failed
+    assert why == f"/r/de/.x.mllog.tmp: {os.strerror(errno.ENOSPC)}; fix: free space, or write to a folder on a disk you can write"

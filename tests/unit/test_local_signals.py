@@ -22,7 +22,10 @@ RUNNER = textwrap.dedent("""
     from kit.launch.schedulers.local import LocalScheduler
 
     script, logs = Path(sys.argv[1]), sys.argv[2]
-    LocalScheduler(Site(name="local", scheduler="local")).submit(JobRequest("job", 0, 60), script, logs, {})
+    sub = LocalScheduler(Site(name="local", scheduler="local")).submit(JobRequest("job", 0, 60), script, logs, {})
+    if sub.stopped_by:   # the job ended on the signal, its exit status recorded: kit run exits 128 + N
+        print("stopped by", sub.stopped_by, "recorded", sub.exit_codes, flush=True)
+        raise SystemExit(128 + sub.stopped_by)
     print("not stopped", flush=True)
 """)
 
@@ -66,7 +69,7 @@ def test_a_signal_to_kit_stops_the_job_and_leaves_no_process(tmp_path: Path, sig
     assert proc.stderr.readline().strip() == "started"
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 128 + sig and "not stopped" not in out
+    assert proc.returncode == 128 + sig and "not stopped" not in out and f"stopped by {int(sig)} recorded" in out
     assert marker.exists()
     shell, sleeper = map(int, pids.read_text(encoding="utf-8").split())
     deadline = time.monotonic() + 5

@@ -22,6 +22,6 @@ class HostRuntime(Runtime):
     """Runs `python -m kit ...` directly."""
 
     def worker_argv(self, ctx: RuntimeContext) -> list[str]:
-        """`<python> -P -m kit <args>`: -P keeps the job's folder off the import path, so a `kit/` folder
-        there is never run in place of the installed kit."""
-        return [self.site.python or sys.executable, "-P", "-m", "kit", *ctx.kit_args]
+        """`<python> -m kit <args>` (the site's `python` may be a wrapper script that passes its arguments
+        on, so no interpreter flag goes before -m; the job runs in kit's own folder at the site)."""
+        return [self.site.python or sys.executable, "-m", "kit", *ctx.kit_args]

@@ -42,6 +42,7 @@ class Submission:
     script: Path
     output: str = ""
     exit_codes: dict[str, int] = field(default_factory=dict)
+    stopped_by: int | None = None   # the signal that stopped a job run here (local) before its end
 
 
 @dataclass(frozen=True)

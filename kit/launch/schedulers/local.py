@@ -80,20 +80,32 @@ class LocalScheduler(Scheduler):
             job_id = f"{base}_{index}" if request.array_size > 1 else base
             task_env = {**env, "KIT_ARRAY_INDEX": str(index), "KIT_JOB_ID": job_id}
             log = Path(log_dir) / f"{job_id}.out"
-            with open(log, "w", encoding="utf-8") as fh:
-                # its own process group, so that a signal to kit reaches every process of the job
+            with open(log, "wb") as out:
+                # its own process group, so that a signal to kit reaches every process of the job; its output
+                # goes to its log itself, so that a job whose kit was killed runs on, its log whole
                 proc = subprocess.Popen(
-                    self.submit_argv(request, script, log_dir), env=task_env, stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True,
-                    preexec_fn=default_stop_signals,
+                    self.submit_argv(request, script, log_dir), env=task_env, stdout=out,
+                    stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=default_stop_signals,
                 )
-                assert proc.stdout is not None
-                with forward_signals(proc) as received:
-                    for line in proc.stdout:
-                        fh.write(line)
-                        sys.stderr.write(line)
-                    codes[job_id] = proc.wait()
+            with forward_signals(proc) as received:
+                codes[job_id] = _follow(log, proc)
             ids.append(job_id)
-            if received:   # the job has stopped as the worker does on a signal (its checkpoints are whole)
-                raise SystemExit(128 + received[0])
+            if received:   # the job has stopped as the worker does on a signal (its checkpoints are whole):
+                # recorded as it ended, and no further task started
+                return Submission(self.site.name, ids, self.submit_argv(request, script, log_dir), script,
+                                  exit_codes=codes, stopped_by=received[0])
         return Submission(self.site.name, ids, self.submit_argv(request, script, log_dir), script, exit_codes=codes)
+
+
+def _follow(log: Path, proc: subprocess.Popen) -> int:
+    """Show the job's log on stderr as it grows, until the job ends; its exit status."""
+    with open(log, "rb") as follow:
+        while True:
+            ended = proc.poll() is not None
+            chunk = follow.read()
+            if chunk:
+                sys.stderr.write(chunk.decode("utf-8", "replace"))
+                sys.stderr.flush()
+            if ended:
+                return proc.wait()
+            time.sleep(0.1)

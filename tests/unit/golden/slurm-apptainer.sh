@@ -96,6 +96,7 @@ srun apptainer exec --nv --containall --cleanenv --no-home --bind /tmp,/lustre/m
 KIT_WORKER=$!
 trap 'kill -TERM "$KIT_WORKER" 2>/dev/null || true' TERM
 trap 'kill -INT "$KIT_WORKER" 2>/dev/null || true' INT
+trap 'kill -HUP "$KIT_WORKER" 2>/dev/null || true' HUP
 KIT_STATUS=0
 wait "$KIT_WORKER" || KIT_STATUS=$?
 # a trapped signal ends `wait` early: wait again for the worker's own exit status

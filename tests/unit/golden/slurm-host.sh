@@ -59,10 +59,11 @@ module load apptainer/1.3
 set -u
 echo "kit: job ${KIT_JOB_ID:-?} shard $KIT_SHARD_INDEX/2 on $(hostname)" >&2
 # the worker runs as a child so that the cleanup runs after it; signals are passed on
-/opt/kit/.venv/bin/python -P -m kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-2e419a363aad8df2 --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2" &
+/opt/kit/.venv/bin/python -m kit shard --roster /lustre/me/kit/inputs/roster-5b4af37538092390.toml --benchmark /lustre/me/kit/inputs/benchmark-2e419a363aad8df2 --results /lustre/me/kit/results --pairs /lustre/me/kit/plans/plan-0fc93b87b7d4.json --shard "$KIT_SHARD_INDEX/2" &
 KIT_WORKER=$!
 trap 'kill -TERM "$KIT_WORKER" 2>/dev/null || true' TERM
 trap 'kill -INT "$KIT_WORKER" 2>/dev/null || true' INT
+trap 'kill -HUP "$KIT_WORKER" 2>/dev/null || true' HUP
 KIT_STATUS=0
 wait "$KIT_WORKER" || KIT_STATUS=$?
 # a trapped signal ends `wait` early: wait again for the worker's own exit status

@@ -72,6 +72,7 @@ srun --container-image=/lustre/me/kit-images/kit-vllm-aaaaaaaaaaaa.sqsh --contai
 KIT_WORKER=$!
 trap 'kill -TERM "$KIT_WORKER" 2>/dev/null || true' TERM
 trap 'kill -INT "$KIT_WORKER" 2>/dev/null || true' INT
+trap 'kill -HUP "$KIT_WORKER" 2>/dev/null || true' HUP
 KIT_STATUS=0
 wait "$KIT_WORKER" || KIT_STATUS=$?
 # a trapped signal ends `wait` early: wait again for the worker's own exit status

@@ -279,9 +279,9 @@ class _Unseekable(io.RawIOBase):
         if n is None or n < 0:
             data, self._head = self._head + self._inner.read(), b""
             return data
-        if self._head:
+        if self._head:   # the peeked bytes, then the rest up to n: a short read here would end a block early
             data, self._head = self._head[:n], self._head[n:]
-            return data
+            return data + self._inner.read(n - len(data)) if len(data) < n else data
         return self._inner.read(n)
 
 

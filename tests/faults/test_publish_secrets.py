@@ -94,6 +94,7 @@ CASES = {
     "zip behind other bytes": ("data/setup.sh", b"#!/bin/sh\nexit 0\n" + _zip("inner.txt", f"token {HF}".encode())),
     "zip inside gzip": ("data/bundle.zip.gz", _gz(_zip("inner.txt", f"token {HF}".encode()))),
     "gzip three deep": ("data/log.gz.gz.gz", _gz(_gz(_gz(f"token {HF}".encode())))),
+    "gzip, across the first 512 bytes": ("data/log2.txt.gz", _gz(b"x" * 500 + f" {HF}\n".encode())),
     "bzip2": ("data/log.txt.bz2", bz2.compress(f"export HF_TOKEN={HF}\n".encode())),
     "xz": ("data/log.txt.xz", lzma.compress(f"export HF_TOKEN={HF}\n".encode())),
     "after 8 MiB": ("data/big.csv", b"row,1\n" * (1_500_000) + HF.encode() + b"\n"),

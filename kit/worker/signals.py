@@ -68,8 +68,10 @@ def stop_on_signals(signals: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
         if pending is not None and not stopping and not importing(frame):
             stop(pending)
 
-    # a signal this process was started ignoring (nohup's SIGHUP, a background shell's SIGINT) stays ignored
-    old = {s: signal.signal(s, handler) for s in signals if signal.getsignal(s) is not signal.SIG_IGN}
+    # SIGHUP stays ignored when this process was started ignoring it (nohup: the user asked to outlive the
+    # terminal); SIGTERM and SIGINT always stop it (a background shell's `cmd &` starts it ignoring SIGINT)
+    old = {s: signal.signal(s, handler) for s in signals
+           if s != signal.SIGHUP or signal.getsignal(s) is not signal.SIG_IGN}
     old[signal.SIGALRM] = signal.signal(signal.SIGALRM, retry)
     try:
         yield

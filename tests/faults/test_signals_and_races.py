@@ -538,6 +538,15 @@ def test_the_worker_stops_on_sighup_unless_it_was_started_ignoring_it():
             os.kill(os.getpid(), signal.SIGHUP)
             time.sleep(0.2)   # ignored: nothing raised
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        # SIGINT started ignored (a background `cmd &`, nohup) still stops it: only SIGHUP keeps nohup's wish
+        before_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            with pytest.raises(Terminated):
+                with stop_on_signals():
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(1)
+        finally:
+            signal.signal(signal.SIGINT, before_int)
     finally:
         signal.signal(signal.SIGHUP, before)
 

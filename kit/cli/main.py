@@ -165,9 +165,52 @@ def _click_line(exc: click.ClickException, args: list[str]) -> str:
 
 def _exit_with(exc: KitError, args: list[str]) -> None:
     """Print `exc` as kit's one error line (and, under --json, the error envelope) and exit with its code."""
+    variables = environment_sources(exc.message, args)
+    if variables:
+        exc.message = f"{exc.message} (from the environment variable {', '.join(variables)})"
     if "--json" in args:
         from kit.cli.common import ERROR, print_json
 
         print_json(command_path(args), ERROR, None, [exc.one_line()])
     click.echo(error_line(exc), err=True)
     sys.exit(exc.exit_code)
+
+
+# kit's settings read from the environment by the code itself, not through an option (a path, a tool, a size)
+SETTING_VARIABLES = ("KIT_CACHE_DIR", "KIT_SSH_CONTROL_DIR", "KIT_KEYS_DIR", "KIT_IMAGES_LOCK", "KIT_IMAGES_DIR",
+                     "KIT_SQSH_TOOL", "KIT_SQSH_TMPFS", "KIT_SIF_TMP_MB", "KIT_SIF_COMPRESSION", "KIT_DOCKER_TIMEOUT",
+                     "KIT_APPTAINER_HELPER", "KIT_SIGNING_KEY_PATH", "KIT_COMMIT")
+
+
+def environment_sources(message: str, args: list[str]) -> list[str]:
+    """The environment variables the command reads (its options' KIT_* variables and kit's settings) whose
+    value an error message names, leaving out options given on the command line (which win over their
+    variable): where a value the user never typed came from."""
+    given = {a.split("=", 1)[0] for a in args if a.startswith("-")}
+    names = set(SETTING_VARIABLES)
+    for prefix, command in _invoked(args):
+        for param in command.params:
+            if not isinstance(param, click.Option) or given & {*param.opts, *param.secondary_opts}:
+                continue
+            if param.envvar:
+                names.update([param.envvar] if isinstance(param.envvar, str) else param.envvar)
+            if param.name and param.allow_from_autoenv:   # click reads it when the named one is unset
+                names.add(f"{prefix}_{param.name.upper()}")
+    return sorted(name for name in names if len(os.environ.get(name, "").strip()) >= 3 and os.environ[name] in message)
+
+
+def _invoked(args: list[str]) -> list[tuple[str, click.Command]]:
+    """(click's automatic KIT_... prefix, command) of the command an argument list runs, and of its group."""
+    words = [a for a in args if not a.startswith("-")]
+    if not words or words[0] not in COMMANDS:
+        return []
+    try:
+        command = cli.get_command(click.Context(cli), words[0])
+    except Exception:   # noqa: BLE001 - only an error message's extra words hang on it
+        return []
+    out = [(f"KIT_{words[0].upper()}", command)] if command is not None else []
+    if isinstance(command, click.Group) and len(words) > 1:
+        sub = command.get_command(click.Context(command), words[1])
+        if sub is not None:
+            out.append((f"KIT_{words[0].upper()}_{words[1].upper()}", sub))
+    return out

@@ -54,6 +54,30 @@ def test_a_command_line_click_refuses_is_one_kit_error_line(tmp_path, argv, env,
             assert json.loads(r.stdout)["errors"] == [lines[0].removeprefix("kit: error: ")]
 
 
+@pytest.mark.parametrize(("argv", "env", "named"), [
+    (["plan"], {"KIT_ROSTER": "missing-roster.toml"}, True),
+    (["plan", "--roster", "other.toml"], {"KIT_ROSTER": "missing-roster.toml"}, False),   # the option wins
+    (["plan", "--roster=other.toml"], {"KIT_ROSTER": "missing-roster.toml"}, False),
+    (["plan"], {"KIT_PLAN_ROSTER": "missing-roster.toml"}, True),     # click's own name for it
+    (["plan"], {"KIT_ROSTER": "missing-roster.toml", "KIT_TEST_ONLY": "missing-roster.toml"}, True),
+])
+def test_a_refusal_names_the_environment_variable_its_value_came_from(tmp_path, argv, env, named):
+    """A config refusal of a value the user never typed (it came from KIT_<OPTION>) names the variable,
+    on the one error line and in the --json envelope; a value given on the command line is not blamed on
+    the variable it overrides."""
+    import os
+
+    for extra in ([], ["--json"]):
+        r = subprocess.run([sys.executable, "-m", "kit", *argv, *extra], capture_output=True, text=True, cwd=tmp_path,
+                           env={**os.environ, **env})
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and "; fix: " in lines[0], r.stderr
+        assert ("(from the environment variable KIT_" in lines[0]) is named, lines[0]
+        assert "KIT_TEST_ONLY" not in lines[0]   # a variable no command reads is never blamed
+        if extra:
+            assert json.loads(r.stdout)["errors"] == [lines[0].removeprefix("kit: error: ")]
+
+
 def test_json_envelope_contract(tmp_path, lrb_dir):
     r = subprocess.run([sys.executable, "-m", "kit", "plan", "--benchmark", str(lrb_dir / "data"),
                         "--languages", "en,fr,ja", "--json"], capture_output=True, text=True, cwd=tmp_path)
@@ -84,3 +108,19 @@ def test_verify_fails_on_an_altered_prediction(tmp_path, lrb_dir):
     r = subprocess.run([sys.executable, "-m", "kit", "verify", str(bad)], capture_output=True, text=True)
     assert r.returncode == 1
     assert "FAIL" in r.stdout and "accuracy" in r.stdout
+
+
+def test_every_setting_kit_reads_from_the_environment_can_be_named_in_an_error():
+    """kit.cli.main.SETTING_VARIABLES lists each KIT_* variable kit's code reads itself (not through an option),
+    so that an error naming its value names it too; a flag (a yes/no) has no value worth naming."""
+    import re
+    from pathlib import Path
+
+    import kit
+    from kit.cli.main import SETTING_VARIABLES
+
+    read = set()
+    for source in Path(kit.__file__).parent.rglob("*.py"):
+        read.update(re.findall(r"""(?:environ\.get\(|environ\[|getenv\()["'](KIT_[A-Z0-9_]+)["']""", source.read_text()))
+    assert read, "no variable found: the pattern no longer matches how kit reads them"
+    assert read - {"KIT_NO_CACHE"} <= set(SETTING_VARIABLES), sorted(read - set(SETTING_VARIABLES))

@@ -278,6 +278,13 @@ def name_part(value: object, what: str) -> str:
     return text
 
 
+def child_path(folder: Path, name: str) -> Path:
+    """folder / name for a `name` already checked to be one plain name (name_part): the same Path, made
+    without parsing `name` again (a results tree's twenty thousand checkpoint paths)."""
+    make = getattr(folder, "_make_child_relpath", None)   # pathlib's own, for names from a listing
+    return make(name) if make is not None else folder / name
+
+
 def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
     """Write text (UTF-8, '\n' line ends as given) atomically, as write_bytes_atomic; a character UTF-8
     cannot hold (a lone surrogate: a file name's bytes that are not UTF-8) is written as its escape."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from kit.config.names import run_file_stem
 from kit.errors import ConfigError
-from kit.files import name_part, write_text_atomic
+from kit.files import child_path, name_part, write_text_atomic
 from kit.results import keys
 from kit.results.json_text import indented_json
 
@@ -35,7 +35,7 @@ def checkpoint_paths(results: Path, pairs: list[tuple[str, str]]) -> list[Path]:
         stem = stems.get(run)
         if stem is None:
             stem = stems[run] = f"{name_part(run_file_stem(run), 'run name')}.json"
-        out.append(folder / stem)
+        out.append(child_path(folder, stem))
     return out
 
 

@@ -265,3 +265,15 @@ def test_write_bytes_new_writes_the_page_where_no_link_can_be_made(tmp_path, mon
         page = tmp_path / "stage" / f"{type(error).__name__}.html"
         write_bytes_new(page, b"<p>one</p>", same_as=earlier)
         assert page.read_bytes() == b"<p>one</p>" and os.stat(page).st_ino != os.stat(earlier).st_ino
+
+
+@pytest.mark.parametrize("folder", [Path("results/de"), Path("/abs/results/fr"), Path("."), Path("results"), Path("/")])
+def test_child_path_is_the_path_the_slash_makes(folder):
+    """kit.files.child_path (a checked name under a folder, without parsing the name again) gives the very
+    Path `folder / name` gives: the same text, parts, parent, name, hash and equality."""
+    from kit.files import child_path
+
+    made, slash = child_path(folder, "org__model-1.json"), folder / "org__model-1.json"
+    assert (str(made), made.parts, made.parent, made.name, hash(made)) == \
+           (str(slash), slash.parts, slash.parent, slash.name, hash(slash))
+    assert made == slash and type(made) is type(slash)

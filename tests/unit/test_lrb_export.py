@@ -15,6 +15,7 @@ import pytest
 
 from kit.errors import ConfigError
 from kit.results.kinds.lrb.export import export_lrb, lrb_result
+from kit.results.metrics import compute_metrics
 
 
 def _results(tmp_path: Path) -> Path:
@@ -168,3 +169,25 @@ def test_a_refused_checkpoint_read_last_leaves_no_file_and_an_earlier_export_as_
     assert list(again.refused) == [results / "en" / "org__b.json"] and again.written == []
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".kit-staging")]
+
+
+@pytest.mark.parametrize("old,new", [
+    ('"predicted": "yes"', '"predicted": "unparsed"'),   # kit's label, which lrb's loader does not know
+    ('"raw_output": "yes",', ''),                          # lrb writes every prediction's raw output
+])
+def test_a_file_lrb_would_not_write_is_converted_not_given_back(tmp_path, old, new):
+    """A file in lrb's own bytes whose predictions lrb never writes (an "unparsed" label, no raw_output:
+    another writer or a hand edit) is converted as lrb writes it, which its loader reads: predicted null,
+    a raw_output string."""
+    root = _results(tmp_path)
+    source = root / "en" / "org__a.json"
+    _poison(source, old, new)
+    data = json.loads(source.read_text(encoding="utf-8"))
+    data["metrics"] = compute_metrics(data["predictions"])   # still a valid file: its metrics recompute
+    source.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    done = export_lrb(root, tmp_path / "out")
+    assert done.refused == {}, done.refused
+    written = json.loads((tmp_path / "out" / "en" / "org__a.json").read_text(encoding="utf-8"))
+    first = written["predictions"][0]
+    assert first["predicted"] in ("yes", "no", None) and isinstance(first["raw_output"], str)
+    assert (first["predicted"] is None) is ("unparsed" in new)

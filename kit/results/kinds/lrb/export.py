@@ -177,7 +177,7 @@ def lrb_own_bytes(path: Path, data: Mapping[str, Any]) -> bytes | None:
     """The bytes of a valid lrb checkpoint when it is a file as lrb writes it (no provenance block, which
     kit's jobs write, and its bytes lrb's own serialisation of what they hold), which an export gives
     back as they are; None for any other file, which is converted (lrb_result)."""
-    if kind_of(data) is not LRB or keys.PROVENANCE in data:
+    if kind_of(data) is not LRB or keys.PROVENANCE in data or not _predictions_as_lrb_writes(data):
         return None
     body = path.read_bytes()
     try:
@@ -185,6 +185,16 @@ def lrb_own_bytes(path: Path, data: Mapping[str, Any]) -> bytes | None:
     except ValueError:   # a value lrb's writer would refuse (NaN, a lone surrogate): not lrb's bytes
         return None
     return body if same else None
+
+
+def _predictions_as_lrb_writes(data: Mapping[str, Any]) -> bool:
+    """Whether every prediction is one lrb writes, and its loader reads: `predicted` yes, no or null (lrb
+    has no "unparsed" label) and a `raw_output` string. A file with any other came from another writer
+    or a hand edit, and is converted (lrb_result) rather than given back as it is."""
+    predictions = data.get(keys.PREDICTIONS)
+    return isinstance(predictions, list) and all(
+        isinstance(p, Mapping) and p.get(keys.PREDICTED, "") in (keys.YES, keys.NO, None)
+        and isinstance(p.get(keys.RAW_OUTPUT), str) for p in predictions)
 
 
 def lrb_bytes(source: Path, data: dict[str, Any]) -> bytes:

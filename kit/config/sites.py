@@ -12,6 +12,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, Val
 
 from kit.config.loading import invalid, load_model
 from kit.config.walltime import walltime_seconds
+from kit.credentials import secret_name
 from kit.errors import ConfigError
 from kit.gpus import Capability, model_capability, parse_capability
 
@@ -29,8 +30,6 @@ _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
 _SCHEDULER_WORD = re.compile(r"^[A-Za-z0-9_.@+-]+$")   # an OAR queue or project, a Slurm account
-# forward_env names that look like secrets (they would travel in the job's environment)
-SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$", re.IGNORECASE)
 
 
 def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
@@ -352,7 +351,7 @@ class Site(BaseModel):
         for name in v:
             if not _ENV_NAME.match(name):
                 raise invalid(f"{name!r} is not an environment variable name", fix="use names like HF_HOME")
-            if SECRET_NAME.search(name) and not name.endswith("_PATH"):
+            if secret_name(name):
                 raise invalid(f"{name!r} looks like a secret; kit passes secrets only as files readable by you alone",
                               fix="put the value in a mode-600 file and set hf_token_file (or forward NAME_PATH)")
         return v

@@ -10,6 +10,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kit.credentials import credential_shape
+from kit.errors import ConfigError
+
 
 _EXPAND_SAFE = re.compile(r"^[A-Za-z0-9_${}:./@=+-]*$")
 
@@ -165,6 +168,23 @@ WAIT_FOR_WORKER = (
 
 
 def allow_listed_env(source: Mapping[str, str], forward: Sequence[str]) -> dict[str, str]:
-    """The submitter's variables that may reach the job: the base allow-list plus the site's forward_env."""
-    names = list(BASE_ENV) + [n for n in forward if n not in BASE_ENV]
-    return {n: source[n] for n in names if n in source}
+    """The submitter's variables that may reach the job: the base allow-list plus the site's forward_env
+    (forwarded_env: a credential among them refused)."""
+    return {**{n: source[n] for n in BASE_ENV if n in source}, **forwarded_env(source, forward)}
+
+
+def forwarded_env(source: Mapping[str, str], forward: Sequence[str]) -> dict[str, str]:
+    """The values of a site's forward_env names in `source`; a ConfigError naming the variable (never its
+    value) when one holds a credential, which would then sit in the job's environment and, for OAR, in
+    its script on the cluster's disk."""
+    out = {}
+    for name in forward:
+        if name not in source:
+            continue
+        shape = credential_shape(source[name])
+        if shape is not None:
+            raise ConfigError(f"forward_env {name}: its value here holds {shape}, which kit never passes to a job",
+                              fix=f"unset {name} before kit run, or drop it from forward_env; a job that needs a "
+                                  "secret reads it from a mode-600 file whose path it is given (NAME_PATH)")
+        out[name] = source[name]
+    return out

@@ -33,7 +33,7 @@ def submit_run(plan: RunPlan, *, record: bool = True, now=None, show=lambda line
         frontend.write_text(sp.plan_path, sp.plan_text)
         # beside the script (SitePaths.shards_file): which shard each array task runs
         frontend.write_text(sp.paths.shards_file(sp.request.name), shards_text(sp.slots, sp.shard_count))
-        frontend.write_text(sp.script_path, sp.script_text, mode=0o755)
+        frontend.write_text(sp.script_path, sp.script_text, mode=0o700)   # it may hold forward_env values
         env = allow_listed_env(os.environ, sp.site.forward_env)
         sub = sp.scheduler.submit(sp.request, sp.script_path, str(sp.log_dir), env)
         out.append(sub)

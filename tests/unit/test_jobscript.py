@@ -122,3 +122,37 @@ def test_site_setup_survives_a_missing_profile_and_keeps_a_defined_module(tmp_pa
     r = bash("set -euo pipefail\nmodule() { echo \"own module $*\"; }\n" + "\n".join(defined))
     assert r.returncode == 0 and r.stdout == "own module list\n", r.stderr   # the profile is not read again
     assert render_site_setup([]) == []
+
+
+@pytest.mark.parametrize("value,what", [
+    ("postgres://u:pwSECRET2@db/x", "a URL with a password"),
+    ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "a Hugging Face token"),
+    ("ghp_" + "a1" * 18, "a GitHub token"),
+    ("xoxb-1234567890-abcdefghij", "a Slack token"),
+    ("AKIAABCDEFGHIJKLMNOP", "an AWS access key id"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blb\n", "a private key"),
+])
+def test_a_forwarded_value_that_holds_a_credential_is_refused_naming_the_variable_not_the_value(value, what):
+    """forward_env values reach the job's environment (and an OAR job's script on the cluster's disk): one
+    holding a credential is a ConfigError naming the variable and the kind of credential, never the value;
+    the base allow-list and ordinary values pass."""
+    from kit.errors import ConfigError
+
+    source = {"PATH": "/bin", "MY_VAR": value, "OTHER": "https://example.org/data"}
+    with pytest.raises(ConfigError) as err:
+        allow_listed_env(source, ["OTHER", "MY_VAR"])
+    line = err.value.one_line()
+    assert "MY_VAR" in line and what in line and value.strip() not in line
+    assert allow_listed_env(source, ["OTHER"]) == {"PATH": "/bin", "OTHER": "https://example.org/data"}
+
+
+@pytest.mark.parametrize("name,secret", [
+    ("GITHUB_PAT", True), ("SLACK_WEBHOOK_URL", True), ("NETRC", True), ("MY_APIKEY", True), ("DB_PASSWORD", True),
+    ("HF_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True), ("API_KEY", True), ("BASIC_AUTH", True),
+    ("HF_HOME", False), ("KIT_SIGNING_KEY_PATH", False), ("AUTHOR_NAME", False), ("KEYBOARD", False),
+    ("PATTERN", False), ("MY_VAR", False),
+])
+def test_a_secret_looking_forward_env_name_is_refused_when_the_sites_file_is_read(name, secret):
+    from kit.credentials import secret_name
+
+    assert secret_name(name) is secret

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from kit.config.sites import Site
 from kit.errors import SubmitError
-from kit.launch.jobscript import JobScript, allow_listed_env
+from kit.launch.jobscript import JobScript, allow_listed_env, forwarded_env
 from kit.launch.request import JobRequest
 from kit.launch.schedulers.base import JobState, JobStatus, LiveJob, Scheduler, Submission, register_scheduler
 
@@ -146,8 +146,9 @@ def oar_walltime(seconds: int) -> str:
 
 
 def forwarded_values(site: Site, source: dict[str, str]) -> dict[str, str]:
-    """The site's forward_env values, to be written into an OAR job script (secret-looking names refused)."""
-    return {n: source[n] for n in site.forward_env if n in source}
+    """The site's forward_env values, to be written into an OAR job script (secret-looking names refused
+    when the sites file is read, credential-looking values here: kit.launch.jobscript.forwarded_env)."""
+    return forwarded_env(source, site.forward_env)
 
 
 @register_scheduler("oar")

@@ -25,7 +25,7 @@ FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)"
 # OAR job types that say when a job may run: --job-type replaces these; a site's other types (exotic:
 # the hardware it may reserve, which Lyon's sirius requires) stay whatever --job-type says
 WHEN_JOB_TYPES = ("night", "besteffort", "day")
-_JOB_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_.=-]*$")
+_JOB_TYPE = re.compile(r"^[a-z][a-z0-9_.=-]*$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
@@ -41,8 +41,11 @@ def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
             if not name:
                 continue
             if not _JOB_TYPE.match(name):
+                if _JOB_TYPE.match(name.lower()):
+                    raise invalid(f"job type {name!r}: OAR's job types are lower-case, and OAR reads {name!r} as "
+                                  "another type", fix=f"write {name.lower()!r}")
                 raise invalid(f"job type {name!r} is not an OAR job type",
-                              fix="write types like night, exotic or besteffort (letters, digits, _ = . -)")
+                              fix="write types like night, exotic or besteffort (lower-case letters, digits, _ = . -)")
             if name in FRONTEND_JOB_TYPES:
                 raise invalid(f"job type {name!r} runs the job's script {FRONTEND_JOB_TYPES[name]}, not on the "
                               "GPU node it reserves",
@@ -51,6 +54,31 @@ def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
             if name not in out:
                 out.append(name)
     return tuple(out)
+
+
+# a quoted value of an OAR filter (SQL: '' inside single quotes is one quote)
+FILTER_QUOTED = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"")
+
+
+def filter_fault(gpu_filter: str) -> str | None:
+    """What makes an OAR property filter (oarsub -p, an SQL WHERE clause) unreadable, or None: an
+    unclosed quote, unbalanced parentheses outside the quoted values, a ';', a line break or a control
+    character."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in gpu_filter):
+        return "holds a line break or a control character"
+    bare = FILTER_QUOTED.sub("_", gpu_filter)
+    if "'" in bare or '"' in bare:
+        return "has a quote that is not closed"
+    if ";" in bare:
+        return "holds ';' outside a quoted value"
+    depth = 0
+    for c in bare:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            break
+    if depth:
+        return "has unbalanced parentheses"
+    return None
 
 
 # options kit writes itself into oarsub's and sbatch's request (or that would take the job away from
@@ -64,7 +92,7 @@ KIT_SUBMIT_OPTIONS = {
                         "--parsable", "--export", "-D", "--chdir", "--gres", "-G", "--gpus", "--gpus-per-node",
                         "-p", "--partition", "-A", "--account", "-q", "--qos", "-C", "--constraint", "--mem",
                         "--mem-per-gpu", "-c", "--cpus-per-task", "--reservation", "--exclusive", "--requeue",
-                        "--no-requeue", "--signal", "--wrap", "-N", "--nodes", "-n", "--ntasks"}),
+                        "--no-requeue", "--wrap", "-N", "--nodes", "-n", "--ntasks"}),
 }
 
 
@@ -153,7 +181,8 @@ class Site(BaseModel):
     account: str | None = Field(None, description="Slurm: --account; OAR: --project; one name, as for queue")
     qos: str | None = Field(None, description="Slurm: --qos")
     gpu_filter: str | None = Field(None, description="OAR: the property filter (-p), raised when it guarantees "
-                                   f"less GPU memory than a job needs; OAR default: {G5K_GPU_FILTER}")
+                                   f"less GPU memory than a job needs (an empty filter guarantees none); OAR "
+                                   f"default: {G5K_GPU_FILTER} (none when gpus_per_node = 0)")
     gres: str | None = Field(None, description="Slurm: the GPU request with a {gpus} placeholder, e.g. "
                              "'gpu:a100:{gpus}' or '--gpus={gpus}'; unset: --gres=gpu:N")
     gpus_per_node: int = Field(1, ge=0, le=64, description="GPUs of one node (0: CPU only); a job is sized to "
@@ -208,8 +237,6 @@ class Site(BaseModel):
         data = _common_spellings(data)
         if isinstance(data, dict) and data.get("scheduler") == "oar":
             data = dict(data)
-            data.setdefault("job_types", list(G5K_JOB_TYPES) if data.get("night_jobs", True) else [])
-            data.setdefault("gpu_filter", G5K_GPU_FILTER)
             data.setdefault("runtime", "apptainer")
             data.setdefault("policy_checks", list(G5K_POLICY_CHECKS))
         return data
@@ -313,6 +340,19 @@ class Site(BaseModel):
                                   "job_types, gpu_filter, ...) or --walltime/--job-type")
         return v
 
+    @field_validator("gpu_filter")
+    @classmethod
+    def _gpu_filter(cls, v: str | None) -> str | None:
+        # OAR's -p is an SQL WHERE clause the frontend parses: checked here, not when oarsub refuses it
+        if v is None:
+            return None
+        text = v.strip()
+        fault = filter_fault(text)
+        if fault:
+            raise invalid(f"gpu_filter {v!r} {fault}", fix="write one OAR property expression, e.g. \"gpu_mem>=40000 "
+                                                           "AND cluster='chuc'\" (or \"\" for none)")
+        return text
+
     @field_validator("queue", "account")
     @classmethod
     def _scheduler_word(cls, v: str | None, info: ValidationInfo) -> str | None:
@@ -330,6 +370,12 @@ class Site(BaseModel):
 
     @model_validator(mode="after")
     def _night(self) -> "Site":
+        if self.scheduler == "oar":   # Grid'5000's defaults, from the values as validated ("false" is false)
+            unset = {"job_types", "gpu_filter"} - self.model_fields_set
+            if "job_types" in unset:
+                object.__setattr__(self, "job_types", G5K_JOB_TYPES if self.night_jobs else ())
+            if "gpu_filter" in unset and self.gpus_per_node:   # a CPU-only site asks for no GPU property
+                object.__setattr__(self, "gpu_filter", G5K_GPU_FILTER)
         if "night" in self.job_types and not self.night_jobs:
             raise invalid("job type night, but night_jobs = false",
                           fix="drop night from job_types, or set night_jobs = true if the site accepts night jobs")

@@ -13,23 +13,25 @@ from pathlib import Path
 
 from kit.config.backends import shards
 from kit.config.roster import Run
-from kit.config.sites import Site
+from kit.config.sites import FILTER_QUOTED, Site
 from kit.launch.site import ResolvedSite
 from kit.sizing import DTYPE_BYTES, JobSize, KvCache, ModelSize, SiteGpus, params_from_name, size_job, weight_bytes
 
 VLLM_MEMORY_FRACTION = 0.9   # vLLM's default gpu_memory_utilization
 from kit.weights.facts import ModelFacts, read_model_facts
 
-_GPU_MEM = re.compile(r"\bgpu_mem\s*(>=|>)\s*(\d+)(?![\d.])")
+# a whole number of MiB: `gpu_mem>=1e5` or `gpu_mem>=4.5` is not read as 1 or 4 (the filter is then kept
+# whole and the floor added beside it)
+_GPU_MEM = re.compile(r"\bgpu_mem\s*(>=|>)\s*(\d+)(?![\w.])")
 # what makes a filter more than a plain conjunction of comparisons (OAR's -p is an SQL WHERE clause):
 # then no single `gpu_mem>=N` in it holds for every resource it selects
 _NOT_CONJUNCTION = re.compile(r"\b(?:or|not)\b|[()]", re.IGNORECASE)
-_QUOTED = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"")
 
 
 def site_gpus(site: Site) -> SiteGpus:
     """A site's GPUs: per node, per-GPU memory, and the GPU memory (MiB) its OAR filter guarantees."""
-    floor = filter_floor_mib(site.gpu_filter) if site.scheduler == "oar" and site.gpu_filter else None
+    # an OAR site's empty filter guarantees no memory (0): the job's own floor is then asked for
+    floor = filter_floor_mib(site.gpu_filter or "") if site.scheduler == "oar" else None
     return SiteGpus(site.name, site.gpus_per_node, site.gpu_memory_gib, floor)
 
 
@@ -44,10 +46,13 @@ def filter_floor_mib(gpu_filter: str) -> int:
 
 def grown_filter(site: Site, min_gpu_mib: int | None) -> str | None:
     """The site's GPU filter asking for `min_gpu_mib` MiB of GPU memory (as written when None): a
-    conjunction's only `gpu_mem>=N` is raised in place; any other filter becomes
-    `(<filter>) AND gpu_mem>=N`, so that the floor holds for every resource it selects."""
-    if min_gpu_mib is None or not site.gpu_filter:
+    conjunction's only `gpu_mem>=N` is raised in place; an empty one (an OAR site's "no filter") becomes
+    `gpu_mem>=N`; any other becomes `(<filter>) AND gpu_mem>=N`, so that the floor holds for every
+    resource it selects."""
+    if min_gpu_mib is None:
         return site.gpu_filter
+    if not site.gpu_filter:   # no filter guarantees no memory: an OAR job asks for it alone
+        return f"gpu_mem>={min_gpu_mib}" if site.scheduler == "oar" else site.gpu_filter
     terms = _floor_terms(site.gpu_filter)
     if terms is not None and [op for op, _ in terms] == [">="] and _GPU_MEM.findall(site.gpu_filter) == terms:
         return _GPU_MEM.sub(f"gpu_mem>={min_gpu_mib}", site.gpu_filter, count=1)
@@ -57,7 +62,7 @@ def grown_filter(site: Site, min_gpu_mib: int | None) -> str | None:
 def conjunction_text(gpu_filter: str) -> str | None:
     """An OAR filter with its quoted values blanked, when it is a plain conjunction (AND of comparisons);
     None when it has OR, NOT or parentheses outside its quoted values."""
-    bare = _QUOTED.sub("''", gpu_filter)
+    bare = FILTER_QUOTED.sub("''", gpu_filter)
     return None if _NOT_CONJUNCTION.search(bare) else bare
 
 

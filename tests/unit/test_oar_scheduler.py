@@ -80,7 +80,9 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     folder.mkdir()
     script = folder / "job `x`.sh"
     script.write_text("#!/bin/bash\nprintf '%s\\n' \"$0\"\n")
-    s = site(gpu_filter=HOSTILE[2])   # hostile job types, queues and projects never get this far (next tests)
+    # a well-formed filter whose quoted value a shell would expand; a malformed one, hostile job types,
+    # queues and projects never get this far (next tests)
+    s = site(gpu_filter=f"cluster='{HOSTILE[0]} {HOSTILE[1]} it''s' AND gpu_mem>=1")
     req = request(name=HOSTILE[3], array_size=1)
     OarScheduler(s).submit(req, script, str(folder / "logs"), {"PATH": os.environ["PATH"]})
     got = fake_oar.calls("oarsub")[0]["argv"]
@@ -90,6 +92,21 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     assert out.stdout.strip() == str(script)
     assert not list(tmp_path.rglob("PWNED*"))
     assert (folder / "logs").is_dir()
+
+
+@pytest.mark.parametrize("gpu_filter,fault", [
+    ("a'b\"c", "quote that is not closed"), ("(gpu_mem>=90000", "unbalanced parentheses"),
+    ("gpu_mem>=1) OR (x=1", "unbalanced parentheses"), ("x=1; DELETE FROM jobs", "';' outside a quoted value"),
+    ("gpu_mem>=1\nAND x=2", "line break"),
+])
+def test_a_filter_oar_could_not_parse_is_refused_where_the_site_is_read(gpu_filter, fault):
+    """OAR's -p is an SQL WHERE clause: an unclosed quote, unbalanced parentheses, a ';' or a line break
+    outside a quoted value is refused naming gpu_filter, before any oarsub; quoted values may hold any of
+    them, and a blank filter is no filter."""
+    with pytest.raises(ValueError, match=f"gpu_filter .* {fault}"):
+        site(gpu_filter=gpu_filter)
+    assert site(gpu_filter="cluster='a;b(' AND gpu_model=\"it's\"").gpu_filter == "cluster='a;b(' AND gpu_model=\"it's\""
+    assert site(gpu_filter="   ").gpu_filter == ""
 
 
 @pytest.mark.parametrize("key", ["queue", "account"])
@@ -110,6 +127,21 @@ def test_job_types_are_oar_type_names_one_per_entry():
     with pytest.raises(ValueError, match="night_jobs = false"):
         site(job_types=["night"], night_jobs=False)
     assert site(night_jobs=False, job_types=["exotic"]).job_types == ("exotic",)
+    with pytest.raises(ValueError, match="OAR's job types are lower-case"):
+        site(job_types=["NIGHT"])
+
+
+@pytest.mark.parametrize("night_jobs,types", [(True, ("night",)), (False, ()), ("false", ()), ("no", ()), ("true", ("night",))])
+def test_the_default_job_types_follow_night_jobs_as_validated(night_jobs, types):
+    """Grid'5000's default job type (night) is given from night_jobs as read ("false" is false), never
+    beside a refusal of night for a site that turned night jobs off."""
+    assert site(night_jobs=night_jobs).job_types == types
+
+
+def test_a_cpu_only_site_gets_no_gpu_filter_by_default():
+    assert site().gpu_filter == "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
+    assert site(gpus_per_node=0).gpu_filter is None
+    assert site(gpus_per_node=0, gpu_filter="cluster='x'").gpu_filter == "cluster='x'"   # the site's own, kept
 
 
 def test_oarsub_runs_in_a_clean_allow_listed_environment(fake_oar, monkeypatch):

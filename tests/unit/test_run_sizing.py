@@ -139,6 +139,11 @@ def oar_site(gpu_filter: str) -> Site:
     # what a quoted value holds is no operator, and no floor
     ("host like 'x (or y)' AND gpu_mem>=23040", 23040, "host like 'x (or y)' AND gpu_mem>=76294"),
     ("host='gpu_mem>=99999' AND gpu_mem>=23040", 23040, "(host='gpu_mem>=99999' AND gpu_mem>=23040) AND gpu_mem>=76294"),
+    # a number that is not a whole count of MiB is no floor, and is never cut short
+    ("gpu_mem>=1e5", 0, "(gpu_mem>=1e5) AND gpu_mem>=76294"),
+    ("gpu_mem>=4.5 AND x=1", 0, "(gpu_mem>=4.5 AND x=1) AND gpu_mem>=76294"),
+    # an empty filter guarantees nothing: the job asks for its floor alone
+    ("", 0, "gpu_mem>=76294"),
 ])
 def test_the_floor_holds_for_every_gpu_the_filter_can_pick(gpu_filter, floor, grown):
     site = oar_site(gpu_filter)

@@ -26,6 +26,14 @@ def test_slurm_gets_them_before_the_script(tmp_path: Path) -> None:
     assert argv == ["sbatch", "--parsable", "--exclude=node07", "--mail-type=END", "jobs/j.sh"]
 
 
+def test_slurm_s_signal_is_the_user_s_to_ask_for(tmp_path: Path) -> None:
+    """kit sets no --signal for Slurm (the job's trap stops the worker on the SIGTERM at the limit): a user
+    asking for an earlier one (B:TERM@300) is passed on, and kit's script sets none beside it."""
+    site = _site(tmp_path, "slurm", '["--signal=B:TERM@300"]')
+    argv = SlurmScheduler(site).submit_argv(JobRequest("j", 1, 3600), Path("jobs/j.sh"), "logs")
+    assert argv.count("--signal=B:TERM@300") == 1 and not [a for a in argv if a.startswith("--signal") and "300" not in a]
+
+
 def test_oar_gets_them_after_kit_s_options_and_before_the_command(tmp_path: Path) -> None:
     site = _site(tmp_path, "oar", '["--notify", "mail:me@example.org"]')
     argv = OarScheduler(site).submit_argv(JobRequest("j", 1, 3600), Path("jobs/j.sh"), "logs")

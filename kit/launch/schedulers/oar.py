@@ -12,7 +12,8 @@ running jobs SIGTERM (`oardel --signal SIGTERM`) before it deletes them, so the 
 cleanly (kit.worker.signals).
 
 Settings (sites.toml); OAR sites get the Grid'5000 defaults runtime "apptainer",
-job_types ["night"] and gpu_filter "gpu_compute_capability_major>=7 AND gpu_mem>=23040"::
+job_types ["night"] (none with night_jobs = false) and gpu_filter
+"gpu_compute_capability_major>=7 AND gpu_mem>=23040" (none with gpus_per_node = 0)::
 
     [site.lyon]
     scheduler = "oar"

@@ -58,6 +58,13 @@ def error_line(exc: KitError) -> str:
     return f"kit: error: {exc.one_line()}"
 
 
+def warn(message: str) -> None:
+    """Print kit's one warning line on stderr: something was skipped or assumed, and the command goes on."""
+    import sys
+
+    print(f"kit: warning: {visible(message)}", file=sys.stderr)
+
+
 class ConfigError(KitError):
     """Bad input: a config file, an option, a dataset file. Exit code 2."""
 

@@ -317,7 +317,7 @@ def owner_only_file(path: Path, what: str) -> None:
     except FileNotFoundError:
         raise ConfigError(f"{what} {path} does not exist", fix=f"put the {what} there, mode 600") from None
     if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"{what} {path} is not a regular file", fix=f"pass the {what} file itself")
+        raise ConfigError(f"{what} {path} is not a regular file", fix=f"pass the {what} itself, not a folder, device or pipe")
     if st.st_mode & 0o077:
         raise ConfigError(f"{what} {path} is open to group or others (mode {stat.S_IMODE(st.st_mode):o})",
                           fix=f"chmod 600 {path}")

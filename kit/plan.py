@@ -139,6 +139,12 @@ def select_pairs(runs: Sequence["Run"], benchmark: "Dataset", languages: Sequenc
         else:
             every = every if every is not None else run_languages(run, benchmark, languages)
             out.append((run.name, every))
+    if languages and runs and not any(langs for _, langs in out):
+        covered = sorted({lang for run in runs for lang in (run.languages or benchmark.languages)})
+        shown = ", ".join(covered[:12]) + (f", ... ({len(covered)} in all)" if len(covered) > 12 else "")
+        raise ConfigError(f"none of the selected runs covers {', '.join(languages)}: they run {shown}",
+                          fix="pick languages the runs list (their languages = [...] in the roster), or select "
+                              "other runs with --model")
     return plan_pairs(out)
 
 

@@ -38,9 +38,19 @@ def weights() -> None:
 
 
 def _runs(roster: Path, models: tuple[str, ...]):
+    """The roster's runs these commands act on (--model, else all); each must name its revision, since
+    weights are staged, pushed and checked at one commit (another run of the roster need not)."""
     from kit.config.roster import load_roster
 
-    return load_roster(roster)[0].select(models)
+    runs = load_roster(roster, allow_unpinned=True)[0].select(models)
+    unpinned = [r.name for r in runs if not r.revision]
+    if unpinned:
+        raise ConfigError(f"{roster}: run {unpinned[0]!r} has no revision"
+                          + (f" (and {len(unpinned) - 1} more)" if len(unpinned) > 1 else "")
+                          + ": weights are staged at one pinned commit",
+                          fix="add revision = '<40-hex commit>' to that [[run]] (the commit hash on the model's Hub "
+                              "page), or leave it out with --model")
+    return runs
 
 
 def _snapshots(runs) -> list[tuple[str, str]]:

@@ -43,6 +43,9 @@ def parse_param_count(value: int | float | str | None) -> int | None:
     if not m:
         raise invalid("not a parameter count", fix="write an integer or a size like '2.6B' or '350M'")
     count = int(round(float(m.group(1)) * _SCALE[m.group(2).upper()]))
+    if count <= 0:   # "0B" as well as 0: no model has none, and sizing would silently fall back
+        raise invalid(f"params = {value!r} is no parameters", fix='write the model\'s size, e.g. params = "2.6B" '
+                                                                  '(or leave params out: kit reads the snapshot)')
     if not m.group(2) and count < MIN_BARE_PARAMS:
         raise invalid(f"params = {value!r} is read as {count} parameters",
                       fix=f'write the size with its unit, e.g. params = "{_number(m.group(1))}B" '
@@ -205,6 +208,9 @@ class Run(BaseModel):
     def _pinning(cls, v: str | None, info: ValidationInfo) -> str | None:
         allow_unpinned = bool((info.context or {}).get("allow_unpinned"))
         if v is not None and not HEX40.match(v):
+            if HEX40.match(v.lower()):   # the Hub names commits in lower case only
+                raise invalid(f"revision {v!r} is written in upper case; the Hub's commit hashes are lower-case",
+                              fix=f"write revision = '{v.lower()}'")
             raise invalid(f"revision {v!r} is not a 40-hex commit", fix="pin the model's full commit hash from its Hub page")
         if v is None and info.data.get("trust_remote_code"):
             raise invalid("trust_remote_code needs a pinned 40-hex revision", fix="add revision = '<commit>' so the remote code is the reviewed one")

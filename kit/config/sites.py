@@ -27,6 +27,7 @@ FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)"
 WHEN_JOB_TYPES = ("night", "besteffort", "day")
 _JOB_TYPE = re.compile(r"^[a-z][a-z0-9_.=-]*$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+SITE_NAME_MAX = 40
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
 _SCHEDULER_WORD = re.compile(r"^[A-Za-z0-9_.@+-]+$")   # an OAR queue or project, a Slurm account
@@ -507,6 +508,10 @@ class SitesFile(BaseModel):
         for key in v:
             if not _SITE_NAME.match(key):
                 raise invalid(f"site name {key!r}", fix="use lower-case letters, digits, '-' and '_'")
+            if len(key) > SITE_NAME_MAX:   # it names job scripts, job records and mirror folders
+                raise invalid(f"site name {key[:24]!r}... is {len(key)} characters long, more than the "
+                              f"{SITE_NAME_MAX} kit names files and jobs with", fix="use a shorter name, such as the "
+                                                                                "cluster's own (lyon, jean-zay)")
         return v
 
     def get(self, name: str) -> Site:

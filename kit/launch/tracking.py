@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kit import safejson
-from kit.errors import SubmitError
+from kit.errors import SubmitError, warn
 from kit.files import read_regular_file
 from kit.files import write_text_atomic
 from kit.plan import Pair
@@ -85,12 +85,17 @@ def load_records(state_dir: Path, site: str) -> list[SubmissionRecord]:
     data = read_regular_file(path, "the job records file", RECORDS_LIMIT_BYTES,
                              fix=f"move it aside (rename it to {path.name}.bak); kit starts a new one "
                                  "at the next submission")
-    out = []
-    for line in data.splitlines():
+    out, damaged = [], []
+    for number, line in enumerate(data.splitlines(), 1):
         try:   # decoded line by line, so one damaged line costs that record only
             out.append(SubmissionRecord(**safejson.loads(line.decode("utf-8"))))
         except (ValueError, TypeError):
-            continue
+            if line.strip():
+                damaged.append(number)
+    if damaged:   # a job it recorded is unknown to status and cancel: said, never silently dropped
+        shown = ", ".join(map(str, damaged[:10])) + (f" ... ({len(damaged)} in all)" if len(damaged) > 10 else "")
+        warn(f"{path}: line(s) {shown} are not job records and were skipped: the jobs they recorded are unknown "
+             f"here (check them with the scheduler; move the file aside to start a new one)")
     return out
 
 

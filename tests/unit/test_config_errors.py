@@ -32,6 +32,10 @@ ROSTER_CASES = {
     "wrong type": (GOOD_RUN + 'batch_size = "big"\n', ["run[0].batch_size", ":7:", "'big'"]),
     "unpinned revision": ('[[run]]\nmodel = "org/m"\nbackend = "transformers-5.17"\n', ["revision is missing", "--allow-unpinned"]),
     "short revision": ('[[run]]\nmodel = "org/m"\nrevision = "main"\nbackend = "vllm"\n', ["'main'", "40-hex", ":5:", "run[0].revision"]),
+    "upper-case revision": (f'[[run]]\nmodel = "org/m"\nrevision = "{REV.upper()}"\nbackend = "vllm"\n',
+                            ["run[0].revision", "upper case", f"revision = '{REV}'"]),
+    "no parameters in any spelling": (GOOD_RUN + 'params = "0B"\n', ["run[0].params", "'0B' is no parameters",
+                                                                     'params = "2.6B"']),
     "remote code unpinned": ('[[run]]\nmodel = "org/m"\nbackend = "vllm"\ntrust_remote_code = true\n',
                              ["trust_remote_code", "pinned 40-hex revision"]),
     "unknown backend": (f'[[run]]\nmodel = "org/m"\nrevision = "{REV}"\nbackend = "sglang"\n',
@@ -100,7 +104,7 @@ def test_variant_runs_are_distinct(tmp_path):
     assert r.run[1].file_stem == "org__m@fast"
 
 
-@pytest.mark.parametrize("value", [70, "70", 1.5, "350", 9_999, 0])
+@pytest.mark.parametrize("value", [70, "70", 1.5, "350", 9_999])
 def test_a_bare_params_number_under_ten_thousand_is_refused(tmp_path, value):
     p = tmp_path / "roster.toml"
     p.write_text(roster(GOOD_RUN + f"params = {value!r}\n".replace("'", '"')))
@@ -282,3 +286,15 @@ def test_a_results_folder_that_is_a_file_is_named_as_such(tmp_path, where):
         check_writable(folder)
     assert f"{blocker} is a file, not a folder" in err.value.message and "point --results" in err.value.fix
     assert blocker.read_text() == "x"
+
+
+def test_a_site_name_too_long_for_kit_s_file_and_job_names_is_refused_naming_it(tmp_path):
+    from kit.config.sites import SITE_NAME_MAX, load_sites
+    from kit.errors import ConfigError
+
+    path = tmp_path / "sites.toml"
+    path.write_text(f'[site.{"s" * SITE_NAME_MAX}]\nscheduler = "local"\n', encoding="utf-8")
+    assert list(load_sites(path).site) == ["s" * SITE_NAME_MAX]
+    path.write_text(f'[site.{"s" * (SITE_NAME_MAX + 1)}]\nscheduler = "local"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"is {SITE_NAME_MAX + 1} characters long"):
+        load_sites(path)

@@ -61,3 +61,20 @@ def test_bad_shard_text_is_a_config_error(text):
 
 def test_parse_shard():
     assert parse_shard(" 3 / 8 ") == (3, 8)
+
+
+def test_languages_no_selected_run_covers_are_refused_naming_them(tmp_path):
+    """`--languages de` for runs that list only en and fr plans nothing: said as an error (plan, run,
+    status and cancel share select_pairs), never as "nothing to submit, everything is done"."""
+    from kit.config.project import load_project
+    from kit.demo.dataset import write_demo_benchmark
+    from kit.plan import select_pairs
+
+    data = write_demo_benchmark(tmp_path / "data")
+    roster = tmp_path / "roster.toml"
+    roster.write_text(f'benchmark = "{data.as_posix()}"\n[[run]]\nmodel = "org/m"\nrevision = "{"a" * 40}"\n'
+                      'backend = "transformers-5.17"\nlanguages = ["en", "fr"]\n', encoding="utf-8")
+    project = load_project(roster, None)
+    with pytest.raises(ConfigError, match="none of the selected runs covers de: they run en, fr"):
+        select_pairs(project.roster.run, project.benchmark, ["de"])
+    assert [p.language for p in select_pairs(project.roster.run, project.benchmark, ["de", "en"])] == ["en"]

@@ -17,12 +17,17 @@ def _record(job: str) -> SubmissionRecord:
                             pairs=[["org/m", "en"]], plan_file="plan.json", script="job.sh", command=["kit"])
 
 
-def test_a_line_of_invalid_utf8_is_skipped_and_the_others_kept(tmp_path):
+def test_a_line_of_invalid_utf8_is_skipped_and_the_others_kept(tmp_path, capsys):
+    """The damaged lines cost their records only, and are said (a job they recorded is unknown to status
+    and cancel, which would otherwise call it unclaimed or leave it running without a word)."""
     path = records_file(tmp_path, "local")
     path.parent.mkdir(parents=True)
     good = [json.dumps(asdict(_record(job))).encode() for job in ("1", "2")]
-    path.write_bytes(good[0] + b"\n" + b'{"site": "\xff\xfe"}\n' + good[1] + b"\n")
+    path.write_bytes(good[0] + b"\n" + b'{"site": "\xff\xfe"}\n' + good[1] + b"\ngarbage{\n\n")
     assert [r.job_ids for r in load_records(tmp_path, "local")] == [["1"], ["2"]]
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].startswith("kit: warning: ") and "local.jsonl" in said[0]
+    assert "line(s) 2, 4 " in said[0]   # the blank line last is no record, and no damage
 
 
 def test_a_folder_at_the_records_path_is_bad_input_naming_it(tmp_path):

@@ -514,3 +514,27 @@ def test_a_job_records_whether_it_hashed_its_weights_or_checked_their_sizes(tmp_
     assert not by_manifest.hashed and by_manifest.files == m.weight_digests()
     wm.manifest_path(tmp_path, MODEL, REV).unlink()
     assert digests_at_load(snap, MODEL, REV).hashed
+
+
+def test_weights_commands_need_a_revision_only_of_the_runs_they_act_on(tmp_path):
+    """`kit weights verify --model A` works beside an unpinned run B of the same roster; B itself is
+    refused naming it, with a fix the command can follow (it has no --allow-unpinned)."""
+    import subprocess
+    import sys
+
+    roster = tmp_path / "roster.toml"
+    data = tmp_path / "data"
+    from kit.demo.dataset import write_demo_benchmark
+
+    write_demo_benchmark(data)
+    roster.write_text(f'benchmark = "{data.as_posix()}"\n[[run]]\nmodel = "org/a"\nrevision = "{"a" * 40}"\n'
+                      'backend = "transformers-5.17"\n[[run]]\nmodel = "org/b"\nbackend = "transformers-5.17"\n',
+                      encoding="utf-8")
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    run = [sys.executable, "-m", "kit", "weights", "verify", "--roster", str(roster), "--cache", str(cache)]
+    pinned = subprocess.run([*run, "--model", "org/a"], capture_output=True, text=True)
+    assert pinned.returncode == 1 and "org/a" in pinned.stdout and "no weights manifest" in pinned.stdout, pinned.stderr
+    every = subprocess.run(run, capture_output=True, text=True)
+    line = every.stderr.strip()
+    assert every.returncode == 2 and "run 'org/b' has no revision" in line and "--allow-unpinned" not in line, line

@@ -48,6 +48,26 @@ def loads(text: str | bytes) -> Any:
         raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
 
 
+def loads_unique(text: str | bytes) -> Any:
+    """loads, refusing an object that gives one key twice (a ValueError naming it): for the files whose
+    every key kit acts on (a lock, an envelope), where the parser's last-one-wins would pick silently."""
+    try:
+        return json.loads(text, parse_int=_int, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {sys.getrecursionlimit()} levels") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))   # type: ignore[func-returns-value]
+        raise ValueError(f"the key {twice!r} is given twice in one object")
+    return found
+
+
 def loads_utf8(raw: bytes) -> Any:
     """The JSON document in these UTF-8 bytes, exactly as loads(raw.decode("utf-8")) reads it, with
     the same errors (UnicodeDecodeError for bytes that are not UTF-8, ValueError saying why)."""

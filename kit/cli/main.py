@@ -11,6 +11,7 @@ import click
 
 import kit
 from kit.errors import KitError, MissingExtraError, disk_error, error_line
+from kit.settings import SETTING_VARIABLES
 
 # command -> "module:attribute"; modules load only when their command runs (fast --help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -130,7 +131,7 @@ def _run(args: list[str], verbose: bool) -> None:
         sys.exit(130)
     except click.ClickException as exc:
         line = _click_line(exc, args)
-        if "--json" in args:
+        if json_asked(args):
             from kit.cli.common import ERROR, print_json
 
             print_json(command_path(args), ERROR, None, [line])
@@ -168,18 +169,12 @@ def _exit_with(exc: KitError, args: list[str]) -> None:
     variables = environment_sources(exc.message, args)
     if variables:
         exc.message = f"{exc.message} (from the environment variable {', '.join(variables)})"
-    if "--json" in args:
+    if json_asked(args):
         from kit.cli.common import ERROR, print_json
 
         print_json(command_path(args), ERROR, None, [exc.one_line()])
     click.echo(error_line(exc), err=True)
     sys.exit(exc.exit_code)
-
-
-# kit's settings read from the environment by the code itself, not through an option (a path, a tool, a size)
-SETTING_VARIABLES = ("KIT_CACHE_DIR", "KIT_SSH_CONTROL_DIR", "KIT_KEYS_DIR", "KIT_IMAGES_LOCK", "KIT_IMAGES_DIR",
-                     "KIT_SQSH_TOOL", "KIT_SQSH_TMPFS", "KIT_SIF_TMP_MB", "KIT_SIF_COMPRESSION", "KIT_DOCKER_TIMEOUT",
-                     "KIT_APPTAINER_HELPER", "KIT_SIGNING_KEY_PATH", "KIT_COMMIT")
 
 
 def environment_sources(message: str, args: list[str]) -> list[str]:
@@ -196,7 +191,28 @@ def environment_sources(message: str, args: list[str]) -> list[str]:
                 names.update([param.envvar] if isinstance(param.envvar, str) else param.envvar)
             if param.name and param.allow_from_autoenv:   # click reads it when the named one is unset
                 names.add(f"{prefix}_{param.name.upper()}")
-    return sorted(name for name in names if len(os.environ.get(name, "").strip()) >= 3 and os.environ[name] in message)
+    return sorted(name for name in names if len(os.environ.get(name, "").strip()) >= 3 and os.environ[name] in message
+                  and name not in message)   # a message that names the variable says it already
+
+
+def json_asked(args: list[str]) -> bool:
+    """Whether the command was asked for its JSON envelope: --json, or its variable (KIT_<COMMAND>_AS_JSON
+    when --json is not on the command line), so that an error comes back in the form success would."""
+    if "--json" in args:
+        return True
+    for prefix, command in _invoked(args):
+        for param in command.params:
+            if param.name != "as_json" or not isinstance(param, click.Option):
+                continue
+            names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or [])
+            names.append(f"{prefix}_{param.name.upper()}")
+            for name in names:
+                if os.environ.get(name, "").strip():
+                    try:
+                        return bool(click.BOOL.convert(os.environ[name], param, None))
+                    except click.BadParameter:
+                        return False
+    return False
 
 
 def _invoked(args: list[str]) -> list[tuple[str, click.Command]]:

@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 from kit import safejson
 from kit.errors import ConfigError, ImageError
-from kit.files import read_regular_file
+from kit.files import name_part, read_regular_file
 from kit.gpus import GpuArchs, parse_arch_flags
 from kit.files import write_text_atomic
 
@@ -34,6 +34,15 @@ class Artifact(BaseModel):
 
     file: str
     sha256: str
+
+    @field_validator("file")
+    @classmethod
+    def _one_name(cls, v: str) -> str:
+        # a name in the artifacts folder (--out): every reader joins it there, none follows it elsewhere
+        try:
+            return name_part(v, "artifact file name")
+        except ConfigError as exc:
+            raise ValueError(exc.message) from None
     bytes: int | None = None
     made_at: str | None = None
     image_id: str | None = Field(None, description="the image it was converted from")
@@ -85,8 +94,22 @@ class ImagesLock(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kit_images_lock_version: int = LOCK_VERSION
+    kit_images_lock_version: StrictInt = LOCK_VERSION
     images: dict[str, BuiltImage] = Field(default_factory=dict)
+
+    @field_validator("kit_images_lock_version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != LOCK_VERSION:
+            raise ValueError(f"version {v} is not {LOCK_VERSION}, the one this kit reads")
+        return v
+
+    @model_validator(mode="after")
+    def _keys_name_their_backend(self) -> "ImagesLock":
+        for key, image in self.images.items():
+            if image.backend != key:
+                raise ValueError(f"the image under {key!r} records backend {image.backend!r}")
+        return self
 
     def get(self, backend: str, where: Path | None = None) -> BuiltImage:
         """The built image of a backend, or an ImageError naming the make target."""
@@ -99,23 +122,31 @@ class ImagesLock(BaseModel):
 LOCK_LIMIT_BYTES = 16 << 20   # a lock names a few images; a bound on what a bad path can cost
 
 
+_DAMAGED_FIX = ("restore the images lock kit wrote (a copy, or the one beside the artifacts at the site), or move "
+                "it aside and rebuild the images (make images)")
+
+
 def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
-    """Read the lock of built images (empty when the file does not exist)."""
+    """Read the lock of built images: empty when no file is there yet (nothing built), a ConfigError when
+    the path cannot be one (its folder is missing, or it is a broken link: a typo, not an empty lock)."""
     path = Path(path)
     if not path.exists():
+        if path.is_symlink() or not path.parent.is_dir():
+            why = "a broken link" if path.is_symlink() else "its folder does not exist"
+            raise ConfigError(f"{path}: images lock not found ({why})",
+                              fix="pass the images lock kit wrote (containers/images.lock.json by default)")
         return ImagesLock()
     try:
         text = read_regular_file(path, "an images lock", LOCK_LIMIT_BYTES,
                                  fix="pass the images lock kit wrote (images.lock.json)").decode("utf-8")
-        return ImagesLock.model_validate(safejson.loads(text))
+        return ImagesLock.model_validate(safejson.loads_unique(text))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the top level"
-        raise ConfigError(f"{path}: not a valid images lock ({where}: {first['msg']})",
-                          fix="rebuild the images (make images) or restore the file from git") from None
-    except ValueError as exc:
-        raise ConfigError(f"{path}: not a valid images lock ({str(exc).splitlines()[0]})",
-                          fix="rebuild the images (make images) or restore the file from git") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{path}: not a valid images lock ({where}: {message})", fix=_DAMAGED_FIX) from None
+    except ValueError as exc:   # UnicodeDecodeError is one too
+        raise ConfigError(f"{path}: not a valid images lock ({str(exc).splitlines()[0]})", fix=_DAMAGED_FIX) from None
 
 
 @contextmanager

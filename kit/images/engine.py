@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import tarfile
 from pathlib import Path
 from typing import Any
 
 from kit.errors import ImageError, MissingExtraError
 from kit.files import atomic_writer
+from kit.settings import setting_int
 
 _CLIENT = None
 
@@ -22,8 +22,9 @@ def client() -> Any:
         import docker
     except ImportError:
         raise MissingExtraError("kit images", "docker", "images") from None
+    timeout = setting_int("KIT_DOCKER_TIMEOUT", 600)   # a bad value is bad input, not a missing engine
     try:
-        c = docker.from_env(timeout=int(os.environ.get("KIT_DOCKER_TIMEOUT", "600")))
+        c = docker.from_env(timeout=timeout)
         c.ping()
     except Exception as exc:  # the SDK raises several unrelated types for a missing engine
         raise ImageError(f"cannot reach the Docker engine ({type(exc).__name__}: {str(exc)[:120]})",

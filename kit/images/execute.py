@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kit.errors import ImageError
 from kit.images import engine, helper
+from kit.settings import setting_int
 
 
 @dataclass
@@ -64,7 +65,7 @@ def run_sif(sif: Path, argv: list[str], binds: list[str], env: dict[str, str]) -
     cmd = ["apptainer", "exec", "--unsquash", "--containall", "--cleanenv", "--no-home", *bind,
            f"/sif/{sif.name}", *argv]
     mounts = [helper.Mount(str(sif.parent), "/sif"), *[helper.Mount(b, b, read_only=False) for b in binds]]
-    r = helper.run(cmd, mounts, user="1000:1000", unconfined=True, tmpfs_mb=int(os.environ.get("KIT_SIF_TMP_MB", "6000")),
+    r = helper.run(cmd, mounts, user="1000:1000", unconfined=True, tmpfs_mb=setting_int("KIT_SIF_TMP_MB", 6000),
                    env={f"APPTAINERENV_{k}": v for k, v in env.items()})
     return Outcome(r.status, r.stdout, r.stderr)
 

@@ -128,8 +128,10 @@ def envelope_text(body: bytes) -> str | None:
     text) is left out: anything else in its place is scanned as the rest is."""
     import json
 
+    from kit.safejson import loads_unique
+
     try:   # a key given twice is not kit's form: the raw bytes are scanned then, every value with them
-        envelope = json.loads(body, object_pairs_hook=_no_repeated_key)
+        envelope = loads_unique(body)
         payload = base64.b64decode(envelope["payload"], validate=True)
     except (ValueError, KeyError, TypeError, binascii.Error, RecursionError):
         return None
@@ -147,13 +149,6 @@ def envelope_text(body: bytes) -> str | None:
             return None
     shown = {**envelope, "payload": "", "signatures": [{"keyid": i["keyid"], "sig": ""} for i in signatures]}
     return json.dumps(shown, ensure_ascii=False) + "\n" + payload.decode("utf-8", "replace")
-
-
-def _no_repeated_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        raise ValueError("a key given twice")
-    return found
 
 
 def refuse_secrets(findings: list[Finding], folder: Path) -> None:

@@ -111,16 +111,45 @@ def test_verify_fails_on_an_altered_prediction(tmp_path, lrb_dir):
 
 
 def test_every_setting_kit_reads_from_the_environment_can_be_named_in_an_error():
-    """kit.cli.main.SETTING_VARIABLES lists each KIT_* variable kit's code reads itself (not through an option),
+    """kit.settings.SETTING_VARIABLES lists each KIT_* variable kit's code reads itself (not through an option),
     so that an error naming its value names it too; a flag (a yes/no) has no value worth naming."""
     import re
     from pathlib import Path
 
     import kit
-    from kit.cli.main import SETTING_VARIABLES
+    from kit.settings import SETTING_VARIABLES
 
     read = set()
     for source in Path(kit.__file__).parent.rglob("*.py"):
         read.update(re.findall(r"""(?:environ\.get\(|environ\[|getenv\()["'](KIT_[A-Z0-9_]+)["']""", source.read_text()))
     assert read, "no variable found: the pattern no longer matches how kit reads them"
     assert read - {"KIT_NO_CACHE"} <= set(SETTING_VARIABLES), sorted(read - set(SETTING_VARIABLES))
+
+
+@pytest.mark.parametrize("value,envelope", [("1", True), ("true", True), ("0", False), ("", False)])
+def test_json_asked_through_the_environment_gets_its_envelope_on_an_error_too(tmp_path, value, envelope):
+    """KIT_<COMMAND>_AS_JSON asks for the JSON envelope as --json does: an error then comes back in it, as
+    success would, beside the one stderr line."""
+    import os
+
+    r = subprocess.run([sys.executable, "-m", "kit", "plan", "--roster", "missing.toml"], capture_output=True,
+                       text=True, cwd=tmp_path, env={**os.environ, "KIT_PLAN_AS_JSON": value})
+    assert r.returncode == 2 and r.stderr.startswith("kit: error: ")
+    if envelope:
+        assert json.loads(r.stdout)["errors"] == [r.stderr.strip().removeprefix("kit: error: ")]
+    else:
+        assert r.stdout == ""
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "0"])
+def test_a_number_setting_that_is_not_one_is_bad_input_naming_it(monkeypatch, value):
+    from kit.errors import ConfigError
+    from kit.settings import setting_int
+
+    monkeypatch.setenv("KIT_DOCKER_TIMEOUT", value)
+    with pytest.raises(ConfigError, match=f"KIT_DOCKER_TIMEOUT={value!r} is not a whole number of at least 1"):
+        setting_int("KIT_DOCKER_TIMEOUT", 600)
+    monkeypatch.setenv("KIT_DOCKER_TIMEOUT", " 30 ")
+    assert setting_int("KIT_DOCKER_TIMEOUT", 600) == 30
+    monkeypatch.delenv("KIT_DOCKER_TIMEOUT")
+    assert setting_int("KIT_DOCKER_TIMEOUT", 600) == 600

@@ -113,3 +113,46 @@ def test_check_with_a_lock_that_is_not_there_is_bad_input(tmp_path):
     (tmp_path / "results").mkdir()
     r = CliRunner().invoke(cli, ["check", str(tmp_path / "results"), "--images-lock", str(tmp_path / "nope.json")])
     assert "--images-lock" in str(r.exception) and "no such file" in str(r.exception)
+
+
+_IMAGE = {"backend": "gguf", "tag": "kit/gguf:1", "image_id": "sha256:" + "0" * 64, "dockerfile_sha256": "aa",
+          "lock_sha256": "bb", "base": "debian:12", "kit_version": "0.1", "built_at": "2026-01-01T00:00:00Z",
+          "artifacts": {"sif": {"file": "kit-gguf-000000000000.sif", "sha256": "cc"}}}
+
+
+@pytest.mark.parametrize("text,said", [
+    ('{"kit_images_lock_version": 1, "images": {"gguf": IMAGE, "gguf": IMAGE}}', "'gguf' is given twice"),
+    ('{"kit_images_lock_version": 99, "images": {}}', "version 99 is not 1"),
+    ('{"kit_images_lock_version": "1", "images": {}}', "kit_images_lock_version: Input should be a valid integer"),
+    ('{"kit_images_lock_version": 1, "images": {"vllm": IMAGE}}', "the image under 'vllm' records backend 'gguf'"),
+    ('{"kit_images_lock_version": 1, "images": {"gguf": ESCAPING}}', "artifact file name"),
+])
+def test_a_lock_kit_could_misread_is_refused_naming_what(tmp_path, text, said):
+    """Every reader of the images lock (verify, convert, push, the launcher, check) gets one that means one
+    thing: no key given twice, this kit's version, each image under its own backend, each artifact a name
+    in the artifacts folder (never a path that leaves it)."""
+    import json
+
+    from kit.errors import ConfigError
+    from kit.images.built import load_lock
+
+    escaping = {**_IMAGE, "artifacts": {"sif": {"file": "../../etc/hostname", "sha256": "cc"}}}
+    path = tmp_path / "images.lock.json"
+    path.write_text(text.replace("ESCAPING", json.dumps(escaping)).replace("IMAGE", json.dumps(_IMAGE)), encoding="utf-8")
+    with pytest.raises(ConfigError, match=said) as err:
+        load_lock(path)
+    assert str(path) in err.value.one_line() and "git" not in err.value.fix
+    path.write_text(json.dumps({"kit_images_lock_version": 1, "images": {"gguf": _IMAGE}}), encoding="utf-8")
+    assert load_lock(path).images["gguf"].artifacts["sif"].file == "kit-gguf-000000000000.sif"
+
+
+def test_a_lock_path_that_cannot_be_one_is_not_read_as_nothing_built(tmp_path):
+    from kit.errors import ConfigError
+    from kit.images.built import load_lock
+
+    assert load_lock(tmp_path / "images.lock.json").images == {}   # nothing built here yet
+    with pytest.raises(ConfigError, match="its folder does not exist"):
+        load_lock(tmp_path / "typo" / "images.lock.json")
+    (tmp_path / "link.json").symlink_to(tmp_path / "gone.json")
+    with pytest.raises(ConfigError, match="a broken link"):
+        load_lock(tmp_path / "link.json")

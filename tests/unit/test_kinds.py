@@ -137,7 +137,7 @@ def test_the_modules_import_no_circle():
 # import each other. Every top-level package and module of kit is in exactly one layer.
 LAYERS = (
     {"", "errors"},                                              # kit's version and its one error family
-    {"files", "safejson", "registry", "sizing", "gpus", "credentials"},   # foundation: standard library only
+    {"files", "safejson", "registry", "sizing", "gpus", "credentials", "settings"},   # foundation: standard library only
     {"outputs", "signing"},                                      # the output contract; keys and signatures
     {"config"},                                                  # configs: parse and validate
     {"plan"},                                                    # pure planning

@@ -124,6 +124,20 @@ def disk_error(exc: OSError, *, kept: str = "") -> ConfigError | None:
                        fix=_DISK_FIXES.get(exc.errno, "free space, or write to a folder on a disk you can write"))
 
 
+# how a library written in Rust or C (safetensors, tokenizers) words an OS error in its own exception
+_LIBRARY_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def library_disk_error(exc: BaseException, path: object) -> OSError | None:
+    """The OSError a library's own exception stands for when its message carries one of the disk errors
+    (DISK_ERRNOS: safetensors says "... (os error 28)" for a full disk), naming `path`; None otherwise."""
+    found = _LIBRARY_OS_ERROR.search(str(exc))
+    code = int(found.group(1)) if found else None
+    if code not in DISK_ERRNOS:
+        return None
+    return OSError(code, os.strerror(code), str(path))
+
+
 # what to do about each disk error that is not a full disk
 _DISK_FIXES = {
     errno.EACCES: "give this user access to it (its permissions, and its folders'), or use another folder",

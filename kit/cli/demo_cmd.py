@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
-from kit.errors import SubmitError
+from kit.errors import ConfigError, SubmitError, visible
 
 
 @click.command()
@@ -58,6 +59,10 @@ def demo(workdir: Path, runtime: str, drift: bool, images_lock: Path, as_json: b
     t0 = time.perf_counter()
     show = common.say if as_json else click.echo   # under --json, stdout holds the envelope alone
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if drift and images_lock.is_file():   # a damaged lock is refused before the sweep, not after it
+        from kit.images.built import load_lock
+
+        load_lock(images_lock)
     files = prepare_demo(workdir, progress=common.say, runtime=runtime)
     project = load_project(files.roster, None)
     runs = list(project.roster.run)
@@ -71,15 +76,25 @@ def demo(workdir: Path, runtime: str, drift: bool, images_lock: Path, as_json: b
     plan = prepared.plan
     if plan.pending:
         subs = submit_run(plan)
-        failed = [j for s in subs for j, code in s.exit_codes.items() if code]
-        if failed:
-            raise SubmitError(f"demo job {', '.join(failed)} failed", fix=f"read its log in {files.workdir / 'logs'}")
+        stopped = next((s.stopped_by for s in subs if s.stopped_by), None)
+        if stopped:   # Ctrl-C (or a TERM) reached the job, which stopped with its checkpoints whole
+            name = signal.Signals(stopped).name
+            render(Outcome("demo", {"workdir": str(files.workdir), "stopped_by": name},
+                           [f"demo stopped by {name}: the pairs written are kept; `kit demo` again resumes"],
+                           stopped_by=name), as_json)
+            return
+        codes = {j: code for s in subs for j, code in s.exit_codes.items() if code}
+        if codes and set(codes.values()) == {2}:   # the job refused its input: its one error line is above
+            raise ConfigError(f"demo job {', '.join(codes)} stopped on bad input (its error is above, and in its log "
+                              f"in {files.workdir / 'logs'})", fix="do what its error says, then run kit demo again")
+        if codes:
+            raise SubmitError(f"demo job {', '.join(codes)} failed", fix=f"read its log in {files.workdir / 'logs'}")
     else:
         show("every pair is already complete: nothing to run")
     statuses = pair_states(files.results, ov.assigned, PlanExpectations(project.benchmark, runs))
     counts = count_states(statuses)
     for s in statuses:   # progress too: shown before the report, which refuses a tree without a complete pair
-        show(f"  {s.state:<9} {s.pair.run} [{s.pair.language}]  {s.path}")
+        show(f"  {s.state:<9} {s.pair.run} [{s.pair.language}]  {visible(str(s.path))}")
     show("status: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
     drifted = None
     if drift:
@@ -131,7 +146,7 @@ def _drift(files, images_lock: Path, show):
 
 def _lines(files, paths, seconds: float):
     """Where the demo's results, report and inputs are, and how long it took."""
-    yield f"\nresults  {files.results}"
-    yield f"report   {files.report}  ({', '.join(p.name for p in paths.files.values())})"
-    yield f"roster   {files.roster}\nsites    {files.sites}\nassets   {files.cache}"
+    yield f"\nresults  {visible(str(files.results))}"
+    yield f"report   {visible(str(files.report))}  ({', '.join(visible(p.name) for p in paths.files.values())})"
+    yield f"roster   {visible(str(files.roster))}\nsites    {visible(str(files.sites))}\nassets   {visible(str(files.cache))}"
     yield f"done in {seconds:.1f}s; run `kit demo` again: every pair is skipped"

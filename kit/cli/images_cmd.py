@@ -109,8 +109,14 @@ def build_cmd(names, variant, base, wheelhouse, ca_bundle, no_cache, drop_build_
     """
     from kit.images import spec
     from kit.images.build import BuildOptions, build
+    from kit.images.built import load_lock
+    from kit.images.context import check_ca_bundle
 
     targets = [spec.target(n, variant, images_file) for n in names]
+    # what a build ends by reading is checked before it starts (a build takes minutes to an hour)
+    load_lock(lock_file)
+    if ca_bundle is not None:
+        check_ca_bundle(ca_bundle)
     opts = BuildOptions(ca_bundle=ca_bundle, wheelhouse=wheelhouse, base=base, no_cache=no_cache, quiet=quiet,
                         drop_build_stages=drop_build_stages)
     built = []
@@ -247,17 +253,18 @@ def defs_cmd(check, images_file, lock_file, as_json) -> None:
     from kit.images import spec
     from kit.images.apptainer_def import def_path, render as render_def
 
+    from kit.files import write_text_atomic
+
     stale, written = [], []
-    for t in spec.all_targets(images_file):
-        if t.variant:
-            continue
-        path, text = def_path(t), render_def(t)
+    # every definition rendered before any is written: a Dockerfile that cannot be read leaves the others as they were
+    rendered = [(def_path(t), render_def(t)) for t in spec.all_targets(images_file) if not t.variant]
+    for path, text in rendered:
         if check:
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 stale.append(str(path))
         else:
             path.parent.mkdir(exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_text_atomic(path, text)
             written.append(str(path))
     render(Outcome("images defs", {"check": check, "stale": stale, "written": written},
                    partial(_print_defs, written, stale), failed=bool(stale)), as_json)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kit.errors import library_disk_error
 from kit.files import umask, write_text_atomic
 
 SEED = 0
@@ -179,7 +180,13 @@ def publish_snapshot(hub_cache: Path, repo_id: str, write: Callable[[Path], None
     # Built beside its final place so the move into snapshots/ is one rename on one filesystem.
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=repo))
     try:
-        write(tmp)
+        try:
+            write(tmp)
+        except Exception as exc:   # a full disk in safetensors' words: the disk error it is (one line, exit 2)
+            found = library_disk_error(exc, repo)
+            if found is None:
+                raise
+            raise found from None
         _apply_umask(tmp)
         revision = content_revision(tmp)
         target = repo / "snapshots" / revision

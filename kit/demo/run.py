@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit.demo.backends import toml_value
 from kit.errors import ConfigError
 from kit.files import read_regular_file, write_text_atomic
 
@@ -39,10 +40,10 @@ def demo_cache_dir() -> Path:
     return Path(os.environ.get("KIT_CACHE_DIR") or user_cache_dir("kit")) / f"demo-{DEMO_VERSION}"
 
 
-def roster_text(llm: tuple[str, str], reranker: tuple[str, str]) -> str:
-    """The demo roster: the tiny Llama generating, the tiny reranker scoring."""
+def roster_text(llm: tuple[str, str], reranker: tuple[str, str], benchmark: Path) -> str:
+    """The demo roster: the tiny Llama generating, the tiny reranker scoring, on `benchmark`."""
     return f'''# kit demo roster: tiny local models, loaded offline from the hub cache layout.
-benchmark = "{{benchmark}}"
+benchmark = {toml_value(benchmark.as_posix())}
 
 [[run]]
 model = "{llm[0]}"
@@ -75,7 +76,7 @@ scheduler = "local"
 runtime = "{runtime}"
 root = "."
 results = "results"
-weights = "{hub}"
+weights = {toml_value(hub.as_posix())}
 gpus_per_node = 0
 walltime = "30m"
 '''
@@ -103,9 +104,12 @@ def prepare_demo(workdir: Path, progress=lambda msg: None, runtime: str = "host"
     from kit.demo.dataset import write_demo_benchmark
     from kit.demo.model import build_tiny_classifier, build_tiny_llama
 
+    from kit.results.report import check_report_output
+
     workdir = Path(workdir).resolve()
     for name in ("roster.toml", "sites.toml"):
         _check_demo_file(workdir / name)
+    check_report_output(workdir / "results" / "report")   # refused now, not after the sweep ran
     cache = demo_cache_dir()
     hub = cache / "hub"
     progress(f"demo assets in {cache}")
@@ -116,7 +120,6 @@ def prepare_demo(workdir: Path, progress=lambda msg: None, runtime: str = "host"
     progress(f"tiny models: {llm[0]}@{llm[1][:12]}, {reranker[0]}@{reranker[1][:12]}")
     files = DemoFiles(workdir, cache, hub, benchmark, workdir / "roster.toml", workdir / "sites.toml",
                       workdir / "results", workdir / "results" / "report")
-    roster = roster_text(llm, reranker).replace("{benchmark}", str(benchmark).replace("\\", "/"))
-    write_text_atomic(files.roster, roster)
+    write_text_atomic(files.roster, roster_text(llm, reranker, benchmark))
     write_text_atomic(files.sites, sites_text(hub, runtime))
     return files

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from kit.errors import MissingExtraError
+from kit.files import read_regular_file
 from kit.images.spec import Target
 
 _ARG = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?\s*$", re.I)
@@ -104,7 +105,10 @@ def render(t: Target) -> str:
     except ImportError:
         raise MissingExtraError("kit images defs", "spython", "images") from None
     dockerfile = t.path(t.spec.dockerfile)
-    header, body, args, users, inputs = preprocess(dockerfile.read_text(encoding="utf-8"))
+    text = read_regular_file(dockerfile, f"the Dockerfile of image {t.name}", 1 << 20,
+                             fix=f"restore it from git, or run from the repository root (images.toml's containers/ "
+                                 f"folder is in {t.root})").decode("utf-8", "replace")
+    header, body, args, users, inputs = preprocess(text)
     args = {"BOOTSTRAP": "docker", **args, "BASE_IMAGE": t.spec.base, **t.spec.build_args}
     from spython.logger import bot
 

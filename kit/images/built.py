@@ -128,13 +128,16 @@ _DAMAGED_FIX = ("restore the images lock kit wrote (a copy, or the one beside th
 
 def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
     """Read the lock of built images: empty when no file is there yet (nothing built), a ConfigError when
-    the path cannot be one (its folder is missing, or it is a broken link: a typo, not an empty lock)."""
+    the path cannot be one (a broken link, or a path given in a folder that does not exist: a typo, not an
+    empty lock; the default's folder, containers/, is missing outside the repository, where nothing was
+    built)."""
     path = Path(path)
     if not path.exists():
-        if path.is_symlink() or not path.parent.is_dir():
+        if path.is_symlink() or (path != DEFAULT_LOCK and not path.parent.is_dir()):
             why = "a broken link" if path.is_symlink() else "its folder does not exist"
             raise ConfigError(f"{path}: images lock not found ({why})",
-                              fix="pass the images lock kit wrote (containers/images.lock.json by default)")
+                              fix="pass the images lock kit wrote (--lock-file or --images-lock, KIT_IMAGES_LOCK; "
+                                  "containers/images.lock.json by default)")
         return ImagesLock()
     try:
         text = read_regular_file(path, "an images lock", LOCK_LIMIT_BYTES,

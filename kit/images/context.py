@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kit.errors import ConfigError
+from kit.files import read_regular_file
 from kit.images.spec import Target
 
 BUILD_DIR = ".kit-build"
@@ -43,8 +44,9 @@ def context_files(t: Target) -> dict[str, Path]:
     files = {}
     for rel in rels:
         path = t.path(rel)
-        if not path.is_file():
-            raise ConfigError(f"{path}: missing from the build context of {t.name}",
+        if not path.is_file():   # missing, or a folder, device or pipe (is_file follows a link to a file)
+            what = "missing from" if not os.path.lexists(path) else "not a regular file, so it cannot go into"
+            raise ConfigError(f"{path}: {what} the build context of {t.name}",
                               fix="restore it from git (locks: make locks)")
         files[rel] = path
     return files
@@ -67,6 +69,19 @@ def _add(tar: tarfile.TarFile, name: str, *, path: Path | None = None, data: byt
         tar.addfile(info, io.BytesIO(data or b""))
 
 
+CA_BUNDLE_LIMIT = 16 << 20   # a system's whole bundle is about 200 KB
+
+
+def check_ca_bundle(path: Path) -> None:
+    """A ConfigError unless `path` is a regular file holding PEM certificates (what pip's --cert reads):
+    asked before a build starts, never after its downloads."""
+    body = read_regular_file(Path(path), "--ca-bundle", CA_BUNDLE_LIMIT,
+                             fix="pass a PEM bundle, e.g. /etc/ssl/certs/ca-certificates.crt")
+    if b"-----BEGIN CERTIFICATE-----" not in body:
+        raise ConfigError(f"--ca-bundle {path}: holds no PEM certificate", fix="pass a PEM bundle, e.g. "
+                          "/etc/ssl/certs/ca-certificates.crt")
+
+
 def write_context(t: Target, out: BinaryIO, *, ca_bundle: Path | None = None, wheels: list[Path] = ()) -> None:
     """Write the build context of an image as an uncompressed tar stream."""
     files = context_files(t)
@@ -79,9 +94,7 @@ def write_context(t: Target, out: BinaryIO, *, ca_bundle: Path | None = None, wh
         _add(tar, f"{BUILD_DIR}/", path=t.root)
         _add(tar, f"{BUILD_DIR}/README", data=b"build inputs kit adds: ca.pem (pip's CA bundle), wheels/\n")
         if ca_bundle is not None:
-            if not Path(ca_bundle).is_file():
-                raise ConfigError(f"--ca-bundle {ca_bundle}: no such file", fix="pass a PEM bundle, e.g. "
-                                  "/etc/ssl/certs/ca-certificates.crt")
+            check_ca_bundle(ca_bundle)
             _add(tar, f"{BUILD_DIR}/ca.pem", path=Path(ca_bundle))
         if wheels:
             _add(tar, f"{BUILD_DIR}/wheels/", path=t.root)

@@ -53,8 +53,14 @@ def input_sha256(path: Path) -> str:
 
 
 def repo_root(images_file: Path) -> Path:
-    """The repository root of an images.toml: the folder above its `containers/` folder."""
-    return Path(images_file).resolve().parent.parent
+    """The repository root of an images.toml: the folder above its `containers/` folder (an images file
+    elsewhere is a ConfigError: its Dockerfiles and locks are named from that root)."""
+    folder = Path(images_file).resolve().parent
+    if folder.name != "containers":
+        raise ConfigError(f"{images_file}: an images file outside a containers/ folder (the repository's root is the "
+                          "folder above it, where its Dockerfiles are)", fix="pass the repository's "
+                                                                            "containers/images.toml")
+    return folder.parent
 
 
 def load_file(images_file: Path = DEFAULT_IMAGES_FILE) -> ImagesFile:

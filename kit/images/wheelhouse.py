@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kit.errors import ImageError
+from kit.errors import ConfigError, ImageError
 from kit.images.built import host_lock
 from kit.images.spec import Target
 
@@ -35,7 +35,12 @@ def lock_hashes(path: Path) -> dict[str, set[str]]:
     """name==version -> its allowed sha256 hashes, from a hash-pinned requirements lock."""
     out: dict[str, set[str]] = {}
     current = None
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a requirements lock (not UTF-8 text at byte {exc.start})",
+                          fix="regenerate it (make locks) or restore it from git") from None
+    for line in text.splitlines():
         m = _REQ.match(line)
         if m:
             current = f"{m.group(1)}=={m.group(2)}"
@@ -55,6 +60,8 @@ def file_hashes(folder: Path) -> dict[str, str]:
         cache = json.loads(index_path.read_text())
     except (OSError, ValueError):
         cache = {}
+    if not isinstance(cache, dict):   # kit's own memo, damaged: every file is hashed again
+        cache = {}
     out, fresh = {}, {}
     for f in sorted(folder.iterdir()):
         if not f.is_file() or f.name == _INDEX or f.name.startswith("."):
@@ -62,7 +69,7 @@ def file_hashes(folder: Path) -> dict[str, str]:
         st = f.stat()
         key = f"{st.st_size}:{st.st_mtime_ns}"
         entry = cache.get(f.name)
-        if not entry or entry[0] != key:
+        if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == key and isinstance(entry[1], str)):
             h = hashlib.sha256()
             with open(f, "rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):

@@ -28,7 +28,7 @@ from kit.results.benchmark_rule import validate_held
 from kit.results.identity import Expectation, PlanExpectations
 from kit.results.kinds import kind_name, result_kind
 from kit.results.kinds.base import ResultKind
-from kit.outputs import plain_relative, unchanged_output, write_output
+from kit.outputs import check_output, plain_relative, unchanged_output, write_output
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, ReportFiles, groups, select_runs
 from kit.results.store import archive_note, collection_of, file_language, iter_checkpoint_files
 from kit.results.report_batches import BATCHES_DIR, link_batches, write_batches_index
@@ -100,6 +100,12 @@ def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRec
                             compliance=st.compliance if data is not None else None)
 
 
+def check_report_output(out_dir: Path) -> None:
+    """A ConfigError unless OUT can take a report (absent, empty, or kit's own earlier report unchanged):
+    asked before any work, by the report itself and by the commands that end in one (kit demo)."""
+    check_output(out_dir, "report", force_needed=False, legacy=_legacy_report)
+
+
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,
                  expect: PlanExpectations | None = None, include_stale: bool = False,
                  verdicts: list[Path] | None = None,
@@ -123,6 +129,8 @@ are drawn in a process forked before the checkpoints are read (kit.results.plot_
 def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, expect: PlanExpectations | None,
                   include_stale: bool, verdicts: list[Path] | None, validate_all: ValidateAll,
                   own_output: bool, earlier: Path | None) -> ReportOutcome:
+    if own_output:   # refused before thousands of checkpoints are read
+        check_report_output(out_dir)
     found = collect_checkpoints(results_dir, expect, validate_all)
     stale = [r for r in found if r.state == PairState.STALE]
     if include_stale:

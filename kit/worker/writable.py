@@ -33,7 +33,7 @@ def check_writable(folder: Path) -> None:
             raise ConfigError(f"cannot write to the results folder {folder}: {blocked} is a file, not a folder",
                               fix="point --results (the site's `results`) at a folder, or move that file") from None
         if exc.errno in _FULL:
-            fix = f"free space (or quota) on the file system of {folder}, or point --results elsewhere"
+            fix = f"free space (or quota) on the file system of {folder}, or point --results (the site's `results`) elsewhere"
         else:
             fix = f"make {folder} writable by this user, or point --results (the site's `results`) elsewhere"
         raise ConfigError(f"cannot write to the results folder {folder}: {reason}", fix=fix) from None

@@ -24,7 +24,7 @@ def demo_sweep(root: Path, runs: tuple[tuple[str, str], ...] = (LLM,)) -> Simple
     """root/data (benchmark), root/roster.toml, root/results with every planned pair complete; the
     German answers of the first run are all wrong, so scores differ by language."""
     bench = write_demo_benchmark(root / "data")
-    text = roster_text(LLM, RERANKER).replace("{benchmark}", str(bench))
+    text = roster_text(LLM, RERANKER, bench)
     if RERANKER not in runs:
         text = text[: text.index("[[run]]", text.index("[[run]]") + 1)]
     roster = root / "roster.toml"

@@ -277,3 +277,22 @@ def test_child_path_is_the_path_the_slash_makes(folder):
     assert (str(made), made.parts, made.parent, made.name, hash(made)) == \
            (str(slash), slash.parts, slash.parent, slash.name, hash(slash))
     assert made == slash and type(made) is type(slash)
+
+
+def test_a_library_s_own_words_for_a_full_disk_are_the_disk_error_they_stand_for(tmp_path):
+    """safetensors and tokenizers (Rust) raise their own exception types for a full disk; kit reads the
+    OS error in their message, so the demo says "No space left on device" naming the folder, not a
+    traceback; any other library error stays what it was."""
+    import errno
+
+    from kit.errors import disk_error, library_disk_error
+
+    class SafetensorError(Exception):
+        pass
+
+    full = library_disk_error(SafetensorError("Error while serializing: I/O error: No space left on device "
+                                              "(os error 28)"), tmp_path)
+    assert isinstance(full, OSError) and full.errno == errno.ENOSPC and full.filename == str(tmp_path)
+    assert disk_error(full).one_line().startswith(f"{tmp_path}: No space left on device")
+    assert library_disk_error(SafetensorError("header too large"), tmp_path) is None
+    assert library_disk_error(SafetensorError("(os error 4)"), tmp_path) is None   # EINTR: not the disk's

@@ -86,3 +86,47 @@ def test_make_image_builds_the_variant_that_was_built_here_unless_told():
     assert "has no variant cuda11" in (lambda r: r.stdout + r.stderr)(chosen("vllm", "cuda11"))
     refused = chosen("gliner2", "cuda")
     assert refused.returncode != 0 and "has no variant cuda" in refused.stdout + refused.stderr
+
+
+@pytest.mark.parametrize("bundle,said", [
+    ("/dev/zero", "not a regular file"), ("missing.pem", "does not exist"), ("folder", "is a directory"),
+    ("empty.pem", "holds no PEM certificate"),
+])
+def test_a_ca_bundle_pip_could_not_read_is_refused_before_any_build(tmp_path, bundle, said):
+    """--ca-bundle is checked before a build starts (its downloads take minutes): a device, a folder, a
+    missing file or one with no certificate is one line, exit 2, and no Docker engine is asked."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "empty.pem").write_text("not a certificate\n")
+    path = bundle if bundle.startswith("/") else str(tmp_path / bundle)
+    r = kit("images", "build", "gguf", "--variant", "cpu", "--ca-bundle", path,
+            "--lock-file", str(tmp_path / "images.lock.json"))
+    assert r.returncode == 2 and said in r.stderr and "Docker" not in r.stderr, r.stderr
+
+
+def test_a_damaged_lock_is_refused_before_a_build_not_after_it(tmp_path):
+    bad = tmp_path / "images.lock.json"
+    bad.write_text('{"images": {"gguf": ')
+    r = kit("images", "build", "gguf", "--variant", "cpu", "--lock-file", str(bad))
+    assert r.returncode == 2 and "not a valid images lock" in r.stderr and "Docker" not in r.stderr, r.stderr
+
+
+def test_defs_renders_every_definition_before_writing_one(tmp_path):
+    """A Dockerfile that cannot be read stops `kit images defs` with the others as they were (not half of
+    apptainer/ rewritten); an images file outside a containers/ folder is refused, not read from the wrong root."""
+    import shutil
+
+    pytest.importorskip("spython", reason="spython is not installed (pip install spython)")
+    copy = tmp_path / "repo"
+    for part in ("containers", "apptainer"):
+        shutil.copytree(REPO / part, copy / part)
+    for dockerfile in REPO.glob("Dockerfile.*"):
+        shutil.copy(dockerfile, copy / dockerfile.name)
+    (copy / "Dockerfile.vllm").unlink()
+    stale = copy / "apptainer" / "gguf.def"
+    stale.write_text("stale\n")
+    r = kit("images", "defs", "--images-file", str(copy / "containers" / "images.toml"))
+    assert r.returncode == 2 and "Dockerfile.vllm" in r.stderr, r.stderr
+    assert stale.read_text() == "stale\n"
+    shutil.copy(copy / "containers" / "images.toml", tmp_path / "images.toml")
+    r = kit("images", "defs", "--check", "--images-file", str(tmp_path / "images.toml"))
+    assert r.returncode == 2 and "outside a containers/ folder" in r.stderr, r.stderr

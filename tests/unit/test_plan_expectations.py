@@ -21,7 +21,7 @@ LLM, RERANKER = ("kit-demo/tiny-llama", "a" * 40), ("kit-demo/tiny-reranker", "b
 def project(tmp_path):
     bench = write_demo_benchmark(tmp_path / "data")
     (bench / "my_prompt.txt").write_text("Is this sentence true? {}\nAnswer yes or no:", encoding="utf-8")
-    text = roster_text(LLM, RERANKER).replace("{benchmark}", str(bench))
+    text = roster_text(LLM, RERANKER, bench)
     # a second generate run on the default prompt, and one on a prompt of its own
     text += "\n".join(f'''
 [[run]]
@@ -75,3 +75,16 @@ def test_the_inputs_are_all_that_the_identity_reads_of_a_run(project):
         for language in LANGUAGES:
             parts = [kind.pair_identity(run, language, project.benchmark) for run in group]
             assert all(part == parts[0] for part in parts)
+
+
+@pytest.mark.parametrize("folder", ['/tmp/ca"che', "/tmp/ca\\che", "/tmp/caché d'été"])
+def test_the_demo_s_files_hold_any_cache_path_as_toml_reads_it(folder):
+    """KIT_CACHE_DIR may hold a quote or a backslash: the demo's roster and sites files still parse, and
+    give the path back as it was (never a file kit wrote itself refused as invalid TOML)."""
+    import tomllib
+    from pathlib import Path
+
+    from kit.demo.run import sites_text
+
+    assert tomllib.loads(roster_text(LLM, RERANKER, Path(folder) / "data"))["benchmark"] == f"{folder}/data"
+    assert tomllib.loads(sites_text(Path(folder) / "hub"))["site"]["local"]["weights"] == f"{folder}/hub"

@@ -34,11 +34,20 @@ def _built(names, images_file: Path, lock_file: Path):
     from kit.images import spec
     from kit.images.built import load_lock
 
+    from kit.errors import ConfigError
+
     lock = load_lock(lock_file)
     for name in names:
         spec.target(name, None, images_file)  # unknown names fail as bad input first
         built = lock.get(name, lock_file)
-        yield spec.target(name, built.variant, images_file), built
+        try:
+            target = spec.target(name, built.variant, images_file)
+        except ConfigError as exc:   # the variant is the lock's record, not an option the user gave
+            raise ConfigError(f"{lock_file}: image {name!r} was recorded as variant {built.variant!r}, which "
+                              f"{images_file} does not define ({exc.message})",
+                              fix=f"rebuild it (kit images build {name} --variant <one images.toml defines>), or "
+                                  "restore the images lock kit wrote") from None
+        yield target, built
 
 
 @click.group()

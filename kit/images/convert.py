@@ -13,7 +13,7 @@ from kit.images import engine
 from kit.images.attest import artifact_attestation_path, artifact_statement, write_attestation
 from kit.images.built import Artifact, BuiltImage, ImagesLock, update_lock
 from kit.images.progress import Progress
-from kit.images.sif import build_sif
+from kit.images.sif import build_sif, compression_args
 from kit.images.sqsh import build_sqsh
 from kit.signing import signing_key_for_tools
 
@@ -44,6 +44,7 @@ def _make(built: BuiltImage, form: str, dest: Path, progress: Progress) -> str:
         tagged = engine.has_image(built.tag) and engine.image_attrs(built.tag)["Id"] == built.image_id
         engine.save(built.tag if tagged else built.image_id, dest)
         return f"docker save {built.tag if tagged else '(by id)'} (load with: docker load -i FILE)"
+    compression_args()   # a bad KIT_SIF_COMPRESSION is refused before minutes of docker save
     with tempfile.TemporaryDirectory(prefix=".kit-archive-", dir=dest.parent) as tmp:
         progress.line(f"docker save {built.image_id[:19]}")
         archive = engine.save(built.image_id, Path(tmp) / "image.tar")
@@ -83,15 +84,20 @@ def convert(built: BuiltImage, forms: tuple[str, ...], out_dir: Path, lock_path:
                               made_at=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
                               image_id=built.image_id, tool=tool)
         said = write_attestation(artifact_attestation_path(dest), artifact_statement(built, form, made[form], dest), key)
+        # recorded as soon as it is made: a later form's failure (no mksquashfs) leaves none unrecorded
+        _record(built, lock_path, form, made[form])
         progress.done(f"{dest.name} sha256 {made[form].sha256[:16]} ({made[form].bytes / 1e6:.0f} MB); {said}")
+    return made
+
+
+def _record(built: BuiltImage, lock_path: Path, form: str, artifact: Artifact) -> None:
+    """Write one artifact into the lock, unless the image was rebuilt meanwhile."""
 
     def change(lock: ImagesLock) -> None:
-        """Record the artifacts, unless the image was rebuilt meanwhile."""
         current = lock.get(built.backend, lock_path)
         if current.image_id != built.image_id:
             raise ImageError(f"{lock_path}: {built.backend} was rebuilt during the conversion",
                              fix=f"kit images convert {built.backend} again")
-        current.artifacts.update(made)
+        current.artifacts[form] = artifact
 
     update_lock(lock_path, change)
-    return made

@@ -86,22 +86,28 @@ def build_sif(archive: Path, out: Path, *, use_helper: bool | None = None) -> st
     """`apptainer build OUT docker-archive://ARCHIVE`, on the host or in the helper; returns the tool."""
     archive, out = Path(archive).resolve(), Path(out).resolve()
     extra = compression_args()
+    # built beside and renamed into place: a failed build leaves the SIF there before it whole
+    part = out.with_name(f".{out.name}.part")
     if use_helper is None:
         use_helper = shutil.which("apptainer") is None
-    if not use_helper:
-        r = subprocess.run(["apptainer", "build", "--force", *extra, str(out), f"docker-archive://{archive}"],
-                           capture_output=True, text=True)
-        tool = subprocess.run(["apptainer", "--version"], capture_output=True, text=True).stdout.strip()
-        status, err = r.returncode, r.stderr
-    else:
-        mounts = [helper.Mount(str(archive.parent), "/in"), helper.Mount(str(out.parent), "/out", read_only=False)]
-        r = helper.run(["apptainer", "build", "--force", *extra, f"/out/{out.name}",
-                        f"docker-archive:///in/{archive.name}"], mounts)
-        tool = f"{helper.version()} (helper {helper.HELPER})"
-        status, err = r.status, r.stderr
-    tool += f", {os.environ.get('KIT_SIF_COMPRESSION', 'gzip')}"
-    if status != 0:
-        tail = " | ".join(err.strip().splitlines()[-4:])
-        raise ImageError(f"apptainer build failed for {archive.name}: {tail}",
-                         fix="read the message; the helper needs a working dockerd and enough disk in /tmp")
+    try:
+        if not use_helper:
+            r = subprocess.run(["apptainer", "build", "--force", *extra, str(part), f"docker-archive://{archive}"],
+                               capture_output=True, text=True)
+            tool = subprocess.run(["apptainer", "--version"], capture_output=True, text=True).stdout.strip()
+            status, err = r.returncode, r.stderr
+        else:
+            mounts = [helper.Mount(str(archive.parent), "/in"), helper.Mount(str(out.parent), "/out", read_only=False)]
+            r = helper.run(["apptainer", "build", "--force", *extra, f"/out/{part.name}",
+                            f"docker-archive:///in/{archive.name}"], mounts)
+            tool = f"{helper.version()} (helper {helper.HELPER})"
+            status, err = r.status, r.stderr
+        tool += f", {os.environ.get('KIT_SIF_COMPRESSION', 'gzip')}"
+        if status != 0:
+            tail = " | ".join(err.strip().splitlines()[-4:])
+            raise ImageError(f"apptainer build failed for {archive.name}: {tail}",
+                             fix="read the message; the helper needs a working dockerd and enough disk in /tmp")
+        os.replace(part, out)
+    finally:
+        part.unlink(missing_ok=True)
     return tool

@@ -93,6 +93,16 @@ def build_sqsh(ref: str, out: Path) -> str:
     # -e would swallow every later word as an exclude; nothing follows the fixed options
     proc = subprocess.Popen(["mksquashfs", "-", str(tmp), *MKSQUASHFS_ARGS, "-mkfs-time", str(EPOCH),
                              "-all-time", str(EPOCH)], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        return _squash(ref, out, tmp, proc, extra, tool)
+    finally:   # an interrupt or any failure leaves no mksquashfs running and no part behind
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        tmp.unlink(missing_ok=True)
+
+
+def _squash(ref: str, out: Path, tmp: Path, proc: subprocess.Popen, extra: Any, tool: str) -> str:
     container, chunks = engine.export_stream(ref)
     try:
         # GNU, not PAX: mksquashfs 4.5.1 drops the leading "/" of a PAX linkpath (any symlink
@@ -108,7 +118,6 @@ def build_sqsh(ref: str, out: Path) -> str:
     finally:
         container.remove(force=True)
     if status != 0:
-        tmp.unlink(missing_ok=True)
         raise ImageError(f"mksquashfs failed for {ref}: {' | '.join(err.strip().splitlines()[-3:])}",
                          fix="check free disk space and squashfs-tools >= 4.5 (for -tar)")
     os.replace(tmp, out)
@@ -117,11 +126,17 @@ def build_sqsh(ref: str, out: Path) -> str:
 
 def _enroot_import(ref: str, out: Path) -> str:
     out = Path(out)
-    out.unlink(missing_ok=True)  # enroot refuses to overwrite
+    part = out.with_name(f".{out.name}.part")   # imported beside: a failed import leaves the one there whole
+    part.unlink(missing_ok=True)  # enroot refuses to overwrite
     env = {**os.environ, "ENROOT_SQUASH_OPTIONS": "-comp zstd -Xcompression-level 3 -noappend"}
-    r = subprocess.run(["enroot", "import", "-o", str(out), f"dockerd://{ref}"], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        raise ImageError(f"enroot import failed for {ref}: {' | '.join(r.stderr.strip().splitlines()[-3:])}",
-                         fix="set KIT_SQSH_TOOL=kit to convert without enroot")
+    try:
+        r = subprocess.run(["enroot", "import", "-o", str(part), f"dockerd://{ref}"], capture_output=True, text=True,
+                           env=env)
+        if r.returncode != 0:
+            raise ImageError(f"enroot import failed for {ref}: {' | '.join(r.stderr.strip().splitlines()[-3:])}",
+                             fix="set KIT_SQSH_TOOL=kit to convert without enroot")
+        os.replace(part, out)
+    finally:
+        part.unlink(missing_ok=True)
     version = subprocess.run(["enroot", "version"], capture_output=True, text=True).stdout.strip()
     return f"enroot {version} (import dockerd://)"

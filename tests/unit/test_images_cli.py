@@ -130,3 +130,17 @@ def test_defs_renders_every_definition_before_writing_one(tmp_path):
     shutil.copy(copy / "containers" / "images.toml", tmp_path / "images.toml")
     r = kit("images", "defs", "--check", "--images-file", str(tmp_path / "images.toml"))
     assert r.returncode == 2 and "outside a containers/ folder" in r.stderr, r.stderr
+
+
+def test_a_variant_the_lock_records_and_images_toml_lacks_is_blamed_on_the_lock(tmp_path):
+    import json
+
+    image = {"backend": "gguf", "tag": "kit/gguf:1", "image_id": "sha256:" + "0" * 64, "dockerfile_sha256": "aa",
+             "lock_sha256": "bb", "base": "debian:12", "kit_version": "0.1", "built_at": "2026-01-01T00:00:00Z",
+             "variant": "nope"}
+    lock = tmp_path / "images.lock.json"
+    lock.write_text(json.dumps({"kit_images_lock_version": 1, "images": {"gguf": image}}))
+    r = kit("images", "verify", "gguf", "--lock-file", str(lock))
+    line = r.stderr.strip()
+    assert r.returncode == 2 and line.startswith(f"kit: error: {lock}: image 'gguf' was recorded as variant 'nope'"), line
+    assert "--variant" not in line.split("; fix: ")[0] or "leave --variant out" not in line

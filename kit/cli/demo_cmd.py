@@ -10,7 +10,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
-from kit.errors import ConfigError, SubmitError, visible
+from kit.errors import ConfigError, SubmitError, visible, warn
 
 
 @click.command()
@@ -72,7 +72,7 @@ def demo(workdir: Path, runtime: str, drift: bool, images_lock: Path, as_json: b
          f"{ov.pairs} pairs, {ov.total_prompts} prompts; {c['complete']} complete, {c['pending']} pending")
     prepared = prepare_kit_run(RunRequest(files.sites, ("local",), files.roster))
     for warning in prepared.warnings:
-        common.say(f"kit: warning: {warning}")
+        warn(warning)
     plan = prepared.plan
     if plan.pending:
         subs = submit_run(plan)
@@ -102,7 +102,7 @@ def demo(workdir: Path, runtime: str, drift: bool, images_lock: Path, as_json: b
         for name, why in drifted.skipped.items():
             show(f"drift: {name} not measured here: {why}")
         for where, why in drifted.failed.items():
-            common.say(f"kit: warning: drift rerun {where} failed: {why}")
+            warn(f"drift rerun {where} failed: {why}")
     paths = write_report(files.results, files.report)
     seconds = time.perf_counter() - t0
     text = list(_lines(files, paths, seconds))

@@ -8,6 +8,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.errors import warn
 from kit.results.keys import PairState
 
 
@@ -63,7 +64,7 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
         note = short_walltime(site.config.walltime, site.config.scheduler)
         warnings = ([f"site {site.name}: {note}"] if note else []) + site.config.ignored_keys()
         for warning in warnings:
-            common.say(f"kit: warning: {warning}")
+            warn(warning)
         images = run_images(site, runs, images_lock)
     data = ov.as_dict()
     if site is not None:

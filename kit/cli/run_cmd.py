@@ -9,6 +9,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.errors import warn
 
 
 @click.command()
@@ -91,7 +92,7 @@ def run(site_names: tuple[str, ...], sites_csv: str | None, sites_file: Path, ro
     prepared = prepare_kit_run(req, now=clock)
     plan = prepared.plan
     for warning in prepared.warnings:
-        common.say(f"kit: warning: {warning}")
+        warn(warning)
     if dry_run or not plan.pending:
         data = {**plan.as_dict(), "dry_run": dry_run, "submitted": [], "warnings": list(prepared.warnings)}
         if prepared.weights is not None:

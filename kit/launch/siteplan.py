@@ -180,8 +180,12 @@ def resolve_image(resolved: ResolvedSite, backend: str, images_lock: Path | None
         if not dry_run:
             raise
         ref = f"kit/{backend}:{NOT_BUILT}" if kind == "oci" else str(paths.images / f"kit-{backend}-{NOT_BUILT}.{kind}")
-        return ImageChoice(ref, {"KIT_IMAGE_DIGEST": NOT_BUILT, "KIT_IMAGE_ARTIFACT": kind},
-                           f"{exc.one_line()} (the dry run shows a placeholder image)",
+        said = f"{exc.one_line()} (the dry run shows a placeholder image)"
+        if not (Path(lock_path).parent / "images.toml").is_file():   # outside the repository: said, not silent
+            said += (f"; the GPUs image {backend} runs on are not checked either: no images.toml beside "
+                     f"{lock_path} (run kit from the repository's root, or set KIT_IMAGES_LOCK to its "
+                     "containers/images.lock.json)")
+        return ImageChoice(ref, {"KIT_IMAGE_DIGEST": NOT_BUILT, "KIT_IMAGE_ARTIFACT": kind}, said,
                            planned_gpu_code(lock_path, backend, built.variant if built else None))
     return ImageChoice(str(paths.images / art.file), {**env, "KIT_IMAGE_SHA256": art.sha256}, gpu_code=code)
 

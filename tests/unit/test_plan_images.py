@@ -82,3 +82,23 @@ def test_apptainer_needs_the_sif_and_names_the_conversion(project):
 def test_the_host_runtime_needs_no_image(project):
     r = plan(project, "--site", "here")
     assert r.returncode == 0 and "host venv (no image)" in r.stdout, r.stderr
+
+
+def test_a_dry_run_outside_the_repository_says_the_gpus_are_not_checked(tmp_path):
+    """From a folder without containers/images.toml beside the lock, a dry run cannot know the GPUs a
+    not-yet-built image runs on: it says so (and how to fix it), never passes the check in silence."""
+    import subprocess
+    import sys
+
+    sites = tmp_path / "sites.toml"
+    sites.write_text('[site.g]\nscheduler = "oar"\nfrontend = "f"\nroot = "/r"\nresults = "/r/res"\nimages = "/r/img"\n'
+                     'weights = "/r/hf"\ngpu_model = "V100"\n', encoding="utf-8")
+    from kit.demo.dataset import write_demo_benchmark
+
+    data = write_demo_benchmark(tmp_path / "data")
+    (tmp_path / "roster.toml").write_text(f'benchmark = "{data.as_posix()}"\n[[run]]\nmodel = "org/m-8B"\n'
+                                          f'revision = "{"a" * 40}"\nbackend = "vllm"\n', encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "g", "--dry-run"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "the GPUs image vllm runs on are not checked either: no images.toml beside" in r.stderr, r.stderr

@@ -11,9 +11,12 @@ import re
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|APIKEY|WEBHOOK|NETRC|COOKIE"
                          r"|(?:^|_)(?:PAT|AUTH|KEY|DSN)(?:_|$)", re.IGNORECASE)
 
+# Hugging Face user and organisation access tokens: also what publish's scanner looks for (kit.results.secrets)
+HUGGING_FACE_TOKENS = (re.compile(r"hf_[A-Za-z0-9]{30,}"), re.compile(r"api_org_[A-Za-z0-9]{30,}"))
+
 _VALUE_SHAPES = (
     ("a URL with a password", re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")),
-    ("a Hugging Face token", re.compile(r"\b(?:hf_|api_org_)[A-Za-z0-9]{30,}")),
+    ("a Hugging Face token", re.compile(r"\b(?:" + "|".join(p.pattern for p in HUGGING_FACE_TOKENS) + ")")),
     ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
     ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
     ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),

@@ -21,11 +21,11 @@ class KitError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        """The message and, when known, the fix, on one line."""
+        """The message and, when known, the fix, on one line (a very long word shortened: see shortened)."""
         text = " ".join(self.message.split())
         if self.fix:
             text = f"{text}; fix: {' '.join(self.fix.split())}"
-        return text
+        return shortened(text)
 
     def __reduce__(self) -> tuple:
         # raised in a worker process, it reaches the parent pickled: rebuilt as it was, whatever arguments
@@ -46,6 +46,20 @@ _UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u
                          r"\ufeff\ud800-\udfff]")
 
 
+# a word of an error or warning line longer than this (a pasted file, a 5,000-character name) is shown by
+# its two ends: the line stays one a terminal and a log can hold, and still says which value it was
+LONG_WORD = 320
+_LONG_WORD = re.compile(r"\S{%d,}" % (LONG_WORD + 1))
+_HEAD, _TAIL = 200, 80
+
+
+def shortened(text: str) -> str:
+    """`text` with each word (a run without white space) longer than LONG_WORD characters cut to its first
+    and last characters, saying how many were left out."""
+    return _LONG_WORD.sub(lambda m: f"{m.group()[:_HEAD]}...({len(m.group()) - _HEAD - _TAIL} characters "
+                                    f"left out)...{m.group()[-_TAIL:]}", text)
+
+
 def visible(text: str) -> str:
     """`text` as one line of output: each control character (a newline in a file name), line separator,
     bidirectional control or invisible character, or lone surrogate shown as its escape (\\n, \\u202e,
@@ -62,7 +76,7 @@ def warn(message: str) -> None:
     """Print kit's one warning line on stderr: something was skipped or assumed, and the command goes on."""
     import sys
 
-    print(f"kit: warning: {visible(message)}", file=sys.stderr)
+    print(f"kit: warning: {shortened(visible(message))}", file=sys.stderr)
 
 
 class ConfigError(KitError):

@@ -189,20 +189,23 @@ def save_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
 
 @images.command("verify")
 @names_arg
+@click.option("--to", "to", default="recorded", show_default=True, type=click.Choice(["sif", "sqsh", "all", "recorded"]),
+              help="Artifact forms to check: recorded is every one the images lock records for the image.")
 @out_option
 @with_files
 @common.json_option
-def verify_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
+def verify_cmd(names, to, out_dir, images_file, lock_file, as_json) -> None:
     """Prove the SIF and sqsh hold the image's files; print every differing path.
 
     \b
-    Example:
+    Examples:
       kit images verify gguf            sif: SAME, sqsh: SAME (or each differing path)
+      kit images verify gguf --to sif   the SIF only, and refuse when it was never made
     """
-    from kit.images.verify import verify
+    from kit.images.verify import forms_to_verify, verify
 
     checked = [(built.backend, r) for _, built in list(_built(names, images_file, lock_file))
-               for r in verify(built, out_dir, progress=common.say)]
+               for r in verify(built, out_dir, forms_to_verify(built, to), progress=common.say)]
     data = [{"image": image, "form": r.form, "file": r.file, "entries": r.entries,
              "differences": [d.path for d in r.differences], "ignored": dict(r.ignored)} for image, r in checked]
     render(Outcome("images verify", data, _verify_lines(checked), failed=any(r.differences for _, r in checked)),

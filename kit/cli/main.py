@@ -10,7 +10,7 @@ import sys
 import click
 
 import kit
-from kit.errors import KitError, MissingExtraError, disk_error, error_line
+from kit.errors import KitError, MissingExtraError, disk_error, error_line, shortened, visible
 from kit.settings import SETTING_VARIABLES
 
 # command -> "module:attribute"; modules load only when their command runs (fast --help).
@@ -161,7 +161,7 @@ def _click_line(exc: click.ClickException, args: list[str]) -> str:
             if set_names:
                 message += f" (from the environment variable {set_names[0]})"
     where = ctx.command_path if ctx is not None else "kit"
-    return f"{message}; fix: see `{where} --help`"
+    return shortened(visible(f"{message}; fix: see `{where} --help`"))
 
 
 def _exit_with(exc: KitError, args: list[str]) -> None:

@@ -91,10 +91,14 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     else:
         from kit.results.identity import PlanExpectations
 
+        from kit.results.status import select_found
+
         dataset = common.benchmark_or_roster(benchmark, None)
         with ResultsTree(common.results_folder(results)) as tree:
             statuses = tree.scan(PlanExpectations(dataset) if dataset else None)
             cached = tree.from_cache
+        # without a roster, --model and --languages pick among the checkpoints found
+        statuses = select_found(statuses, models, common.split_languages(languages), results)
     counts = count_states(statuses)
     note = archive_note(results) if not (site_names or all_sites) else None
     if not (site_names or all_sites) and not os.path.lexists(results):   # a typo reads as "nothing ran yet"
@@ -114,7 +118,9 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
     from rich.console import Console
 
     console = Console(width=160)
-    if every_pair:
+    if not statuses:   # no table: the count line says it (an empty table only squeezes its title)
+        pass
+    elif every_pair:
         console.print(_pair_table(title, statuses, results))
     else:
         console.print(_run_table(title, statuses))
@@ -126,7 +132,7 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
         if len(problems) > LISTED:
             click.echo(f"... and {len(problems) - LISTED} more pairs not complete, not listed here "
                        "(every pair: --pairs; all of them with their reasons: --json)")
-    click.echo(f"{len(statuses)} pairs: " + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    click.echo(f"{len(statuses)} pairs" + (": " if counts else "") + ", ".join(f"{n} {state}" for state, n in counts.items()))
     if note:
         click.echo(note)
     if cached:

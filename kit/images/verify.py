@@ -86,6 +86,18 @@ def check(form: str, image: dict[str, Entry], other: dict[str, Entry], file: str
     return report
 
 
+def forms_to_verify(built: BuiltImage, to: str) -> tuple[str, ...]:
+    """--to sif|sqsh|all|recorded -> the artifact forms to verify: `recorded` is those the lock records for
+    the image (a site that runs Apptainer only converts to SIF), an ImageError when it records none."""
+    if to != "recorded":
+        return ("sif", "sqsh") if to == "all" else (to,)
+    forms = tuple(form for form in ("sif", "sqsh") if form in built.artifacts)
+    if not forms:
+        raise ImageError(f"image {built.backend} ({built.image_id[:19]}) has no sif or sqsh artifact to verify",
+                         fix=f"kit images convert {built.backend} --to sif (or sqsh, or all)")
+    return forms
+
+
 def verify(built: BuiltImage, folder: Path, forms: tuple[str, ...] = ("sif", "sqsh"),
            progress=lambda msg: None) -> list[FormReport]:
     """Check each artifact's sha256 against the lock, then compare its files with the image."""

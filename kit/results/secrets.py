@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote
 
+from kit.credentials import HUGGING_FACE_TOKENS
 from kit.errors import ConfigError
 from kit.results.store import ENVELOPE_SUFFIX
 
@@ -473,7 +474,7 @@ def _detectors() -> _Detectors:
         """Hugging Face user and organisation access tokens (hf_ and api_org_ then 30+ letters or digits)."""
 
         secret_type = "Hugging Face Token"
-        denylist = (re.compile(r"hf_[A-Za-z0-9]{30,}"), re.compile(r"api_org_[A-Za-z0-9]{30,}"))
+        denylist = HUGGING_FACE_TOKENS
 
     plugins = [HuggingFaceTokenDetector(), *(cls() for cls in get_mapping_from_secret_type_to_class().values()
                                             if issubclass(cls, RegexBasedDetector) and cls is not IPPublicDetector)]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.config.names import run_from_stem
+from kit.errors import ConfigError
 from kit.plan import PAIR_ORDER, Pair
 from kit.results import keys
 from kit.results.keys import PairState
@@ -77,6 +78,27 @@ def scan_results(results: Path, validate_all: ValidateAll = validate_each,
         metadata = (st.data or {}).get(keys.METADATA)
         pair = Pair(run_from_stem(path.stem), file_language(results, path, metadata))
         out.append(PairStatus(pair, st.state, path, list(st.reasons), list(st.notices)))
+    return out
+
+
+def select_found(statuses: list[PairStatus], runs: Iterable[str], languages: Iterable[str] | None,
+                 results: Path) -> list[PairStatus]:
+    """The pairs found by scan_results of these runs (every one when none is given) and languages (every
+    one when None); a ConfigError for a run or language that no checkpoint found has, naming those found."""
+    out = statuses
+    for asked, of, what in ((list(runs), lambda s: s.pair.run, "run"),
+                            (list(languages or ()), lambda s: s.pair.language, "language")):
+        if not asked:
+            continue
+        found = sorted({of(s) for s in statuses})
+        missing = [name for name in asked if name not in found]
+        if missing:
+            listed = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+            raise ConfigError(f"no checkpoint in {results} is of {what} {missing[0]!r}",
+                              fix=f"pick among: {listed or '(none found)'}, or give the roster that plans it "
+                                  "(--roster)")
+        wanted = set(asked)
+        out = [s for s in out if of(s) in wanted]
     return out
 
 

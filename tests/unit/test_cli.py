@@ -153,3 +153,25 @@ def test_a_number_setting_that_is_not_one_is_bad_input_naming_it(monkeypatch, va
     assert setting_int("KIT_DOCKER_TIMEOUT", 600) == 30
     monkeypatch.delenv("KIT_DOCKER_TIMEOUT")
     assert setting_int("KIT_DOCKER_TIMEOUT", 600) == 600
+
+
+@pytest.mark.parametrize("argv", [
+    ["status", "--roster", "r" * 5000 + ".toml"],            # kit's own refusal (a ConfigError)
+    ["run", "--array", "9" * 5000, "--dry-run"],              # click's refusal of the command line
+])
+def test_a_very_long_value_is_shown_by_its_two_ends_in_the_error_line(tmp_path, argv):
+    """A 5,000-character value makes no 5,000-character error line: its two ends, and how much was left out."""
+    r = subprocess.run([sys.executable, "-m", "kit", *argv], capture_output=True, text=True, cwd=tmp_path)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("kit: error: "), r.stderr
+    assert len(lines[0]) < 1000 and "characters left out)" in lines[0] and "; fix: " in lines[0], lines[0]
+
+
+def test_shortened_keeps_short_words_and_each_long_word_s_ends():
+    from kit.errors import LONG_WORD, shortened
+
+    assert shortened("a b " + "x" * LONG_WORD) == "a b " + "x" * LONG_WORD
+    long = "h" * 300 + "m" * 500 + "t" * 100
+    cut = shortened(f"file {long} is bad")
+    assert cut.startswith("file " + "h" * 200 + "...(") and cut.endswith("t" * 80 + " is bad")
+    assert f"({len(long) - 280} characters left out)" in cut

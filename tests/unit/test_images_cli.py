@@ -144,3 +144,23 @@ def test_a_variant_the_lock_records_and_images_toml_lacks_is_blamed_on_the_lock(
     line = r.stderr.strip()
     assert r.returncode == 2 and line.startswith(f"kit: error: {lock}: image 'gguf' was recorded as variant 'nope'"), line
     assert "--variant" not in line.split("; fix: ")[0] or "leave --variant out" not in line
+
+
+@pytest.mark.parametrize(("artifacts", "to", "said", "not_said"), [
+    ({"sif": "kit-gguf.sif"}, None, "sif artifact not found", "sqsh"),       # a SIF-only site: its SIF is checked
+    ({"sif": "kit-gguf.sif"}, "sqsh", "has no sqsh artifact", None),           # asked for, never made
+    ({}, None, "has no sif or sqsh artifact to verify", None),
+])
+def test_images_verify_checks_the_forms_the_lock_records_unless_told(tmp_path, artifacts, to, said, not_said):
+    import json
+
+    image = {"backend": "gguf", "tag": "kit/gguf:1", "image_id": "sha256:" + "0" * 64, "dockerfile_sha256": "aa",
+             "lock_sha256": "bb", "base": "debian:12", "kit_version": "0.1", "built_at": "2026-01-01T00:00:00Z",
+             "artifacts": {form: {"file": name, "sha256": "c" * 64} for form, name in artifacts.items()}}
+    lock = tmp_path / "images.lock.json"
+    lock.write_text(json.dumps({"kit_images_lock_version": 1, "images": {"gguf": image}}))
+    r = kit("images", "verify", "gguf", "--lock-file", str(lock), "--out", str(tmp_path),
+            *(("--to", to) if to else ()))
+    line = r.stderr.strip()
+    assert r.returncode == 1 and len(line.splitlines()) == 1 and said in line, line
+    assert not_said is None or not_said not in line.split("; fix: ")[0], line

@@ -89,3 +89,19 @@ def test_lrb_s_newer_columns_match_its_batch_leaderboard(tree: Path, tmp_path: P
         assert aggregates[model]["mcnemar_top_run"] == theirs[model]["mcnemar_top_run"] == "Qwen/Qwen3-8B"
         assert float(aggregates[model]["mcnemar_p_vs_top"]) == pytest.approx(
             float(theirs[model]["mcnemar_p_vs_top"]), rel=1e-12), model
+
+
+def test_status_without_a_roster_picks_runs_and_languages_among_the_files_found(tree: Path, tmp_path: Path) -> None:
+    """--model and --languages are not dropped when no roster plans the pairs: they pick among the files
+    found, and one that no file has is bad input naming what was found."""
+    every = json.loads(kit_in_process("status", str(tree), "--json", cwd=tmp_path, env={"KIT_NO_CACHE": "1"}).stdout)
+    pairs = every["data"]["pairs"]
+    run, language = pairs[0]["run"], pairs[0]["language"]
+    r = kit_in_process("status", str(tree), "--json", "--model", run, "--languages", language.upper(), cwd=tmp_path,
+                       env={"KIT_NO_CACHE": "1"})
+    assert r.returncode == 0, r.stderr
+    picked = json.loads(r.stdout)["data"]["pairs"]
+    assert picked == [p for p in pairs if p["run"] == run and p["language"] == language] and len(picked) < len(pairs)
+    r = kit_in_process("status", str(tree), "--model", "org/not-run", cwd=tmp_path, env={"KIT_NO_CACHE": "1"})
+    assert r.returncode == 2 and "of run 'org/not-run'" in r.stderr and run in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -291,16 +291,33 @@ def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
     write_bytes_atomic(path, text.encode("utf-8", "backslashreplace"), durable=durable)
 
 
-def replace_folder(staged: Path, dest: Path) -> None:
+def folder_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of what is at `path` (not followed), or None when nothing is: what replace_folder
+    holds the folder it moves aside to."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def replace_folder(staged: Path, dest: Path, *, checked: tuple[int, int] | None | bool = False) -> None:
     """Rename a finished folder into place; a folder there before is moved aside first, then removed,
     so `dest` is at every instant the old folder or the new one. What the staged folder holds is made
-    durable first, so that the renamed folder never holds a file a crash could leave empty."""
+    durable first, so that the renamed folder never holds a file a crash could leave empty. With
+    `checked` (folder_identity of `dest` when the caller judged it replaceable; None: nothing was there),
+    anything else found there at the rename (a folder made or swapped in meanwhile) is put back and
+    refused (a ConfigError): no folder is deleted that was not the one judged."""
     staged, dest = Path(staged), Path(dest)
     make_durable([os.path.join(staged, rel) for rel in regular_files(staged)])
     old = None
-    if dest.exists():
+    if os.path.lexists(dest):
         old = dest.parent / f".{dest.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
         os.rename(dest, old)
+        if checked is not False and folder_identity(old) != checked:
+            os.rename(old, dest)
+            raise ConfigError(f"{dest}: changed while kit was writing it (made or replaced by something else); "
+                              "nothing was replaced", fix="check what is in it now, then run the command again")
     os.rename(staged, dest)
     _fsync_path(dest.parent)
     if old is not None:

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import DISK_ERRNOS, ConfigError
-from kit.files import (atomic_writer, file_sha256, folders_under, name_part, read_regular_file, regular_files,
-                       replace_folder, umask)
+from kit.files import (atomic_writer, file_sha256, folder_identity, folders_under, name_part, read_regular_file,
+                       regular_files, replace_folder, umask)
 
 INVENTORY = ".kit-output.json"
 # an inventory file of an earlier kit version, and the kind of output it marks
@@ -249,7 +249,9 @@ def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
         out = OutputFolder(dest, kind, stage, earlier=dest if not update and dest.is_dir() else None)
         yield out
         _seal(stage, kind, out.memo)
-        replace_folder(stage, dest)
+        # judged again now: what the command was writing for minutes may have been made or filled meanwhile
+        check_output(dest, kind, force=force, force_needed=force_needed, inputs=inputs, legacy=legacy)
+        replace_folder(stage, dest, checked=folder_identity(dest))
     except OSError as exc:
         if exc.errno not in DISK_ERRNOS:
             raise

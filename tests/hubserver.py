@@ -81,6 +81,7 @@ class HubServer:
     corrupt: set[str] = field(default_factory=set)
     created: list[dict] = field(default_factory=list)
     commits: list[Commit] = field(default_factory=list)
+    extra_names: list[str] = field(default_factory=list)   # listed besides the repo's files (a hostile mirror)
 
     def start(self) -> str:
         """Serve on a free port of 127.0.0.1 in a thread; returns the endpoint URL."""
@@ -198,6 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "gated": bool(repo.token), "siblings": [{"rfilename": n} for n in files]}
             else:
                 body = [self._entry(n, p.read_bytes()) for n, p in files.items()]
+                body += [self._entry(n, b"{}") for n in self.server_hub.extra_names]
             self._reply(200, {"Content-Type": "application/json"}, json.dumps(body).encode(), head)
             return
         m = _RESOLVE.match(path)

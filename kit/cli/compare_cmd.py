@@ -20,7 +20,7 @@ SIGNIFICANT = 0.05
               help="The results tree holding both runs (run A's when --results-b is given).")
 @click.option("--results-b", type=click.Path(path_type=Path), default=None,
               help="Run B's results tree, when it is another (a rerun on another site, engine or GPU).")
-@click.option("--resamples", type=int, default=None, help="Bootstrap resamples (default: 2000).")
+@click.option("--resamples", type=int, default=None, help="Bootstrap resamples (default: 2000; 100 to 100000).")
 @click.option("--flips", "shown_flips", type=int, default=10, show_default=True,
               help="Flipped items listed in the text output (--json and --html list them all).")
 @click.option("--benchmark", type=click.Path(path_type=Path, exists=True), default=None,

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from kit.cli.common import ERROR, FAILED, OK, print_json
+from kit.errors import visible
 
 
 @dataclass
@@ -22,7 +23,8 @@ class Outcome:
     """A command's result: `data` is the envelope's `data`; `failed` says the command did its job and
     found something wrong (a FAIL verdict, an invalid file, a failed job: exit 1); `errors` are
     problems that kept part of the job from being done (printed on stderr; status error, exit 1); `text`
-    is what a person reads: lines, or a function that prints them (rich tables); `stopped_by` names
+    is what a person reads: lines (each shown by kit.errors.visible: no name in it breaks a line or reads
+other than it is), or a function that prints them (rich tables); `stopped_by` names
     the signal (SIGTERM, SIGINT) that stopped the command before its end: failed, exit 128 + N, as
     a shell reports a process the signal killed."""
 
@@ -58,9 +60,9 @@ def render(outcome: Outcome, as_json: bool) -> None:
         if callable(outcome.text):
             outcome.text()
         else:
-            for line in outcome.text:
-                click.echo(line)
+            for line in outcome.text:   # (a text may be many lines in one string: one write)
+                click.echo("\n".join(map(visible, line.split("\n"))))
         for error in outcome.errors:
-            click.echo(f"kit: {error}", err=True)
+            click.echo(f"kit: {visible(error)}", err=True)
     if outcome.exit_code:
         sys.exit(outcome.exit_code)

@@ -76,3 +76,5 @@ def _lines(output: Path, done):
         yield f"  {c.run}: {len(c.complete)}/{n} languages" + ("" if c.done else f" (not complete: {', '.join(sorted(c.other))})")
     for path, reasons in done.left_out.items():
         yield f"  left out (stale): {path}: {'; '.join(reasons)}"
+    for path, state in done.outside.items():
+        yield f"  left out (a pair the roster does not plan; {state}): {path}"

@@ -22,7 +22,7 @@ from kit.errors import visible
 @common.models_option
 @click.option("--include-stale", is_flag=True,
               help="Count stale checkpoints too (the summary then says so, file by file).")
-@click.option("--verdicts", "verdict_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False),
+@click.option("--verdicts", "verdict_dirs", multiple=True, type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="Folders of `kit reproduce` verdicts (reproduce-*.json) for the HTML report's reruns (repeatable). "
                    "Default: the reproduce* folders beside RESULTS.")
 @common.unpinned_option

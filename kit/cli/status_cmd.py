@@ -151,6 +151,15 @@ STATE_STYLE = {"complete": "green", "stale": "magenta", "pending": "yellow", "in
                "unknown": "white"}
 
 
+def shown(text: str) -> str:
+    """A name or reason as a table cell: kit.errors.visible, and no rich markup read in it."""
+    from rich.markup import escape
+
+    from kit.errors import visible
+
+    return escape(visible(text))
+
+
 def _pair_table(title: str, statuses: list, results: Path):
     """One row per pair: run, language, state, job, detail; and the file, when two rows would
     otherwise read alike (lrb's top-level copy of a run and its copy in a batch folder), relative to
@@ -158,7 +167,6 @@ def _pair_table(title: str, statuses: list, results: Path):
     import os
     from collections import Counter
 
-    from rich.markup import escape
     from rich.table import Table
 
     twice = any(n > 1 for n in Counter((s.pair.run, s.pair.language) for s in statuses).values())
@@ -166,16 +174,15 @@ def _pair_table(title: str, statuses: list, results: Path):
     for col in ("run", "language", *(("file",) if twice else ()), "state", "job", "detail"):
         table.add_column(col, overflow="fold" if col == "file" else "ellipsis")
     for s in statuses:
-        file = (escape(os.path.relpath(s.path, results)),) if twice else ()
-        table.add_row(escape(s.pair.run), escape(s.pair.language), *file,
-                      f"[{STATE_STYLE.get(s.state, '')}]{s.state}[/]", escape(s.job or ""),
-                      escape("; ".join(s.reasons or s.notices)))
+        file = (shown(os.path.relpath(s.path, results)),) if twice else ()
+        table.add_row(shown(s.pair.run), shown(s.pair.language), *file,
+                      f"[{STATE_STYLE.get(s.state, '')}]{s.state}[/]", shown(s.job or ""),
+                      shown("; ".join(s.reasons or s.notices)))
     return table
 
 
 def _run_table(title: str, statuses: list):
     """One row per run: how many of its languages are in each state (the states that occur)."""
-    from rich.markup import escape
     from rich.table import Table
 
     found = {s.state for s in statuses}
@@ -190,5 +197,5 @@ def _run_table(title: str, statuses: list):
         counts = by_run.setdefault(s.pair.run, {})
         counts[s.state] = counts.get(s.state, 0) + 1
     for run, counts in by_run.items():
-        table.add_row(escape(run), *[str(counts.get(state, "")) for state in present])
+        table.add_row(shown(run), *[str(counts.get(state, "")) for state in present])
     return table

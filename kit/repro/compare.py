@@ -9,10 +9,7 @@ from typing import Any
 from kit.errors import CheckpointError
 from kit.results import keys
 from kit.results.kinds import kind_of, unknown_kind
-
-REPRODUCED = "REPRODUCED"
-WITHIN_TOLERANCE = "WITHIN TOLERANCE"
-DIFFERENT = "DIFFERENT"
+from kit.results.verdicts import DIFFERENT, REPRODUCED, WITHIN_TOLERANCE  # noqa: F401 - named here too
 
 # Exact outputs are expected only on the same GPU model, runtime and batch mode.
 EXACTNESS_NOTE = ("Exact equality (REPRODUCED) is expected only on the same GPU model, the same runtime and the "

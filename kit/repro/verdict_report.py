@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kit.files import name_part, write_text_atomic
+from kit.files import file_sha256, name_part, write_text_atomic
 from kit.outputs import write_output
 from kit.results.tables import md_code, md_text
 from kit.repro.compare import EXACTNESS_NOTE, Comparison, Tolerance, environment, setup
@@ -31,7 +31,8 @@ def verdict_data(result_path: Path, recorded: dict[str, Any], rerun: dict[str, A
     return {
         "deliberate": deliberate.as_dict(), "setups": {"recorded": setup(recorded), "rerun": setup(rerun)},
         "paired": paired, "run": recorded.get(keys.METADATA, {}).get(keys.RUN),
-        "result": str(result_path), "verdict": cmp.verdict, "agreement": cmp.agreement,
+        "result": str(result_path), "result_sha256": file_sha256(result_path),   # what it reran, byte for byte
+        "verdict": cmp.verdict, "agreement": cmp.agreement,
         "metric_deltas": cmp.metric_deltas, "tolerance": vars(tolerance), "bounded": cmp.bounded,
         "differing_items": cmp.differing, "settings_differences": settings_diff,
         "image": {"runtime": image.runtime, "ref": image.ref, "matches_record": image.matches_record,

@@ -142,6 +142,7 @@ def validate_checkpoint(
     reasons += _run_reasons(metadata, path, run)
     reasons += _language_reasons(metadata, path, language, notices)
     reasons += _metadata_type_reasons(metadata)
+    reasons += provenance_type_reasons(data)
     predictions = data[keys.PREDICTIONS]
     kind = kind_of(data)
     if kind is None:
@@ -210,7 +211,8 @@ def _typed_summary(path: Path, run: str | None, language: str | None, expect: Ex
     metadata = data[keys.METADATA]
     notices: list[str] = []
     if (_run_reasons(metadata, path, run) or _language_reasons(metadata, path, language, notices)
-            or _metadata_type_reasons(metadata) or not typed.items_pass() or edit_reasons(data)
+            or _metadata_type_reasons(metadata) or provenance_type_reasons(data) or not typed.items_pass()
+            or edit_reasons(data)
             or evidence_reasons(path, data)):
         return None
     notices += evidence_notices(path, data)
@@ -325,6 +327,45 @@ def _metadata_type_reasons(metadata: Mapping[str, Any]) -> list[str]:
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                               or not math.isfinite(value) or value < 0):
         reasons.append(f"metadata.{keys.DURATION_SECONDS} is {_clip(value)}, not a number of seconds")
+    return reasons
+
+
+# provenance sections, each an object when present; and the facts of them that name something (a digest, a
+# runtime, a model), each a string when present: what check, compare and reproduce look up or cut
+_PROVENANCE_SECTIONS = (keys.PROV_IMAGE, keys.PROV_MODEL, keys.PROV_DATA, keys.PROV_JOB, keys.PROV_HARDWARE,
+                        keys.PROV_PACKAGES, keys.PROV_ENGINE_ENV, keys.PROV_UNKNOWN)
+_PROVENANCE_TEXT = (
+    (keys.PROV_IMAGE, (keys.IMAGE_BACKEND, keys.IMAGE_DIGEST, keys.IMAGE_ARTIFACT, keys.IMAGE_ARTIFACT_SHA256,
+                       keys.IMAGE_LOCK_SHA256)),
+    (keys.PROV_MODEL, (keys.PROV_MODEL_ID, keys.PROV_MODEL_REVISION, keys.WEIGHTS_MANIFEST_SHA256)),
+    (keys.PROV_DATA, (keys.DATA_MANIFEST_SHA256, keys.DATA_FILE_SHA256, keys.DATA_PROMPT_SHA256)),
+    (keys.PROV_JOB, (keys.JOB_SITE, keys.JOB_SCHEDULER, keys.JOB_RUNTIME, keys.JOB_NODE)),
+)
+
+
+def provenance_type_reasons(data: Mapping[str, Any]) -> list[str]:
+    """The provenance block's parts of a type no job writes: the block or a section of it that is not an
+    object, a digest, runtime or name that is not a string, weight file digests that are not an object of
+    strings; one line each (a reader that looks them up never meets another type)."""
+    prov = data.get(keys.PROVENANCE)
+    if prov is None:   # lrb's own files have none
+        return []
+    if not isinstance(prov, Mapping):
+        return [f"{keys.PROVENANCE} is a JSON {_json_type(prov)}, not an object"]
+    reasons = [f"{keys.PROVENANCE}.{name} is a JSON {_json_type(prov[name])}, not an object"
+               for name in _PROVENANCE_SECTIONS if prov.get(name) is not None and not isinstance(prov[name], Mapping)]
+    for name, fields in _PROVENANCE_TEXT:
+        section = prov.get(name)
+        if not isinstance(section, Mapping):
+            continue
+        reasons += [f"{keys.PROVENANCE}.{name}.{field} is {_json_type(section[field])} {_clip(section[field])}, "
+                    "not a string" for field in fields if section.get(field) is not None
+                    and not isinstance(section[field], str)]
+    model = prov.get(keys.PROV_MODEL)
+    files = model.get(keys.WEIGHT_FILES_SHA256) if isinstance(model, Mapping) else None
+    if files is not None and not (isinstance(files, Mapping) and all(isinstance(v, str) for v in files.values())):
+        reasons.append(f"{keys.PROVENANCE}.{keys.PROV_MODEL}.{keys.WEIGHT_FILES_SHA256} is not an object of "
+                       "file digests")
     return reasons
 
 

@@ -24,7 +24,7 @@ from kit.results.drift import DRIFT_CSV, DriftRow, drift_csv, drift_rows, setup_
 from kit.results.html_plots import agreement_png, drift_png
 from kit.results.kinds.base import ResultKind
 from kit.results.records import CheckpointRecord
-from kit.results.verdicts import Verdict, read_verdicts
+from kit.results.verdicts import Verdict, of_current_results, read_verdicts
 
 AGREEMENT_PLOT = "verdict_agreement.png"
 DRIFT_PLOT = "drift.png"
@@ -68,7 +68,10 @@ def write_html_report(records: Sequence[CheckpointRecord], out_dir: Path, kind: 
                       {lang: slug("language", lang) for lang in sorted({r.language for r in valid})})
     parts = kind.html_parts(records, links)
     verdicts, unread = read_verdicts(verdict_dirs)
-    verdicts = [v for v in verdicts if v.key in links.results]
+    # a verdict shows only beside the very file it reran (a result rewritten since, or a verdict of another
+    # tree's file of the same name, is listed, not shown as this result's)
+    verdicts, other = of_current_results(verdicts, {r.name: r.path for r in valid})
+    unread = [*unread, *other]
     images = dict(parts.images)
     rerun_pages = {v.path: slug("rerun", f"{v.path.parent.name}/{v.path.name}") for v in verdicts}
     reruns, plot = _reruns_section(verdicts, unread, links, rerun_pages)

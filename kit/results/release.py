@@ -59,11 +59,13 @@ class ReleaseOutcome:
     complete: bool
     coverage: list[Coverage]
     left_out: dict[str, list[str]] = field(default_factory=dict)   # stale checkpoint -> reasons
+    outside: dict[str, str] = field(default_factory=dict)   # checkpoint of a pair the roster does not plan -> state
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form for --json."""
         return {"release": str(self.release), "status": "complete" if self.complete else "in progress",
-                "files": self.files, "coverage": [c.as_dict() for c in self.coverage], "left_out": self.left_out}
+                "files": self.files, "coverage": [c.as_dict() for c in self.coverage], "left_out": self.left_out,
+                "outside_the_plan": self.outside}
 
 
 # a licence id as the Hub's card metadata takes it (mit, cc-by-4.0, apache-2.0, other)
@@ -83,7 +85,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
                           fix="write the Hub's id of the licence: letters, digits and . + - (mit, cc-by-4.0, "
                               "apache-2.0, other)")
     _check_places(results, release, force)
-    states, planned = _read_states(results, benchmark, runs)
+    states, planned, outside = _read_states(results, benchmark, runs)
     complete = [s for s in states if s.state == PairState.COMPLETE]
     if not complete:
         raise ConfigError(f"{results}: no complete checkpoint to release",
@@ -106,7 +108,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
               benchmark, runs)
         files = regular_files(out.stage)
     left = {str(s.path): list(s.reasons) for s in states if s.state == PairState.STALE}
-    return ReleaseOutcome(release, files, done, covered, left)
+    return ReleaseOutcome(release, files, done, covered, left, {str(s.path): s.state for s in outside})
 
 
 def _check_places(results: Path, release: Path, force: bool) -> None:
@@ -116,24 +118,30 @@ def _check_places(results: Path, release: Path, force: bool) -> None:
     check_output(release, "release", force=force, inputs=[results])
 
 
-def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple[list[Any], bool]:
-    """Each pair's state (kit.results.status), and whether they were planned from a roster."""
+def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple[list[Any], bool, list[Any]]:
+    """Each pair's state (kit.results.status), whether they were planned from a roster, and the files found
+    of pairs the roster does not plan (left out). Every file released is held to the benchmark when there is
+    one, by the rule every command follows."""
+    from kit.results.identity import PlanExpectations
     from kit.results.status import pair_states, scan_results
 
     validate_all = every_core(results, sections=False)
     if benchmark is not None and runs:
         from kit.plan import select_pairs
-        from kit.results.identity import PlanExpectations
 
-        states = pair_states(results, select_pairs(runs, benchmark, None), PlanExpectations(benchmark, runs),
-                             validate_all)
-        planned = {s.path for s in states}
-        extra = [s for s in scan_results(results, validate_all) if s.path not in planned]   # found but not planned
-        _refuse_invalid(states + extra)
-        return sorted(states + extra, key=lambda s: (s.pair.run, s.pair.language)), True
-    found = scan_results(results, validate_all)
+        expect = PlanExpectations(benchmark, runs)
+        states = pair_states(results, select_pairs(runs, benchmark, None), expect, validate_all)
+        planned_paths, planned = {s.path for s in states}, {(s.pair.run, s.pair.language) for s in states}
+        extra = [s for s in scan_results(results, validate_all, expect) if s.path not in planned_paths]
+        # another copy of a planned pair (lrb's batch folders) goes with it; a pair the roster does not plan
+        # is no part of this release, and is named rather than counted against the planned pairs
+        _refuse_invalid(states + extra)   # anywhere in the tree: an invalid file stops a release
+        outside = [s for s in extra if (s.pair.run, s.pair.language) not in planned]
+        kept = [s for s in extra if (s.pair.run, s.pair.language) in planned]
+        return sorted(states + kept, key=lambda s: (s.pair.run, s.pair.language)), True, outside
+    found = scan_results(results, validate_all, PlanExpectations(benchmark) if benchmark is not None else None)
     _refuse_invalid(found)
-    return (unplanned_statuses(results, found) if found else []), False
+    return (unplanned_statuses(results, found) if found else []), False, []
 
 
 def every_core(results: Path, *, sections: bool) -> Any:

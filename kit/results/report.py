@@ -13,7 +13,6 @@ pages and plots always come from one run of the report. Asked again with nothing
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,17 +35,6 @@ from kit.results.html_report import write_html_report
 from kit.results.plot_process import plot_process
 from kit.results.report_memo import report_inputs
 from kit.results.verdicts import default_verdict_dirs
-
-
-# the files `kit report` wrote before its folder had an inventory (kit.outputs)
-_LEGACY_REPORT_FILE = re.compile(r"(leaderboard|aggregates|by_language|lighteval_scores)\.csv|summary\.md|"
-                                 r"(heatmap_f1|f1_by_language|verdict_agreement)\.png|index\.html|pages/[^/]+\.html")
-
-
-def _legacy_report(files: set[str]) -> bool:
-    """Whether `files` are a report an earlier kit wrote: its summary and a scores table, nothing else."""
-    return ("summary.md" in files and bool(files & {"leaderboard.csv", "lighteval_scores.csv"})
-            and all(_LEGACY_REPORT_FILE.fullmatch(f) for f in files))
 
 
 @dataclass(frozen=True)
@@ -103,7 +91,7 @@ def _record(results_dir: Path, path: Path, st: CheckpointState) -> CheckpointRec
 def check_report_output(out_dir: Path) -> None:
     """A ConfigError unless OUT can take a report (absent, empty, or kit's own earlier report unchanged):
     asked before any work, by the report itself and by the commands that end in one (kit demo)."""
-    check_output(out_dir, "report", force_needed=False, legacy=_legacy_report)
+    check_output(out_dir, "report", force_needed=False)
 
 
 def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = None,
@@ -159,7 +147,7 @@ def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, e
         if kept is not None:
             files, batches = kept
         else:
-            with write_output(out_dir, "report", force_needed=False, legacy=_legacy_report) as out:
+            with write_output(out_dir, "report", force_needed=False) as out:
                 # the report replaced is kit's own (write_output checked): its unchanged pages are linked in
                 files, batches = _fill_all(collections, kinds, out.stage, verdict_dirs, out.earlier)
                 if inputs is not None:

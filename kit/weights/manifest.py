@@ -225,7 +225,8 @@ def local_sizes(snapshot: Path) -> dict[str, int]:
 
 def size_problems(manifest: Manifest, sizes: dict[str, int]) -> list[str]:
     """What stops a snapshot with these file sizes from being the manifest's: a listed file missing or
-    of another size, or a weight file the manifest does not list (an engine could load it)."""
+    of another size, or a file the manifest does not list that a loader may read (any but documentation,
+    licences and pictures): the manifest names the exact file set a job loads."""
     problems = []
     for name, entry in sorted(manifest.files.items()):
         if name not in sizes:
@@ -235,7 +236,22 @@ def size_problems(manifest: Manifest, sizes: dict[str, int]) -> list[str]:
     for name in sorted(set(sizes) - set(manifest.files)):
         if name.endswith(WEIGHT_SUFFIXES):
             problems.append(f"{name} is a weight file the manifest does not list")
+        elif not _read_by_no_loader(name):   # a tokenizer's or config's file changes answers as weights do
+            problems.append(f"{name} is a file the manifest does not list (an engine may read it)")
     return problems
+
+
+# what no engine or tokenizer loads from a snapshot: its documentation, licence and pictures
+_NO_LOADER_SUFFIXES = (".md", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf")
+_NO_LOADER_NAMES = frozenset({".gitattributes", "LICENSE", "LICENCE", "NOTICE", "COPYING"})
+
+
+def _read_by_no_loader(name: str) -> bool:
+    """Whether a snapshot file is one no loader reads (README.md, LICENSE, a picture): one a snapshot may
+    hold beside the manifest's files."""
+    base = name.rpartition("/")[2]
+    stem = base.split(".", 1)[0]
+    return base.lower().endswith(_NO_LOADER_SUFFIXES) or base in _NO_LOADER_NAMES or stem in _NO_LOADER_NAMES
 
 
 def hash_problems(manifest: Manifest, digests: dict[str, str | None]) -> list[str]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.errors import ConfigError, KitError, MissingExtraError
-from kit.weights.manifest import (FileEntry, Manifest, Progress, local_sizes, manifest_path, read_manifest,
-                                  snapshot_dir, write_manifest)
+from kit.weights.manifest import (FileEntry, Manifest, Progress, check_name, local_sizes, manifest_path,
+                                  read_manifest, snapshot_dir, write_manifest)
 from kit.weights.select import files_for
 
 
@@ -82,10 +83,12 @@ def stage(model_id: str, revision: str, backend: str, cache: Path, *, gguf_file:
     size = sum(listing[n].size for n in wanted)
     progress(f"{model_id}@{revision[:12]} ({backend}): {len(wanted)} files, {size / 1e6:.1f} MB, "
              f"{sum(1 for n in wanted if n in before)} already here")
+    for name in wanted:   # before any download writes through one
+        _inside_the_cache(snapshot, name, model_id)
     _download(hub, model_id, revision, cache, wanted, token, endpoint)
     entries = {}
     for name in wanted:
-        entries[name] = _checked(snapshot, listing[name], model_id)
+        entries[name] = _checked(snapshot, listing[name], model_id, name in before)
     from filelock import FileLock   # a dependency of huggingface_hub
 
     path = manifest_path(cache, model_id, revision)
@@ -130,6 +133,11 @@ def _list_files(hub, model_id: str, revision: str, token: str | None, endpoint: 
     for e in entries:
         if not hasattr(e, "blob_id"):
             continue   # a folder
+        try:   # a mirror's listing is input too: no name of it is written outside the snapshot
+            check_name(e.path)
+        except ValueError as exc:
+            raise KitError(f"{model_id}@{revision[:12]}: the Hub at {endpoint or hub.constants.ENDPOINT} lists a "
+                           f"{exc}", fix="use a mirror that serves the model as the Hub does (HF_ENDPOINT)") from None
         lfs = getattr(e, "lfs", None)
         sha = (getattr(lfs, "sha256", None) or (lfs.get("sha256") if isinstance(lfs, dict) else None)) if lfs else None
         out[e.path] = HubFile(e.path, int(e.size), e.blob_id, sha)
@@ -145,9 +153,24 @@ def _download(hub, model_id: str, revision: str, cache: Path, wanted: list[str],
         raise hub_error(exc, model_id, revision, endpoint or hub.constants.ENDPOINT) from None
 
 
-def _checked(snapshot: Path, hub_file: HubFile, model_id: str) -> FileEntry:
+def _inside_the_cache(snapshot: Path, name: str, model_id: str) -> None:
+    """A ConfigError when the snapshot's entry for `name` is a link that leads out of the model's folder of
+    the cache (snapshots link into its blobs/): kit neither reads nor removes what it points at."""
+    path = snapshot / name
+    if not os.path.islink(path):
+        return
+    repo = snapshot.parent.parent.resolve()
+    target = path.resolve()
+    if repo not in target.parents:
+        raise ConfigError(f"{model_id}: {path} is a link out of the cache (to {target})",
+                          fix="remove that link (what it points at is not kit's), then stage again")
+
+
+def _checked(snapshot: Path, hub_file: HubFile, model_id: str, was_here: bool = False) -> FileEntry:
     """The file's manifest entry after checking it against the Hub's listing; a bad file is removed
-    (its link and blob) so the next stage fetches it again."""
+    (its link and its blob in the cache) so the next stage fetches it again. `was_here`: it was in the
+    snapshot before this stage (then its fault is the cache's, not the download's)."""
+    _inside_the_cache(snapshot, hub_file.path, model_id)
     path = snapshot / hub_file.path
     sha, blob = hashlib.sha256(), hashlib.sha1()
     try:
@@ -168,17 +191,21 @@ def _checked(snapshot: Path, hub_file: HubFile, model_id: str) -> FileEntry:
     elif not hub_file.lfs_sha256 and hub_file.blob_id and blob.hexdigest() != hub_file.blob_id:
         problem = f"git blob id {blob.hexdigest()[:16]}, the Hub lists {hub_file.blob_id[:16]}"
     if problem:
-        _remove(path)
+        _remove(path, snapshot.parent.parent)
+        if was_here:
+            raise KitError(f"{model_id}: {hub_file.path}, already in the cache, does not match the Hub: {problem}; "
+                           "it was damaged there (removed)", fix="run the same `kit weights stage` again to fetch it")
         raise KitError(f"{model_id}: downloaded {hub_file.path} does not match the Hub: {problem} (removed)",
                        fix="run the same `kit weights stage` again; if it persists, the mirror at HF_ENDPOINT "
                            "serves other bytes than it lists")
     return FileEntry(size, sha.hexdigest())
 
 
-def _remove(path: Path) -> None:
+def _remove(path: Path, repo: Path) -> None:
+    """Remove a snapshot file: its link, and the blob it points at when that is in the model's folder."""
     target = path.resolve()
     path.unlink(missing_ok=True)
-    if target != path:
+    if target != path and repo.resolve() in target.parents:
         target.unlink(missing_ok=True)
 
 

@@ -182,15 +182,23 @@ def test_a_read_only_disk_is_one_error_line_and_nothing_written(sweep, writer, m
     assert list(disk.iterdir()) == []
 
 
-def test_a_report_an_earlier_kit_wrote_without_an_inventory_is_replaced_and_nothing_else(sweep):
-    out = sweep / "results" / "report"
-    assert BY_NAME["report"].run(sweep, out).returncode == 0
-    (out / INVENTORY).unlink()                     # as kit wrote reports before they had one
-    assert BY_NAME["report"].run(sweep, out).returncode == 0 and (out / INVENTORY).is_file()
-    (out / INVENTORY).unlink()
-    (out / "my-notes.md").write_text("mine")
+def test_files_named_as_a_report_s_without_an_inventory_are_the_user_s_and_never_replaced(sweep):
+    """File names are no marker: a folder of the user's own summary.md, leaderboard.csv and pages is refused
+    whole, even one that an earlier kit's report was (its inventory gone)."""
+    out = sweep / "mine"
+    (out / "pages").mkdir(parents=True)
+    (out / "summary.md").write_text("my notes")
+    (out / "leaderboard.csv").write_text("a,b\n")
+    (out / "pages" / "ch1.html").write_text("<p>x</p>")
+    before = snapshot(out)
     refused(BY_NAME["report"].run(sweep, out), "kit did not write")
-    assert (out / "my-notes.md").read_text() == "mine"
+    assert snapshot(out) == before
+    earlier = sweep / "earlier"
+    assert BY_NAME["report"].run(sweep, earlier).returncode == 0
+    (earlier / INVENTORY).unlink()
+    before = snapshot(earlier)
+    refused(BY_NAME["report"].run(sweep, earlier), "kit did not write")
+    assert snapshot(earlier) == before
 
 
 def test_verdicts_an_earlier_kit_wrote_without_an_inventory_are_kept_and_added_to(sweep):
@@ -228,3 +236,31 @@ def test_a_docker_save_that_fails_midway_leaves_the_earlier_archive_and_no_part(
         engine.save("sha256:" + "1" * 64, dest)
     assert dest.read_bytes() == b"the earlier archive"
     assert sorted(p.name for p in dest.parent.iterdir()) == ["kit-gguf.tar"], "a partial archive was left"
+
+
+def test_a_folder_made_at_the_destination_while_the_output_is_written_is_never_replaced(tmp_path):
+    """The destination is judged again when the output is done: a folder the user made there meanwhile
+    (kit ran for minutes) is refused and kept, and so is one swapped in between that check and the rename."""
+    from kit.errors import ConfigError
+    from kit.files import folder_identity, replace_folder
+    from kit.outputs import write_output
+
+    dest = tmp_path / "report"
+    with pytest.raises(ConfigError, match="kit did not write"):
+        with write_output(dest, "report", force_needed=False) as out:
+            (out.stage / "summary.md").write_text("kit's")
+            dest.mkdir()
+            (dest / "mine.txt").write_text("precious")
+    assert snapshot(dest) == {"mine.txt": b"precious"} and no_staging_left(tmp_path)
+
+    judged = tmp_path / "judged"
+    judged.mkdir()
+    checked = folder_identity(judged)
+    os.rename(judged, tmp_path / "elsewhere")
+    judged.mkdir()
+    (judged / "mine.txt").write_text("precious")
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    with pytest.raises(ConfigError, match="changed while kit was writing it"):
+        replace_folder(staged, judged, checked=checked)
+    assert snapshot(judged) == {"mine.txt": b"precious"} and staged.is_dir()

@@ -281,3 +281,42 @@ def test_verify_files_keeps_order_and_judges_each_file(tmp_path, good):
     assert [p for p, _ in results] == [bad, good, absent, LRB_FILES[0]]
     assert [s.state for _, s in results] == [PairState.INVALID, PairState.COMPLETE, MISSING, PairState.COMPLETE]
     assert results[0][1].reasons == [f"metrics do not recompute from predictions: {keys.ACCURACY}"]
+
+
+@pytest.mark.parametrize("raw", [None, "gone", 7])
+def test_a_generate_answer_without_its_text_cannot_dodge_the_verdict_re_read(good, raw):
+    """Every answer of a generate run is text its verdict is read again from: an answer whose raw_output
+    was nulled or removed (and its verdict and metrics then edited to a perfect score) is invalid, by the
+    full reader and by the fast one."""
+    from kit.results.checkpoint import validate_summary
+
+    def perfect(d):
+        for item in d[keys.PREDICTIONS]:
+            if raw == "gone":
+                item.pop(keys.RAW_OUTPUT)
+            else:
+                item[keys.RAW_OUTPUT] = raw
+            item[keys.PREDICTED] = item[keys.EXPECTED]
+        d[keys.METRICS] = compute_metrics(d[keys.PREDICTIONS])
+
+    rewrite(good, perfect)
+    shown = "None" if raw in (None, "gone") else "7"
+    assert_invalid(validate_checkpoint(good), f"predictions[0].raw_output is {shown}, not the text")
+    assert_invalid(validate_summary(good), f"predictions[0].raw_output is {shown}, not the text")
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    (lambda p: p.update(job="local"), "provenance.job is a JSON string, not an object"),
+    (lambda p: p.update(job=[]), "provenance.job is a JSON array, not an object"),
+    (lambda p: p.setdefault("image", {}).update(digest=123), "provenance.image.digest is number 123, not a string"),
+    (lambda p: p.setdefault("image", {}).update(digest=["a"]), "provenance.image.digest is array ['a'], not a string"),
+    (lambda p: p.setdefault("model", {}).update(weight_files_sha256=["x"]), "weight_files_sha256 is not an object"),
+])
+def test_a_provenance_part_of_a_type_no_job_writes_is_invalid(good, edit, said):
+    """What check, compare and reproduce look up in the provenance block has the type a job writes, or the
+    file is invalid (by both readers), never a crash further on."""
+    from kit.results.checkpoint import validate_summary
+
+    rewrite(good, lambda d: edit(d.setdefault(keys.PROVENANCE, {})))
+    assert_invalid(validate_checkpoint(good), said)
+    assert_invalid(validate_summary(good), said)

@@ -237,7 +237,7 @@ def test_report_refuses_to_mix_suite_and_lrb(tmp_path, suite_dir):
     suite = load_benchmark(suite_dir)
     results = tmp_path / "results"
     suite_checkpoint(results, "org/a", suite, answers(6))
-    preds = [{keys.ITEM_ID: "x1", keys.EXPECTED: "yes", keys.PREDICTED: "yes"}]
+    preds = [{keys.ITEM_ID: "x1", keys.EXPECTED: "yes", keys.PREDICTED: "yes", keys.RAW_OUTPUT: "yes"}]
     write_job_checkpoint(checkpoint_path(results, "org/c", "en"), {
         keys.METADATA: {keys.RUN: "org/c", keys.LANGUAGE: "en"}, keys.METRICS: compute_metrics(preds), keys.PREDICTIONS: preds})
     with pytest.raises(ConfigError, match="cannot report lighteval checkpoints .* with lrb ones"):

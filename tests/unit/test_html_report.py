@@ -271,7 +271,10 @@ def test_without_reruns_the_index_says_so_and_draws_no_agreement_plot(results, t
 
 
 def _verdict(folder: Path, result: Path, verdict: str, agreement: float, gpu: str) -> Path:
-    data = {"result": str(result), "verdict": verdict, "agreement": agreement, "metric_deltas": {"f1": -0.01},
+    import hashlib
+
+    data = {"result": str(result), "result_sha256": hashlib.sha256(result.read_bytes()).hexdigest(),
+            "verdict": verdict, "agreement": agreement, "metric_deltas": {"f1": -0.01},
             "tolerance": {"agreement": 0.99, "f1": 0.01}, "bounded": "F1",
             "environments": {"recorded": {"gpu": "A100", "site": "nancy", "runtime": "apptainer"},
                              "rerun": {"gpu": gpu, "site": "lyon", "runtime": "docker"}}, "note": "n"}
@@ -296,6 +299,32 @@ def test_reruns_beside_results_are_plotted_tabled_and_linked(results, tmp_path):
     page = (out / PAGES / slug("result", f"en/{result.name}")).read_text(encoding="utf-8")
     assert "Reruns" in page and "WITHIN TOLERANCE" in page
     assert "<script" not in index + page
+
+
+def test_a_rerun_is_shown_only_beside_the_very_file_it_reran_and_only_as_its_figures_say(results, tmp_path):
+    """A verdict of a result rewritten since (or borrowed from another tree), one that says REPRODUCED with
+    items that differ, one without the result's digest: listed as not shown, never as this result's rerun;
+    a folder given twice, or a copy of a verdict in another folder, is one rerun."""
+    import shutil
+
+    result, other = checkpoint_path(results, RUNS[0], "en"), checkpoint_path(results, RUNS[1], "en")
+    kept = _verdict(tmp_path / "reproduce", result, "WITHIN TOLERANCE", 0.995, "H100")
+    shutil.copy(kept, tmp_path / "reproduce-copy" / kept.name) if (tmp_path / "reproduce-copy").mkdir() is None else None
+    moved = _verdict(tmp_path / "reproduce-b", other, "REPRODUCED", 1.0, "A100")
+    other.write_text(other.read_text(encoding="utf-8") + "\n", encoding="utf-8")   # rewritten since the rerun
+    lying = _verdict(tmp_path / "reproduce-c", result, "REPRODUCED", 0.1, "A100")
+    bare = tmp_path / "reproduce-d" / kept.name
+    bare.parent.mkdir()
+    bare.write_text(json.dumps({k: v for k, v in json.loads(kept.read_text()).items() if k != "result_sha256"}
+                               | {"agreement": 0.996}), encoding="utf-8")
+    out = tmp_path / "out"
+    write_report(results, out, verdicts=[tmp_path / "reproduce", tmp_path / "reproduce", tmp_path / "reproduce-copy",
+                                         tmp_path / "reproduce-b", tmp_path / "reproduce-c", tmp_path / "reproduce-d"])
+    index = (out / INDEX).read_text(encoding="utf-8")
+    assert index.count("99.50%") == 1 and "99.60%" not in index, index
+    for name, why in ((moved.name, "reran another version of"), (lying.name, "with an agreement of 10.00%"),
+                      (bare.name, "names no result_sha256")):
+        assert name in index and html.escape(why) in index, (name, why)
 
 
 def test_a_valid_mllog_is_a_pass(results, tmp_path):

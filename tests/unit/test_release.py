@@ -224,13 +224,17 @@ def test_an_lrb_file_comes_into_the_release_as_lrb_wrote_it_in_its_place(sweep):
 
     prompt = hashlib.sha256(demo_prompt("generate").encode("utf-8")).hexdigest()
     made = []
+    bench = sweep.project.benchmark   # lrb's files measured on this benchmark's English data
+    answers = bench.expected_answers("en")
     for folder in ("", "strict-8-tokens"):
-        preds = [lrb.prediction(f"i-{i}", "yes", "yes", "yes") for i in range(3)]
-        data = lrb.result("org/lrb-model", None, preds, prompt_sha256=prompt)
+        preds = [lrb.prediction(i, answers[i], answers[i], answers[i]) for i in bench.item_ids("en")]
+        data = lrb.result("org/lrb-model", None, preds, prompt_sha256=prompt, max_new_tokens=8,
+                          benchmark_sha256=bench.pinned_sha256("en"))
         path = sweep.results / folder / lrb.file_name(data)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
         made.append(path)
+    sweep.roster.rename(sweep.root / "roster-aside.toml")   # a roster plans its own runs only: lrb's run is none
     r = run_kit("release", "results", "-o", "release", "--benchmark", "data", cwd=sweep.root)
     assert r.exit_code == 0, r.stderr
     out = sweep.root / "release"
@@ -362,3 +366,33 @@ def test_the_card_names_each_prompt_s_runs_as_every_command_names_them(sweep):
     assert r.exit_code == 0, r.stderr
     card = (sweep.root / "release" / "README.md").read_text(encoding="utf-8")
     assert "Runs: `kit-demo/tiny-llama`" in card, card
+
+
+def test_a_release_holds_every_file_to_the_benchmark_and_leaves_out_pairs_the_roster_does_not_plan(sweep):
+    """A copy of English results relabelled as a language the benchmark lacks stops the release (it is
+    invalid, as verify says); a pair of a run the roster does not plan is left out and named, never
+    counted against the planned pairs."""
+    import shutil
+
+    src = sweep.results / "en" / "kit-demo__tiny-llama.json"
+    (sweep.results / "it").mkdir()
+    relabelled = sweep.results / "it" / src.name
+    relabelled.write_text(src.read_text(encoding="utf-8").replace('"language": "en"', '"language": "it"'),
+                          encoding="utf-8")
+    seal(relabelled)
+    r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
+    assert r.exit_code == 2 and "kit-demo__tiny-llama.json: invalid checkpoint" in r.stderr, r.stderr
+    assert "'it' is not one of the benchmark's" in r.stderr, r.stderr
+    assert not (sweep.root / "release").exists()
+    shutil.rmtree(sweep.results / "it")
+    other = sweep.results / "en" / "other-org__model.json"
+    other.write_text(src.read_text(encoding="utf-8").replace("kit-demo/tiny-llama", "other-org/model"),
+                     encoding="utf-8")
+    seal(other)
+    r = run_kit("release", "results", "-o", "release", "--json", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    assert list(data["outside_the_plan"]) == [str(Path("results") / "en" / other.name)]
+    assert not (sweep.root / "release" / "en" / other.name).exists()
+    status = (sweep.root / "release" / "SNAPSHOT_STATUS.md").read_text(encoding="utf-8")
+    assert "other-org/model" not in status and "3 of 3" in status

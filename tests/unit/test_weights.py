@@ -98,11 +98,14 @@ def test_size_and_hash_problems(tmp_path):
                                            f"the manifest says {m.files['model.safetensors'].sha256[:16]}"]
     (snap / "model.safetensors").write_bytes(b"x" * 10)
     (snap / "extra.safetensors").write_bytes(b"x")
-    (snap / "notes.txt").write_bytes(b"x")
+    (snap / "special_tokens_map.json").write_bytes(b"{}")   # a tokenizer reads it: answers change
+    (snap / "README.md").write_bytes(b"x")                    # no loader reads a model card
+    (snap / "LICENSE.txt").write_bytes(b"x")
     (snap / "config.json").unlink()
     assert wm.size_problems(m, wm.local_sizes(snap)) == [
         "config.json is missing", "model.safetensors is 10 bytes, the manifest says 1000",
-        "extra.safetensors is a weight file the manifest does not list"]
+        "extra.safetensors is a weight file the manifest does not list",
+        "special_tokens_map.json is a file the manifest does not list (an engine may read it)"]
 
 
 # --- the job's load-time check ------------------------------------------------------------------
@@ -230,6 +233,38 @@ def test_a_file_the_hub_serves_wrong_is_refused_and_removed_and_the_next_stage_f
     assert not wm.manifest_path(cache, MODEL, REV).exists()
     hub.server.corrupt.clear()
     assert stage(MODEL, REV, "vllm", cache, endpoint=hub.url).fetched == ["model.safetensors"]
+
+
+def test_a_snapshot_link_out_of_the_cache_is_refused_and_what_it_points_at_is_kept(hub, tmp_path):
+    """A snapshot file that is a link out of the model's folder (not a blob of the cache) is neither read
+    nor removed with its target; a file damaged in the cache is said to be, not blamed on a download."""
+    from kit.weights.stage import stage
+
+    cache = tmp_path / "cache"
+    stage(MODEL, REV, "vllm", cache, endpoint=hub.url)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("my notes")
+    config = wm.snapshot_dir(cache, MODEL, REV) / "config.json"
+    config.unlink()
+    config.symlink_to(victim)
+    with pytest.raises(ConfigError, match="config.json is a link out of the cache"):
+        stage(MODEL, REV, "vllm", cache, endpoint=hub.url)
+    assert victim.read_text() == "my notes"
+    config.unlink()
+    stage(MODEL, REV, "vllm", cache, endpoint=hub.url)
+    blob = (wm.snapshot_dir(cache, MODEL, REV) / "model.safetensors").resolve()
+    blob.write_bytes(b"z" * blob.stat().st_size)
+    with pytest.raises(KitError, match="model.safetensors, already in the cache, does not match the Hub"):
+        stage(MODEL, REV, "vllm", cache, endpoint=hub.url)
+    assert not blob.exists()
+
+
+def test_a_listed_name_that_leaves_the_snapshot_is_one_error_line(hub, tmp_path):
+    from kit.weights.stage import stage
+
+    hub.server.extra_names = ["../../evil.json"]
+    with pytest.raises(KitError, match="lists a file name '../../evil.json' is not a plain relative path"):
+        stage(MODEL, REV, "vllm", tmp_path / "cache", endpoint=hub.url)
 
 
 def test_an_interrupted_stage_keeps_what_it_got_and_finishes_on_the_next_run(hub, tmp_path):

@@ -157,7 +157,7 @@ def _all_agree(predictions: Sequence[Any], threshold: Any) -> bool:
 
 def _parse_mode_fault(task: Any, predictions: Sequence[Any]) -> str | None:
     """Why the predictions' parse modes are not those of the run's task, or None: a score run's answers
-    are all scores, a generate run's never are."""
+    are all scores, a generate run's never are, and each of its answers is text (raw_output)."""
     score = task == keys.TASK_SCORE
     if _modes_fit(score, predictions):   # the common case, in C-level passes over the list
         return None
@@ -167,6 +167,10 @@ def _parse_mode_fault(task: Any, predictions: Sequence[Any]) -> str | None:
         if (item.get(keys.PARSE_MODE) == keys.PARSE_SCORE) != score:
             return (f"{keys.PREDICTIONS}[{at}].{keys.PARSE_MODE} is {item.get(keys.PARSE_MODE)!r} in a {task!r} run, "
                     f"whose answers are {'scores' if score else 'text'} (the file was changed after the job wrote it)")
+        raw = item.get(keys.RAW_OUTPUT)
+        if not score and not isinstance(raw, str):
+            return (f"{keys.PREDICTIONS}[{at}].{keys.RAW_OUTPUT} is {_short(raw)}, not the text a generate run's answer "
+                    "is, so its verdict cannot be read again (the file was changed after the job wrote it)")
         yes = item.get(keys.SCORE_YES)
         if score and (isinstance(yes, bool) or not isinstance(yes, (int, float)) or not math.isfinite(yes)):
             return f"{keys.PREDICTIONS}[{at}].{keys.SCORE_YES} is {yes!r}, not a finite number a verdict can be read from"
@@ -181,14 +185,19 @@ def _modes_fit(score: bool, predictions: Sequence[Any]) -> bool:
     yes-score is a finite number); False sends the caller to the item-by-item check that names the fault."""
     try:
         modes = column(predictions, keys.PARSE_MODE)   # TypeError: not a dict
-        if not score:
-            return keys.PARSE_SCORE not in modes
+        if not score:   # and every answer text, so that its verdict can be read again
+            return keys.PARSE_SCORE not in modes and set(map(type, column(predictions, keys.RAW_OUTPUT))) <= {str}
         if set(modes) != {keys.PARSE_SCORE} and modes:
             return False
         yes = column(predictions, keys.SCORE_YES)
         return set(map(type, yes)) <= _NUMBER_TYPES and all(map(math.isfinite, yes))
     except (TypeError, AttributeError):
         return False
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:

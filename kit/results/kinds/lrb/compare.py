@@ -123,6 +123,9 @@ class Comparison:
                 "not_compared": self.not_compared, "flips": [f.as_dict() for f in self.flips]}
 
 
+MAX_RESAMPLES = 100_000
+
+
 def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resamples: int = RESAMPLES,
                  sentences: Callable[[str], Mapping[str, str]] | None = None) -> Comparison:
     """Compare run A (in RESULTS_A) with run B (in RESULTS_B, which may be the same tree); each
@@ -130,6 +133,9 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resam
     ConfigError when either run has no complete checkpoint or they share no language."""
     if resamples < 100:
         raise ConfigError(f"--resamples {resamples} is too few for a 95% interval", fix="use 1000 or more")
+    if resamples > MAX_RESAMPLES:   # each resample is a row of every language's items in memory
+        raise ConfigError(f"--resamples {resamples} is more than {MAX_RESAMPLES:,}: the interval would not move, "
+                          "and the draws would not fit in memory", fix="use 2000 (the default) up to 100000")
     run_a, run_b = run_from_stem(run_a), run_from_stem(run_b)   # org__model and org/model name one run
     found_a, bad_a = _run_predictions(results_a, run_a)
     found_b, bad_b = _run_predictions(results_b, run_b)

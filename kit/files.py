@@ -291,6 +291,17 @@ def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
     write_bytes_atomic(path, text.encode("utf-8", "backslashreplace"), durable=durable)
 
 
+def regular_file_here(path: Path) -> bool:
+    """Whether a regular file (not a link to one) stands at `path`; False for a missing one, and for a name
+    this file system cannot hold (a sibling name a checkpoint's long name gives, over NAME_MAX)."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def folder_identity(path: Path) -> tuple[int, int] | None:
     """(device, inode) of what is at `path` (not followed), or None when nothing is: what replace_folder
     holds the folder it moves aside to."""

@@ -255,13 +255,29 @@ def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
     except OSError as exc:
         if exc.errno not in DISK_ERRNOS:
             raise
-        what = os.strerror(exc.errno) + (f": {exc.filename}" if exc.filename else "")
         kept = "the earlier output is left as it was" if dest.exists() else "nothing was written"
+        if _an_input(exc, stage, dest):
+            raise ConfigError(f"{exc.filename}: cannot be read ({os.strerror(exc.errno)}), so the {kind} {dest} was not "
+                              f"written; {kept}", fix="make that file readable (or move it out of the input), then "
+                                                       "run the command again") from None
+        what = os.strerror(exc.errno) + (f": {exc.filename}" if exc.filename else "")
         raise ConfigError(f"{dest}: could not write the {kind} ({what}); {kept}",
                           fix="free space, or choose a folder on a disk you can write (-o)") from None
     finally:
         if stage is not None and stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _an_input(exc: OSError, stage: Path | None, dest: Path) -> bool:
+    """Whether a permission or I/O error is about a file the command reads (named, and neither in the output
+    nor in its staging folder), not one it writes; a full or read-only disk is always the output's."""
+    import errno
+
+    if exc.errno not in (errno.EACCES, errno.EPERM, errno.EIO) or not exc.filename:
+        return False
+    named = os.path.abspath(os.fsdecode(exc.filename))
+    return not any(named == os.path.abspath(place) or named.startswith(os.path.abspath(place) + os.sep)
+                   for place in (stage, dest) if place is not None)
 
 
 def _carry_over(dest: Path, stage: Path) -> None:

@@ -63,7 +63,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     """
     from kit.config.project import load_project
     from kit.images.built import load_lock
-    from kit.plan import select_pairs
+    from kit.plan import left_out_by_selection, select_pairs
     from kit.results.check import rules_for, run_checks
     from kit.results.store import archive_note
 
@@ -75,7 +75,8 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
     image_ids = frozenset(img.image_id for img in load_lock(images_lock).images.values())
     trusted = common.trusted_keys(trusted_keys)
-    inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids, weights, trusted)
+    left_out = left_out_by_selection(project.roster.run, project.benchmark, expected) if models or languages else ()
+    inp, findings = run_checks(results, project.benchmark, runs, expected, image_ids, weights, trusted, left_out)
     rules = rules_for(inp)
     failed = [f for rule in rules for f in findings[rule.name]]
     verdict = "PASS" if not failed else "FAIL"

@@ -36,7 +36,7 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
       kit collect --from nancy=results-nancy --from grenoble=results-grenoble -o merged
     """
     from kit.config.project import load_project
-    from kit.plan import select_pairs
+    from kit.plan import left_out_by_selection, select_pairs
     from kit.results.collect import install_collect, plan_collect
     from kit.results.identity import PlanExpectations
 
@@ -56,7 +56,8 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
     project = load_project(roster, benchmark, allow_unpinned=True)
     runs = project.roster.select(models)
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
-    plan = plan_collect(pairs_of_sites, expected, PlanExpectations(project.benchmark, runs))
+    left_out = left_out_by_selection(project.roster.run, project.benchmark, expected) if models or languages else ()
+    plan = plan_collect(pairs_of_sites, expected, PlanExpectations(project.benchmark, runs), left_out)
     if plan.problems:
         if not as_json:
             for problem in plan.problems:

@@ -45,7 +45,9 @@ def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resam
     whose correctness flips, with both answers and, given the benchmark, the
     sentence. Runs are named as in the roster
     (org/model) or by their file name (org__model). Only complete checkpoints
-    count; a language one run lacks is listed as not compared.
+    count, held to the benchmark when there is one (--benchmark, or the roster's):
+    a stale or invalid one, or a language two files claim, is listed as not
+    compared, as is a language one run lacks.
 
     \b
     Examples:
@@ -59,8 +61,11 @@ def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resam
     from kit.results.kinds.lrb.compare import RESAMPLES, compare_runs
 
     dataset = common.benchmark_or_roster(benchmark, roster or Path("roster.toml"))
+    from kit.results.identity import PlanExpectations
+
     result = compare_runs(results, run_a, results_b or results, run_b, resamples=RESAMPLES if resamples is None else resamples,
-                          sentences=None if dataset is None else _sentences(dataset))
+                          sentences=None if dataset is None else _sentences(dataset),
+                          benchmark=None if dataset is None else PlanExpectations(dataset))
     data = result.as_dict()
     if html_file is not None:
         from kit.files import write_text_atomic

@@ -191,8 +191,17 @@ def environment_sources(message: str, args: list[str]) -> list[str]:
                 names.update([param.envvar] if isinstance(param.envvar, str) else param.envvar)
             if param.name and param.allow_from_autoenv:   # click reads it when the named one is unset
                 names.add(f"{prefix}_{param.name.upper()}")
-    return sorted(name for name in names if len(os.environ.get(name, "").strip()) >= 3 and os.environ[name] in message
+    return sorted(name for name in names if len(os.environ.get(name, "").strip()) >= 3
+                  and _names_whole(message, os.environ[name])
                   and name not in message)   # a message that names the variable says it already
+
+
+def _names_whole(message: str, value: str) -> bool:
+    """Whether `message` names `value` itself, not a longer name it begins or ends (a file under the folder
+    a variable names is not the variable's value)."""
+    import re
+
+    return re.search(r"(?<![\w./-])" + re.escape(value) + r"(?![\w./-])", message) is not None
 
 
 def json_asked(args: list[str]) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit.files import file_sha256, write_text_atomic
+from kit.files import file_sha256, regular_file_here, write_text_atomic
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.signing import STATEMENT_TYPE, SigningKey, envelope_line, open_envelope
@@ -76,7 +76,7 @@ def signature_reasons(checkpoint: Path, trusted: Sequence[Any]) -> list[str]:
     file and the field."""
     checkpoint = Path(checkpoint)
     where = envelope_path(checkpoint)
-    if not where.is_file():
+    if not regular_file_here(where):
         return [f"unsigned: no {where.name} beside it (kit sign signs a result after the fact)"]
     statement, reasons = open_envelope(where, trusted)
     if statement is None:

@@ -5,7 +5,7 @@ the file and the key; the verdict is PASS only when no rule has a finding."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +17,8 @@ from kit.plan import Pair
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.checkpoint import CheckpointState
-from kit.results.compliance import check_mllog, log_events, metrics_unlike_logged, run_stop_checkpoint_sha256
+from kit.results.compliance import (check_mllog, log_events, log_unreadable, metrics_unlike_logged,
+                                     run_stop_checkpoint_sha256)
 from kit.results.identity import PlanExpectations
 from kit.results.kinds import kind_of
 from kit.results.parallel import validate_many
@@ -101,6 +102,10 @@ def log_matches_checkpoint(inp: CheckInput) -> list[Finding]:
         log = mllog_path(path)
         if not log.is_file():
             continue   # mllog_compliant reports the missing log
+        unreadable = log_unreadable(log)
+        if unreadable:
+            out.append(Finding("log_matches_checkpoint", str(log), "-", unreadable))
+            continue
         events = log_events(log)
         recorded = run_stop_checkpoint_sha256(log, events)
         actual = file_sha256(path)
@@ -291,16 +296,21 @@ def rules_for(inp: CheckInput) -> tuple[Rule, ...]:
 
 def run_checks(results: Path, benchmark: Dataset, runs: list[Run], expected: list[Pair],
                image_ids: frozenset[str], weights: Path | None = None,
-               trusted_keys: list | None = None) -> tuple[CheckInput, dict[str, list[Finding]]]:
+               trusted_keys: list | None = None,
+               left_out: Collection[Pair] = ()) -> tuple[CheckInput, dict[str, list[Finding]]]:
     """Validate every checkpoint of the tree against the plan of `runs`, then apply every rule
     (`weights`: a cache whose manifests the recorded weights are checked against; `trusted_keys`: the
-    public keys every result must be signed by); rule name -> findings."""
+    public keys every result must be signed by; `left_out`: planned pairs a selection leaves out, whose
+    files are not checked, kit.plan.left_out_by_selection); rule name -> findings."""
     inp = CheckInput(Path(results), benchmark, expected, image_ids, {r.name: r for r in runs}, weights=weights,
                      trusted_keys=trusted_keys)
     expect = PlanExpectations(benchmark, runs)
     planned = {checkpoint_path(results, p.run, p.language): p for p in expected}
+    skipped = {checkpoint_path(results, p.run, p.language) for p in left_out}
     jobs = []
     for path in iter_checkpoint_files(results):
+        if path in skipped:
+            continue
         pair = planned.get(path)
         # a file at the top of RESULTS has no language folder (lrb's single-language layout)
         jobs.append((path, {"run": pair.run, "language": pair.language, "expect": expect(pair)} if pair is not None

@@ -11,7 +11,7 @@ collect output."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,12 +47,14 @@ def _pair_of(root: Path, path: Path, data: dict | None) -> Pair:
 
 
 def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
-                 expect: Callable[[Pair], Expected]) -> CollectPlan:
+                 expect: Callable[[Pair], Expected], left_out: Collection[Pair] = ()) -> CollectPlan:
     """Examine every site tree against the plan (`expect`: what a planned pair's checkpoint must hold
-    now, kit.results.identity.PlanExpectations); nothing is written."""
+    now, kit.results.identity.PlanExpectations; `left_out`: planned pairs a selection leaves out, whose
+    files are not taken, kit.plan.left_out_by_selection); nothing is written."""
     plan = CollectPlan()
-    wanted = set(expected)
+    wanted, skipped = set(expected), set(left_out)
     seen: dict[Pair, tuple[str, Path]] = {}
+    described: dict[str, tuple[str, Path]] = {}   # a system description's name -> the first site holding it
     facts: dict[str, dict[str, set[str]]] = defaultdict(lambda: {"kit_commit": set(), "image_digest": set()})
     for site, root in sources:
         if not Path(root).is_dir():
@@ -66,10 +68,17 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
             plan.problems.append(f"symlink: {site}: {link} is a link, not a file the site wrote")
         for odd in (p for p in systems if not p.is_symlink() and not p.is_file()):
             plan.problems.append(f"not a file: {site}: {odd} is not a regular file (a folder, pipe or device)")
+        for desc in (p for p in systems if p.is_file() and not p.is_symlink()):   # one merged systems/ folder
+            first = described.setdefault(desc.name, (site, desc))
+            if first[1] != desc and file_sha256(first[1]) != file_sha256(desc):
+                plan.problems.append(f"duplicate: {SYSTEMS_DIR}/{desc.name} of {first[0]} ({first[1]}) and of {site} "
+                                     f"({desc}) differ: one would replace the other")
         for path in iter_checkpoint_files(root):
             if linked_part(root, path, log=False) is not None:   # (listed above; a linked log: invalid below)
                 continue
             pair = _pair_of(root, path, read_checkpoint(path).data)
+            if pair in skipped:
+                continue
             st = validate_checkpoint(path, language=pair.language, expect=expect(pair) if pair in wanted else None)
             if st.state != PairState.COMPLETE:
                 plan.problems.append(f"{st.state}: {site}: {path}: {'; '.join(st.reasons)}")

@@ -76,12 +76,26 @@ def log_events(log: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def log_unreadable(log: Path) -> str | None:
+    """Why a log that is there cannot be read (no permission, an I/O error), or None: said as that, never
+    as a log that records nothing."""
+    try:
+        with open(log, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        return f"its log {log.name} cannot be read ({exc.strerror or exc})"
+    return None
+
+
 def edited_since_logged(checkpoint: Path) -> str | None:
     """Why a checkpoint is not the file its job logged (the sha256 in its log's run_stop line), or
     None when it is, or when it has no log (lrb's own files; `kit check` reports a missing log)."""
     log = Path(checkpoint).with_suffix(".mllog")
     if not log.is_file():
         return None
+    unreadable = log_unreadable(log)
+    if unreadable:
+        return unreadable
     events = log_events(log)
     recorded, actual = run_stop_checkpoint_sha256(log, events), file_sha256(checkpoint)
     if recorded is None:

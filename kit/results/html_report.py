@@ -19,7 +19,7 @@ from kit.results.html_page import (INDEX, PAGES, Cell, HtmlParts, PageLinks, cod
                                    link, maybe_link, page, page_pieces, slug, table, table_pieces)
 from kit.results.parallel import fork_map
 from kit.results.plot_process import draw
-from kit.files import write_bytes_atomic, write_bytes_new
+from kit.files import regular_file_here, write_bytes_atomic, write_bytes_new
 from kit.results.drift import DRIFT_CSV, DriftRow, drift_csv, drift_rows, setup_label, setup_pairs
 from kit.results.html_plots import agreement_png, drift_png
 from kit.results.kinds.base import ResultKind
@@ -304,7 +304,7 @@ def _signature(record: CheckpointRecord) -> str:
 
     head = "<h2>Signature</h2>\n"
     where = envelope_path(record.path)
-    if not where.is_file():
+    if not regular_file_here(where):
         return head + "<p>Unsigned: no signed statement beside the checkpoint (<code>kit sign</code> makes one).</p>\n"
     said = signed_notice(record.path) or "an envelope whose statement could not be read"
     check = shlex.join(["kit", "verify", str(record.path), "--trusted-keys", "KEYS.json"])

@@ -80,11 +80,19 @@ def fork_map(function: Callable[[T], R], items: Sequence[T], *, min_items: int |
     global _TASK
     _TASK = (function, items)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=ignore_interrupts) as pool:
             return list(map(after, pool.imap(_run_task, range(len(items)),
                                              chunksize=max(1, len(items) // (workers * 16)))))
     finally:
         _TASK = None
+
+
+def ignore_interrupts() -> None:
+    """In a forked helper process: leave Ctrl-C to the command's own process, which ends its helpers and
+    says it was interrupted in one line (each helper would otherwise print a traceback of its own)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def fork_available() -> bool:

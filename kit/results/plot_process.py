@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kit.errors import KitError
-from kit.results.parallel import fork_available
+from kit.results.parallel import fork_available, ignore_interrupts
 
 # the open plotting process (of this process id only: a forked worker must not use its pipe)
 _OPEN: "_Plotter | None" = None
@@ -127,6 +127,11 @@ class _Plotter:
 def _serve(conn: Any, parent: int) -> None:
     """The child: draw each request, send back (True, result) or (False, the exception), until None."""
     import importlib
+    import warnings
+
+    ignore_interrupts()
+    # a name in a script matplotlib's font lacks is drawn as boxes: said once in the report, not per glyph
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"matplotlib\.")
 
     try:   # at once, while the report reads its records: the first plot then waits for nothing but itself
         for module in ("matplotlib.figure", "matplotlib.backends.backend_agg"):

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError
-from kit.files import regular_files, write_bytes_atomic, write_bytes_new, write_text_atomic
+from kit.files import regular_file_here, regular_files, write_bytes_atomic, write_bytes_new, write_text_atomic
 from kit.outputs import OutputFolder, check_output, write_output
 from kit.results import keys
 from kit.results.keys import PairState
@@ -234,7 +234,7 @@ def _signatures(complete: list[Any], public_keys: list[Any] | None) -> dict[Path
 
     out = {}
     for s in complete:
-        if not envelope_path(s.path).is_file():
+        if not regular_file_here(envelope_path(s.path)):
             out[s.path] = "unsigned"
             continue
         if public_keys is not None:
@@ -321,7 +321,7 @@ def _write_files(out: OutputFolder, results: Path, complete: list[Any]) -> None:
             # into the new folder in one step each (no temporary file: the folder is swapped in whole)
             write_bytes_new(tmp / rel, body, same_as=out.same_as(tmp / rel))
             for source in (s.path, s.path.with_suffix(".mllog"), envelope_path(s.path)):
-                if source.is_file() and not source.is_symlink():
+                if regular_file_here(source):
                     copy = tmp / "checkpoints" / s.pair.language / source.name
                     write_bytes_new(copy, source.read_bytes(), same_as=out.same_as(copy))
             # the pair's own cells once; a score and the true/false cells are numbers and words, never formulas

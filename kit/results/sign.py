@@ -24,6 +24,9 @@ class SignOutcome:
     refused: dict[Path, list[str]] = field(default_factory=dict)
 
 
+NAME_MAX = 255   # bytes of one file name on Linux's file systems
+
+
 def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOutcome:
     """Sign each complete checkpoint of RESULTS (lrb's archive left out, as everywhere) that has no
     envelope yet (every one with `force`); a checkpoint that is not complete, or whose evidence is not
@@ -37,6 +40,10 @@ def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOut
     out = SignOutcome()
     for path in files:
         envelope = envelope_path(path)
+        if len(os.fsencode(envelope.name)) > NAME_MAX:
+            out.refused[path] = [f"its signed statement's name ({len(os.fsencode(envelope.name))} bytes) is longer than "
+                                 f"a file name may be ({NAME_MAX}): a run with a shorter name can be signed"]
+            continue
         if os.path.lexists(envelope) and (envelope.is_symlink() or not envelope.is_file()):
             out.refused[path] = [f"{envelope.name} is not a regular file (a folder, link or pipe stands there): "
                                  "move it away, then sign again"]

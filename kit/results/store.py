@@ -90,6 +90,27 @@ def set_aside(checkpoint: Path) -> Path | None:
     return target
 
 
+def keep_foreign_log(log: Path) -> Path | None:
+    """Before a job's log replaces what is at `log`: a regular file there that is no :::MLLOG log (a user's
+    own notes under that name) is moved into .superseded/ (time-stamped) rather than lost; its new place,
+    or None when nothing was moved (no file, or a log of an earlier run of the pair, which is kit's)."""
+    log = Path(log)
+    try:
+        if log.is_symlink() or not log.is_file():
+            return None
+        with open(log, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    if not head or head.lstrip().startswith(b":::MLLOG"):
+        return None
+    keep = log.parent / SUPERSEDED_DIR
+    keep.mkdir(exist_ok=True)
+    target = keep / f"{log.stem}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}.not-a-log{log.suffix}"
+    os.replace(log, target)
+    return target
+
+
 # The folder of a results tree that holds the system descriptions jobs write (RESULTS/systems/).
 SYSTEMS_DIR = "systems"
 # Folders of a results tree that hold no checkpoints (system descriptions, reports, engines' own logs).

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import MissingExtraError
+from kit.results.store import keep_foreign_log
 
 _counter = itertools.count()
 
@@ -79,6 +80,7 @@ class PairLog:
         self._handler.flush()
         os.fsync(self._handler.stream.fileno())   # the file we created, not whatever the name holds now
         self._detach()
+        keep_foreign_log(self.path)
         os.replace(self._tmp, self.path)
 
     def _detach(self) -> None:

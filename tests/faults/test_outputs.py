@@ -264,3 +264,20 @@ def test_a_folder_made_at_the_destination_while_the_output_is_written_is_never_r
     with pytest.raises(ConfigError, match="changed while kit was writing it"):
         replace_folder(staged, judged, checked=checked)
     assert snapshot(judged) == {"mine.txt": b"precious"} and staged.is_dir()
+
+
+@pytest.mark.parametrize(("where", "said"), [("input", "cannot be read (Permission denied), so the report"),
+                                             ("stage", "could not write the report (Permission denied")])
+def test_a_file_that_cannot_be_read_is_blamed_on_the_input_not_on_the_output_s_disk(tmp_path, where, said):
+    import errno
+
+    from kit.errors import ConfigError
+    from kit.outputs import write_output
+
+    source = tmp_path / "results" / "en" / "org__m.mllog"
+    with pytest.raises(ConfigError) as err:
+        with write_output(tmp_path / "report", "report", force_needed=False) as out:
+            named = source if where == "input" else out.stage / "summary.md"
+            raise PermissionError(errno.EACCES, "Permission denied", str(named))
+    assert said in err.value.one_line() and (str(source) in err.value.one_line()) == (where == "input")
+    assert "free space" not in err.value.one_line() or where == "stage"

@@ -43,10 +43,12 @@ def predictions_of(pairs: Sequence[tuple[str, str]], prefix: str = "item") -> li
     ]
 
 
-def make_checkpoint(root: Path, run: str, language: str, predictions: list[dict[str, Any]]) -> Path:
+def make_checkpoint(root: Path, run: str, language: str, predictions: list[dict[str, Any]],
+                    **recorded: Any) -> Path:
     """Write a correct kit checkpoint at root/<language>/<run with / -> __>.json, with a provenance block
-    and the log its job would write beside it (see seal), and return its path."""
-    metadata = {keys.MODEL_ID: run.split("@")[0], keys.RUN: run, keys.LANGUAGE: language}
+    and the log its job would write beside it (see seal), and return its path; `recorded`: more metadata
+    (benchmark_sha256, ...)."""
+    metadata = {keys.MODEL_ID: run.split("@")[0], keys.RUN: run, keys.LANGUAGE: language, **recorded}
     data = {
         keys.METADATA: metadata,
         keys.METRICS: compute_metrics(predictions),

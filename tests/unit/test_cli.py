@@ -175,3 +175,14 @@ def test_shortened_keeps_short_words_and_each_long_word_s_ends():
     cut = shortened(f"file {long} is bad")
     assert cut.startswith("file " + "h" * 200 + "...(") and cut.endswith("t" * 80 + " is bad")
     assert f"({len(long) - 280} characters left out)" in cut
+
+
+def test_a_value_is_blamed_on_a_variable_only_when_the_message_names_that_value_itself(monkeypatch):
+    """A path under the folder a variable names (the demo's benchmark under KIT_CACHE_DIR) did not come from
+    that variable; the folder itself, quoted, did."""
+    from kit.cli.main import environment_sources
+
+    monkeypatch.setenv("KIT_CACHE_DIR", "/tmp/kit-cache")
+    assert environment_sources("/tmp/kit-cache/demo-v2/data/benchmark.toml: no language 'xx'", ["status"]) == []
+    assert environment_sources("/tmp/kit-cache-old: not a folder", ["status"]) == []
+    assert environment_sources("cache folder '/tmp/kit-cache' is not writable", ["status"]) == ["KIT_CACHE_DIR"]

@@ -96,3 +96,17 @@ def test_a_collect_written_again_links_the_files_that_come_out_the_same(tmp_path
     for pair, path in paths.items():
         assert copies[pair].read_bytes() == path.read_bytes()
         assert copies[pair].with_suffix(".mllog").read_bytes() == path.with_suffix(".mllog").read_bytes()
+
+
+def test_two_sites_system_descriptions_of_one_name_are_one_when_alike_and_refused_when_not(tmp_path):
+    """The merged systems/ folder holds one file of a name: two sites' differing descriptions are a
+    problem (one would silently replace the other), identical ones are one file."""
+    _sites(tmp_path)
+    for site in ("a", "b"):
+        (tmp_path / site / "systems").mkdir()
+        (tmp_path / site / "systems" / "node-1.json").write_text('{"node": "node-1"}')
+    assert _plan(tmp_path).problems == []
+    (tmp_path / "b" / "systems" / "node-1.json").write_text('{"node": "other-site"}')
+    assert _plan(tmp_path).problems == [
+        f"duplicate: systems/node-1.json of a ({tmp_path / 'a' / 'systems' / 'node-1.json'}) and of b "
+        f"({tmp_path / 'b' / 'systems' / 'node-1.json'}) differ: one would replace the other"]

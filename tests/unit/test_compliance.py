@@ -274,3 +274,22 @@ def test_the_line_parser_s_json_is_json_loads_for_anything_it_may_be_handed():
     assert same.loads(b'{"a": 1}') == {"a": 1}
     assert same.loads('{"a": 1.5}', parse_float=str) == {"a": "1.5"}
     assert same.JSONDecodeError is json.JSONDecodeError
+
+
+def test_a_log_that_cannot_be_read_is_said_to_be_unreadable_not_empty(tmp_path, monkeypatch):
+    """A log kit may not read (another user's, mode 600) is no log that records nothing: the reason says
+    it cannot be read, and why."""
+    import errno
+
+    from kit.results import compliance
+
+    checkpoint = tmp_path / "en" / "org__m.json"
+    checkpoint.parent.mkdir()
+    checkpoint.write_text("{}")
+    checkpoint.with_suffix(".mllog").write_text(":::MLLOG {}\n")
+
+    def refused(path, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(compliance, "open", refused, raising=False)
+    assert compliance.edited_since_logged(checkpoint) == "its log org__m.mllog cannot be read (Permission denied)"

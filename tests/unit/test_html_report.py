@@ -517,3 +517,24 @@ def test_a_report_written_again_links_its_unchanged_pages_and_reads_as_one_writt
     assert names == sorted(p.name for p in (fresh / PAGES).iterdir())
     assert filecmp.cmpfiles(out / PAGES, fresh / PAGES, names, shallow=False)[0] == names
     assert (out / INDEX).read_bytes() == (fresh / INDEX).read_bytes()
+
+
+def test_a_run_name_near_the_file_name_limit_is_reported_and_refused_only_where_a_sibling_cannot_exist(tmp_path):
+    """A checkpoint whose name fits but whose signed statement's name (<stem>.intoto.jsonl) would not is
+    reported (unsigned: nothing can stand there) instead of failing the report as a full disk; kit sign
+    refuses it, saying why."""
+    from conftest_checkpoints import make_checkpoint
+
+    from kit.results.sign import sign_tree
+    from kit.signing import init_key, load_signing_key
+
+    run = "org/" + "m" * 240
+    path = make_checkpoint(tmp_path / "results", run, "en", predictions_of([("yes", "yes"), ("no", "no")]))
+    assert len(path.name) <= 255 < len(path.stem) + len(".intoto.jsonl")
+    out = tmp_path / "out"
+    write_report(tmp_path / "results", out)
+    page = (out / PAGES / slug("result", f"en/{path.name}")).read_text(encoding="utf-8")
+    assert "Unsigned" in page
+    key = load_signing_key(init_key(tmp_path / "keys"))
+    done = sign_tree(tmp_path / "results", key)
+    assert done.signed == [] and "longer than a file name may be" in done.refused[path][0]

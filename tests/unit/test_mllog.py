@@ -29,3 +29,18 @@ def test_a_stale_temporary_file_is_replaced_not_appended_to(tmp_path):
         pl.event("kit_pair", {"run": "org/m"})
     assert "stale line" not in log.read_text() and "kit_pair" in log.read_text()
 
+
+
+def test_a_file_of_the_user_s_at_the_log_s_name_is_kept_aside_and_an_earlier_log_replaced(tmp_path):
+    """A job's log never destroys a file that is no log (the user's notes under that name): it goes to
+    .superseded/; an earlier run's :::MLLOG log of the pair is kit's and is replaced."""
+    log = tmp_path / "results" / "de" / "org__m.mllog"
+    log.parent.mkdir(parents=True)
+    log.write_text("my lab notes\n")
+    with PairLog(log) as pl:
+        pl.event("kit_pair", {"run": "org/m"})
+    kept = list((log.parent / ".superseded").iterdir())
+    assert [p.read_text() for p in kept] == ["my lab notes\n"] and kept[0].name.endswith(".not-a-log.mllog")
+    with PairLog(log) as pl:
+        pl.event("kit_pair", {"run": "org/m", "again": True})
+    assert len(list((log.parent / ".superseded").iterdir())) == 1 and "again" in log.read_text()

@@ -163,8 +163,9 @@ def _benchmark_tree(tmp_path: Path) -> tuple[Path, Path]:
               keys.RAW_OUTPUT: it.label, keys.TRUNCATED: False, keys.PARSE_MODE: keys.PARSE_EXACT} for it in items]
     wrong = [dict(p, **{keys.PREDICTED: NO if p[keys.EXPECTED] == YES else YES, keys.RAW_OUTPUT: _answer(p[keys.EXPECTED])})
              if i < 3 else p for i, p in enumerate(right)]
-    make_checkpoint(results, "org/a", "de", right)
-    make_checkpoint(results, "org/b", "de", wrong)
+    pinned = load_benchmark(bench_dir).pinned_sha256("de")   # measured on this benchmark's German data
+    make_checkpoint(results, "org/a", "de", right, benchmark_sha256=pinned)
+    make_checkpoint(results, "org/b", "de", wrong, benchmark_sha256=pinned)
     return bench_dir, results
 
 
@@ -199,3 +200,22 @@ def test_compare_refuses_a_bad_html_or_benchmark_path_in_one_line(tmp_path, flag
     for word in words:
         assert word in r.stderr
     assert not (tmp_path / "compare.html").exists()
+
+
+def test_compare_holds_each_file_to_the_benchmark_and_counts_no_language_two_files_claim(tmp_path):
+    """With the benchmark at hand, a checkpoint that dropped the items it got wrong (metrics made to match)
+    is not compared; a language for which a run has two files is not compared either, naming both."""
+    import shutil
+
+    bench_dir, results = _benchmark_tree(tmp_path)
+    b = results / "de" / "org__b.json"
+    data = json.loads(b.read_text(encoding="utf-8"))
+    kept = [p for p in data[keys.PREDICTIONS] if p[keys.PREDICTED] == p[keys.EXPECTED]]
+    make_checkpoint(results, "org/b", "de", kept, benchmark_sha256=data[keys.METADATA][keys.BENCHMARK_SHA256])
+    r = kit("compare", "org/a", "org/b", "--results", str(results), "--benchmark", str(bench_dir), cwd=tmp_path)
+    assert r.returncode == 2 and "de: B's checkpoint is not counted: invalid: predictions: item_ids differ" in r.stderr, r.stderr
+    _benchmark_tree(tmp_path)
+    shutil.copy(results / "de" / "org__b.json", results / "org__b.json")
+    shutil.copy(results / "de" / "org__b.mllog", results / "org__b.mllog")
+    r = kit("compare", "org/a", "org/b", "--results", str(results), "--benchmark", str(bench_dir), cwd=tmp_path)
+    assert r.returncode == 2 and "two files count for it" in r.stderr and "org__b.json and" in r.stderr, r.stderr

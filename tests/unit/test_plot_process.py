@@ -109,3 +109,21 @@ def test_a_report_leaves_matplotlib_out_of_its_own_process(tmp_path: Path) -> No
     roles, imported = done.stdout.strip().rsplit(" ", 1)
     assert "'heatmap'" in roles and imported == "False"
     assert (tmp_path / "out" / "heatmap_f1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def interrupt_disposition(_: object = None) -> bool:
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_ctrl_c_is_left_to_the_command_s_own_process_by_its_helpers() -> None:
+    """The plotting process and the validation pool's workers ignore SIGINT (the terminal sends it to the
+    whole group): the command's process ends them and says `kit: interrupted` once, and no helper prints a
+    traceback of its own."""
+    from kit.results.parallel import fork_map, usable_cores
+
+    assert not interrupt_disposition()
+    with plot_process():
+        assert draw(interrupt_disposition).result() is True
+    if usable_cores() >= 2:
+        assert set(fork_map(interrupt_disposition, range(400))) == {True}
+    assert not interrupt_disposition()

@@ -396,3 +396,25 @@ def test_a_release_holds_every_file_to_the_benchmark_and_leaves_out_pairs_the_ro
     assert not (sweep.root / "release" / "en" / other.name).exists()
     status = (sweep.root / "release" / "SNAPSHOT_STATUS.md").read_text(encoding="utf-8")
     assert "other-org/model" not in status and "3 of 3" in status
+
+
+def test_check_and_collect_narrowed_by_model_or_language_leave_the_rest_out_and_find_no_fault_in_it(tmp_path):
+    """--model and --languages narrow what check checks and what collect takes: the planned pairs they
+    leave out are neither faults nor merged; a file of a pair no roster run plans still is one."""
+    from release_helpers import LLM, RERANKER
+
+    sweep = demo_sweep(tmp_path, (LLM, RERANKER))
+    for narrowed in (("--model", LLM[0]), ("--languages", "de")):
+        r = run_kit("check", "results", *narrowed, cwd=sweep.root)   # (the sweep's logs are no MLLOG runs)
+        assert "ok    pairs_complete" in r.stdout and "pair outside the plan" not in r.stdout, r.stdout + r.stderr
+        assert "ok    checkpoints_valid" in r.stdout, r.stdout
+    r = run_kit("collect", "--from", "a=results", "--languages", "en", "-o", "merged", "--json", cwd=sweep.root)
+    assert r.exit_code == 0, r.stdout + r.stderr
+    merged = sorted(p.relative_to(sweep.root / "merged").as_posix() for p in (sweep.root / "merged").glob("*/*.json"))
+    assert merged and all(name.startswith("en/") for name in merged), merged
+    stray = sweep.results / "en" / "other-org__model.json"
+    stray.write_text((sweep.results / "en" / "kit-demo__tiny-llama.json").read_text(encoding="utf-8")
+                     .replace("kit-demo/tiny-llama", "other-org/model"), encoding="utf-8")
+    seal(stray)
+    r = run_kit("check", "results", "--model", LLM[0], cwd=sweep.root)
+    assert r.exit_code == 1 and "other-org__model.json: -: checkpoint of a pair outside the plan" in r.stdout, r.stdout

@@ -19,16 +19,20 @@ not compared, with why.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
 from kit.results.intervals import CONFIDENCE
+
+if TYPE_CHECKING:
+    from kit.results.identity import PlanExpectations
 from kit.results.kinds.lrb.paired import (CELL_INDEX, joint_counts, macro_draws, paired_language,
                                           percentile_interval, seed)
 from kit.results.metrics import confusion_cell, verdict
@@ -127,7 +131,8 @@ MAX_RESAMPLES = 100_000
 
 
 def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resamples: int = RESAMPLES,
-                 sentences: Callable[[str], Mapping[str, str]] | None = None) -> Comparison:
+                 sentences: Callable[[str], Mapping[str, str]] | None = None,
+                 benchmark: "PlanExpectations | None" = None) -> Comparison:
     """Compare run A (in RESULTS_A) with run B (in RESULTS_B, which may be the same tree); each
     flipped item gets its sentence from `sentences(language)` ({item id: sentence}) when given. A
     ConfigError when either run has no complete checkpoint or they share no language."""
@@ -137,8 +142,8 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resam
         raise ConfigError(f"--resamples {resamples} is more than {MAX_RESAMPLES:,}: the interval would not move, "
                           "and the draws would not fit in memory", fix="use 2000 (the default) up to 100000")
     run_a, run_b = run_from_stem(run_a), run_from_stem(run_b)   # org__model and org/model name one run
-    found_a, bad_a = _run_predictions(results_a, run_a)
-    found_b, bad_b = _run_predictions(results_b, run_b)
+    found_a, bad_a = _run_predictions(results_a, run_a, benchmark)
+    found_b, bad_b = _run_predictions(results_b, run_b, benchmark)
     not_compared = {lang: f"A's checkpoint is not counted: {why}" for lang, why in bad_a.items()}
     not_compared.update({lang: f"B's checkpoint is not counted: {why}" for lang, why in bad_b.items()
                          if lang not in not_compared})
@@ -267,37 +272,48 @@ def _items(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {item[keys.ITEM_ID]: item for item in data.get(keys.PREDICTIONS) or []}
 
 
-def _run_predictions(results: Path, run: str) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
+def _run_predictions(results: Path, run: str, benchmark: "PlanExpectations | None" = None
+                     ) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
     """({language: checkpoint data} of RUN's complete checkpoints under RESULTS, {language: why not
     counted} of its others). RUN is the roster's run name or the file name's stem. A language is the one
     kit.results.store.file_language gives (und for an lrb file recording none), with its batch folder
-    in brackets when the file lies in one ("und (strict-8-tokens)")."""
+    in brackets when the file lies in one ("und (strict-8-tokens)"). With `benchmark`, each file is held
+    to it by the rule every command follows (kit.results.benchmark_rule): a stale one is not counted.
+    Two files that count for one language are neither counted: which one the comparison means is unknown."""
+    from kit.results.benchmark_rule import validate_held
     from kit.results.checkpoint import validate_checkpoint
     from kit.results.store import collection_of, file_language, iter_checkpoint_files
 
     results = Path(results)
     if not results.is_dir():
-        raise ConfigError(f"results folder {str(results)!r} does not exist",
+        what = "is not a folder" if os.path.lexists(results) else "does not exist"
+        raise ConfigError(f"results folder {str(results)!r} {what}",
                           fix="point at the folder holding <language>/<run>.json checkpoints")
     found: dict[str, Mapping[str, Any]] = {}
     bad: dict[str, str] = {}
-    for path in iter_checkpoint_files(results):
-        if run_from_stem(path.stem) != run:
-            continue
-        state = validate_checkpoint(path)
+    where: dict[str, Path] = {}
+    paths = [path for path in iter_checkpoint_files(results) if run_from_stem(path.stem) == run]
+    states = validate_held([(path, results) for path in paths],
+                           lambda jobs: [validate_checkpoint(p, **kwargs) for p, kwargs in jobs], benchmark)
+    for path, state in zip(paths, states):
         # the language every command counts the file for (lrb's files without one: und), within its
         # collection (a batch folder is its own leaderboard, never a language)
         language = file_language(results, path, (state.data or {}).get(keys.METADATA))
         collection = collection_of(results, path, language)
         if collection:
             language = f"{language} ({collection})"
+        if language in where:   # a second file for it
+            found.pop(language, None)
+            bad[language] = f"two files count for it: {where[language]} and {path}"
+            continue
+        where[language] = path
         if state.state == keys.PairState.COMPLETE and state.data is not None:
             if _kind(state.data) != keys.KIND_LRB:
                 raise ConfigError(f"{path}: kit compare compares lrb checkpoints (yes/no items), not "
                                   f"{_kind(state.data)} ones", fix="compare two runs of an lrb benchmark")
             found[language] = state.data
         else:
-            bad[language] = "; ".join(state.reasons) or state.state
+            bad[language] = f"{state.state}: " + ("; ".join(state.reasons) or state.state)
     if not found and not bad:
         raise ConfigError(f"no checkpoint of run {run!r} under {results}",
                           fix="name the run as the roster does (org/model) or by its file name (org__model); "

@@ -60,6 +60,12 @@ def shortened(text: str) -> str:
                                     f"left out)...{m.group()[-_TAIL:]}", text)
 
 
+def unshowable(text: str) -> bool:
+    """Whether `text` holds a character visible() would have to escape (a control, bidirectional or
+    invisible character): no name a writer gives a model, run or language holds one."""
+    return _UNSHOWABLE.search(text) is not None
+
+
 def visible(text: str) -> str:
     """`text` as one line of output: each control character (a newline in a file name), line separator,
     bidirectional control or invisible character, or lone surrogate shown as its escape (\\n, \\u202e,

@@ -5,6 +5,7 @@ benchmark's environment)."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -152,6 +153,25 @@ def not_a_folder(path: str | os.PathLike[str]) -> Path | None:
     return None
 
 
+def what_stands(path: str | os.PathLike[str]) -> str:
+    """What stands at `path`, in words, for an error line: a file, a folder, a device or pipe, a link that
+    leads nowhere (naming its target), a link loop, or nothing."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return "nothing"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            os.stat(path)
+        except OSError as exc:
+            target = os.readlink(path)
+            return "a link in a loop" if exc.errno == errno.ELOOP else f"a broken link (to {target}, which does not exist)"
+        return f"a link to {os.readlink(path)}"
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder"
+    return "a file" if stat.S_ISREG(st.st_mode) else "a device or pipe"
+
+
 def regular_files(root: str | os.PathLike[str]) -> list[str]:
     """Every regular file under `root`, at any depth, as sorted POSIX paths relative to it; links are
     neither listed nor followed. Plain strings: an output folder (a release's report) holds tens of
@@ -294,8 +314,6 @@ def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
 def regular_file_here(path: Path) -> bool:
     """Whether a regular file (not a link to one) stands at `path`; False for a missing one, and for a name
     this file system cannot hold (a sibling name a checkpoint's long name gives, over NAME_MAX)."""
-    import stat
-
     try:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except (OSError, ValueError):

@@ -46,6 +46,7 @@ class Repo:
     commit: str
     folder: Path
     token: str | None = None     # gated: only this bearer token may read it
+    branches: tuple[str, ...] = ()   # names besides main that resolve to the commit (a branch named like a sha)
 
     def files(self) -> dict[str, Path]:
         """Repo path -> file, for every file of the folder."""
@@ -181,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
         if repo.token and self.headers.get("Authorization") != f"Bearer {repo.token}":
             self._error(401, "GatedRepo", head)
             return None
-        if rev not in (repo.commit, "main"):
+        if rev not in (repo.commit, "main", *repo.branches):
             self._error(404, "RevisionNotFound", head)
             return None
         return repo

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from kit.launch.site import ResolvedSite
 from kit.errors import ConfigError, KitError, SubmitError
+from kit.files import file_sha256
 from kit.launch.frontend import Frontend
 from kit.launch.remote import run_bytes
 from kit.launch.remote_copy import Show, remote_sha256, send_file
@@ -174,6 +175,11 @@ def push_snapshot(frontend: Frontend, root: str, cache: Path, manifest: Manifest
     wrong = [n for n, e in manifest.files.items() if digests.get(n) != e.sha256]
     if wrong:
         run_bytes(frontend, ["sh", "-c", _REMOVE, "sh", snap], "\0".join(wrong).encode() + b"\0")
+        damaged = sorted(n for n in wrong if file_sha256(local / n) != manifest.files[n].sha256)
+        if damaged:   # the copy sent was the local one's bytes: sending it again would change nothing
+            raise SubmitError(f"{', '.join(damaged)} of {model}@{revision[:12]} is damaged here, in {local}: its sha256 "
+                              "is not the manifest's (removed at the site)",
+                              fix=f"kit weights verify --model {model}, then `kit weights stage` again to fetch it anew")
         raise SubmitError(f"{frontend.where}: {', '.join(sorted(wrong))} of {model}@{revision[:12]} did not hash to the "
                           "manifest's sha256 there (removed)", fix="run the same `kit weights push` again to copy them anew")
     frontend.write_text(remote_manifest_path(root, model, revision), manifest_text(manifest), mode=0o644)

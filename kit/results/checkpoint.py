@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kit import safejson
-from kit.errors import ConfigError
+from kit.errors import ConfigError, unshowable, visible
 from kit.files import read_regular_file
 from kit.config.names import run_file_stem
 from kit.results import keys
@@ -309,6 +309,7 @@ def _language_reasons(
 _TEXT_KEYS = (keys.MODEL_ID, keys.MODEL_REVISION, keys.RUN, keys.RUN_ID, keys.BACKEND, keys.TASK, keys.DTYPE,
               keys.DECODING, keys.PROMPT_SHA256, keys.BENCHMARK_SHA256, keys.MANIFEST_SHA256)
 _WHOLE_KEYS = (keys.MAX_NEW_TOKENS, keys.SEED, keys.BATCH_SIZE)
+_NAME_KEYS = (keys.MODEL_ID, keys.RUN, keys.RUN_ID, keys.LANGUAGE)
 
 
 def _metadata_type_reasons(metadata: Mapping[str, Any]) -> list[str]:
@@ -319,6 +320,11 @@ def _metadata_type_reasons(metadata: Mapping[str, Any]) -> list[str]:
         value = metadata.get(key)
         if value is not None and not isinstance(value, str):
             reasons.append(f"metadata.{key} is a JSON {_json_type(value)}, not a string")
+    for key in _NAME_KEYS:   # names every table, page and CSV shows: one that would read as another is refused
+        value = metadata.get(key)
+        if isinstance(value, str) and unshowable(value):
+            reasons.append(f"metadata.{key} {visible(_clip(value))} holds a control, bidirectional or invisible "
+                           "character, which no model, run or language name has")
     for key in _WHOLE_KEYS:
         value = metadata.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):

@@ -76,6 +76,7 @@ def stage(model_id: str, revision: str, backend: str, cache: Path, *, gguf_file:
                           fix="unset HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE for `kit weights stage`")
     t0 = time.perf_counter()
     cache = Path(cache)
+    _is_a_commit(hub, model_id, revision, token, endpoint)
     listing = _list_files(hub, model_id, revision, token, endpoint)
     wanted = files_for(backend, listing, model=model_id, gguf_file=gguf_file, trust_remote_code=trust_remote_code)
     snapshot = snapshot_dir(cache, model_id, revision)
@@ -120,6 +121,19 @@ def _hub():
 def _offline(hub) -> bool:
     check = getattr(hub.constants, "is_offline_mode", None)
     return bool(check() if callable(check) else hub.constants.HF_HUB_OFFLINE)
+
+
+def _is_a_commit(hub, model_id: str, revision: str, token: str | None, endpoint: str | None) -> None:
+    """A ConfigError when `revision` is not the commit the Hub resolves it to (a branch or tag that looks
+    like a commit id): the snapshot would land under the commit's name, never the revision's."""
+    api = hub.HfApi(endpoint=endpoint, token=token)
+    try:
+        sha = getattr(api.model_info(model_id, revision=revision, token=token), "sha", None)
+    except Exception as exc:  # noqa: BLE001 - every Hub failure becomes one line
+        raise hub_error(exc, model_id, revision, endpoint or hub.constants.ENDPOINT) from None
+    if isinstance(sha, str) and sha != revision:
+        raise ConfigError(f"{model_id}: revision {revision} is not a commit: the Hub resolves it to {sha} (a branch "
+                          "or tag of that name)", fix=f'pin the commit itself: revision = "{sha}" in the roster')
 
 
 def _list_files(hub, model_id: str, revision: str, token: str | None, endpoint: str | None) -> dict[str, HubFile]:

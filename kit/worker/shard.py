@@ -25,7 +25,7 @@ from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.identity import PlanExpectations
 from kit.results.status import PairStatus, pair_states
-from kit.results.store import SUPERSEDED_DIR, checkpoint_path, dumps_checkpoint, mllog_path, set_aside
+from kit.results.store import SUPERSEDED_DIR, SYSTEMS_DIR, checkpoint_path, dumps_checkpoint, mllog_path, set_aside
 from kit.weights.snapshot import LoadDigests, digests_at_load, resolve_snapshot
 from kit.worker import provenance
 from kit.worker.claims import RUNNING_ELSEWHERE, Signature, claim, held_elsewhere, signature
@@ -103,8 +103,9 @@ def run_shard(
         f"shard {shard[0]}/{shard[1]}: {len(report.assigned)} pairs assigned, {len(report.skipped)} complete, "
         f"{len(report.invalid)} invalid, {len(todo)} to run ({benchmark.describe()})"
     )
-    if todo:
-        check_writable(results)   # a read-only or full folder: one line now, not after the model loads
+    if todo:   # a read-only or full folder, or a file where one must be: one line now, not after the model loads
+        for folder in (results, results / SYSTEMS_DIR):
+            check_writable(folder)
     planned = {p: signature(checkpoint_path(results, p.run, p.language)) for p in todo}
     try:
         _run_todo(report, runner, runs, benchmark, results, shard, cache_dir, planned, progress)

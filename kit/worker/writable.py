@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from kit.errors import ConfigError
-from kit.files import not_a_folder
+from kit.files import not_a_folder, what_stands
 
 PROBE_BYTES = 64 * 1024
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
@@ -30,8 +30,9 @@ def check_writable(folder: Path) -> None:
         reason = exc.strerror or type(exc).__name__
         blocked = not_a_folder(folder)
         if blocked is not None and exc.errno in (errno.EEXIST, errno.ENOTDIR):
-            raise ConfigError(f"cannot write to the results folder {folder}: {blocked} is a file, not a folder",
-                              fix="point --results (the site's `results`) at a folder, or move that file") from None
+            raise ConfigError(f"cannot write to the results folder {folder}: {blocked} is {what_stands(blocked)}, "
+                              "not a folder", fix="point --results (the site's `results`) at a folder, or move what "
+                                                  "stands there") from None
         if exc.errno in _FULL:
             fix = f"free space (or quota) on the file system of {folder}, or point --results (the site's `results`) elsewhere"
         else:

@@ -275,6 +275,18 @@ def test_a_read_only_results_folder_is_one_line_before_any_model_loads(project, 
     assert not (project / "stub" / "loaded").exists()
 
 
+def test_a_file_where_the_system_descriptions_go_is_one_line_before_any_model_loads(project):
+    results = project / "results"
+    results.mkdir(exist_ok=True)
+    (results / "systems").write_text("my notes")
+    r = worker(project, results, project / "stub")
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    no_traceback(r.stdout, r.stderr)
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("kit: error:")]
+    assert f"{results / 'systems'} is a file, not a folder" in line, line
+    assert not (project / "stub" / "loaded").exists() and (results / "systems").read_text() == "my notes"
+
+
 @pytest.fixture
 def small_disk(project, mounts) -> Path:
     """A 256 KiB file system as the results folder (root only: it is a tmpfs mount)."""

@@ -320,3 +320,15 @@ def test_a_provenance_part_of_a_type_no_job_writes_is_invalid(good, edit, said):
     rewrite(good, lambda d: edit(d.setdefault(keys.PROVENANCE, {})))
     assert_invalid(validate_checkpoint(good), said)
     assert_invalid(validate_summary(good), said)
+
+
+@pytest.mark.parametrize("name", ["LiquidAI/LFM2.5-350M\x1b[31m", "LiquidAI/\u202eM053-5.2MFL"])
+def test_a_name_with_a_control_or_bidirectional_character_is_invalid(good, name):
+    """A model or run name that would read as another (a terminal escape, a right-to-left override) is
+    refused when the file is read, by both readers, before any table, page or CSV shows it."""
+    from kit.results.checkpoint import validate_summary
+
+    rewrite(good, lambda d: d[keys.METADATA].update({keys.MODEL_ID: name}))
+    for state in (validate_checkpoint(good), validate_summary(good)):
+        assert_invalid(state, "metadata.model_id", "holds a control, bidirectional or invisible character")
+        assert all("\x1b" not in r and "\u202e" not in r for r in state.reasons)

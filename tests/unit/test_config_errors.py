@@ -298,3 +298,17 @@ def test_a_site_name_too_long_for_kit_s_file_and_job_names_is_refused_naming_it(
     path.write_text(f'[site.{"s" * (SITE_NAME_MAX + 1)}]\nscheduler = "local"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=f"is {SITE_NAME_MAX + 1} characters long"):
         load_sites(path)
+
+
+@pytest.mark.parametrize(("make", "said"), [
+    (lambda p: p.symlink_to(p.parent / "nowhere"), "is a broken link (to {parent}/nowhere, which does not exist)"),
+    (lambda p: p.symlink_to(p), "is a link in a loop"),
+])
+def test_a_results_folder_that_is_a_broken_link_is_named_as_such(tmp_path, make, said):
+    from kit.worker.writable import check_writable
+
+    results = tmp_path / "results"
+    make(results)
+    with pytest.raises(ConfigError) as err:
+        check_writable(results)
+    assert said.format(parent=tmp_path) in err.value.message, err.value.message

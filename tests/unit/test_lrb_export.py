@@ -191,3 +191,26 @@ def test_a_file_lrb_would_not_write_is_converted_not_given_back(tmp_path, old, n
     first = written["predictions"][0]
     assert first["predicted"] in ("yes", "no", None) and isinstance(first["raw_output"], str)
     assert (first["predicted"] is None) is ("unparsed" in new)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d["metadata"].update(foo="bar"),                      # a key lrb's RunMetadata refuses
+    lambda d: d["predictions"][0].update(latency_seconds="fast"),   # a counter lrb sums for its speed columns
+    lambda d: d["predictions"][1].update(parse_mode="score"),       # no parse mode of lrb's
+    lambda d: d.update(notes=["mine"]),                             # a section lrb never writes
+])
+def test_a_hand_edited_file_in_lrb_s_serialisation_is_converted_not_passed_through(tmp_path, edit):
+    """A file written as lrb serialises, but holding what lrb's writer never writes, is no file of lrb's:
+    it is converted as lrb writes it (the foreign parts dropped), never given back byte for byte."""
+    root = _results(tmp_path)
+    path = root / "en" / "org__a.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    done = export_lrb(root, tmp_path / "out")
+    written = tmp_path / "out" / "en" / "org__a.json"
+    assert path not in done.refused and written.read_bytes() != path.read_bytes(), done.refused
+    back = json.loads(written.read_text(encoding="utf-8"))
+    assert "foo" not in back["metadata"] and "notes" not in back
+    assert all(p.get("parse_mode") in (None, "exact", "leading", "last") and isinstance(p["truncated"], bool)
+               and not isinstance(p.get("latency_seconds"), str) for p in back["predictions"])

@@ -438,6 +438,20 @@ def test_a_site_without_weights_is_refused_and_a_dry_run_warns_with_the_commands
                              "kit weights push --site g5k --roster sweep/roster.toml --model org/tiny")
 
 
+def test_a_snapshot_damaged_here_is_said_to_be_so_and_not_sent_again_as_a_bad_transfer(tmp_path):
+    cache = tmp_path / "cache"
+    m = staged(cache, {"model.safetensors": os.urandom(1_000_000)})
+    local = wm.snapshot_dir(cache, MODEL, REV) / "model.safetensors"
+    body = bytearray(local.read_bytes())
+    body[100] ^= 1                                          # same size, other bytes: only a hash tells
+    local.write_bytes(bytes(body))
+    root, fe = str(tmp_path / "site"), Frontend("local")
+    with pytest.raises(SubmitError, match="is damaged here") as err:
+        push_snapshot(fe, root, cache, m, probe(fe, root, [(MODEL, REV)])[MODEL, REV], lambda line: None)
+    assert "kit weights verify" in err.value.fix and "stage" in err.value.fix
+    assert not wm.manifest_path(root, MODEL, REV).exists()
+
+
 def test_runs_whose_weights_are_not_at_the_site_are_refused_with_the_stage_and_push_commands(tmp_path):
     site = local_site(tmp_path)
     ok, absent, gguf = run_(), run_("org/absent"), run_(backend="gguf", options={"gguf_file": "x.gguf"})
@@ -573,3 +587,20 @@ def test_weights_commands_need_a_revision_only_of_the_runs_they_act_on(tmp_path)
     every = subprocess.run(run, capture_output=True, text=True)
     line = every.stderr.strip()
     assert every.returncode == 2 and "run 'org/b' has no revision" in line and "--allow-unpinned" not in line, line
+
+
+def test_a_revision_that_is_a_branch_named_like_a_commit_is_refused_with_the_commit(tmp_path, monkeypatch):
+    """A 40-hex revision the Hub resolves to another commit (a branch of that name) would land under the
+    commit's folder and never be found: refused, naming the commit to pin."""
+    from kit.weights.stage import stage
+
+    go_online(monkeypatch)
+    origin = make_repo(tmp_path / "origin", REPO_FILES)
+    server = HubServer({MODEL: Repo(REV, origin, branches=("b" * 40,))})
+    url = server.start()
+    try:
+        with pytest.raises(ConfigError, match=f"revision {'b' * 40} is not a commit: the Hub resolves it to {REV}"):
+            stage(MODEL, "b" * 40, "vllm", tmp_path / "cache", endpoint=url)
+        assert stage(MODEL, REV, "vllm", tmp_path / "cache", endpoint=url).files
+    finally:
+        server.stop()

@@ -187,14 +187,31 @@ def lrb_own_bytes(path: Path, data: Mapping[str, Any]) -> bytes | None:
     return body if same else None
 
 
+# what lrb's writer puts in a result file, section by section, and nothing else
+_LRB_SECTIONS = frozenset({keys.METADATA, keys.METRICS, keys.PREDICTIONS, keys.SPEED})
+_LRB_METADATA = frozenset({*LRB_REQUIRED, *LRB_OPTIONAL})
+_LRB_PREDICTION = frozenset({keys.ITEM_ID, keys.EXPECTED, keys.PREDICTED, keys.RAW_OUTPUT, keys.TRUNCATED,
+                             keys.PARSE_MODE, *LRB_COUNTERS})
+
+
 def _predictions_as_lrb_writes(data: Mapping[str, Any]) -> bool:
-    """Whether every prediction is one lrb writes, and its loader reads: `predicted` yes, no or null (lrb
-    has no "unparsed" label) and a `raw_output` string. A file with any other came from another writer
-    or a hand edit, and is converted (lrb_result) rather than given back as it is."""
-    predictions = data.get(keys.PREDICTIONS)
-    return isinstance(predictions, list) and all(
-        isinstance(p, Mapping) and p.get(keys.PREDICTED, "") in (keys.YES, keys.NO, None)
-        and isinstance(p.get(keys.RAW_OUTPUT), str) for p in predictions)
+    """Whether the file holds only what lrb writes, of the types its loader reads: its sections, its
+    metadata keys, and predictions whose `predicted` is yes, no or null (lrb has no "unparsed" label),
+    `raw_output` a string, `truncated` a boolean, `parse_mode` one of lrb's or null and each counter a number
+    or null. A file with anything else came from another writer or a hand edit, and is converted
+    (lrb_result) rather than given back as it is."""
+    predictions, metadata = data.get(keys.PREDICTIONS), data.get(keys.METADATA)
+    if not (set(data) <= _LRB_SECTIONS and isinstance(metadata, Mapping) and set(metadata) <= _LRB_METADATA
+            and isinstance(predictions, list)):
+        return False
+    return all(isinstance(p, Mapping) and set(p) <= _LRB_PREDICTION
+               and p.get(keys.PREDICTED, "") in (keys.YES, keys.NO, None) and isinstance(p.get(keys.RAW_OUTPUT), str)
+               and isinstance(p.get(keys.TRUNCATED, False), bool) and p.get(keys.PARSE_MODE) in (None, *LRB_PARSE_MODES)
+               and all(_counter(p[k]) for k in LRB_COUNTERS if k in p) for p in predictions)
+
+
+def _counter(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def lrb_bytes(source: Path, data: dict[str, Any]) -> bytes:

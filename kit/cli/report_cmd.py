@@ -57,6 +57,7 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
     """
     from kit.config.project import load_project
     from kit.results.identity import PlanExpectations
+    from kit.config.names import run_from_stem
     from kit.results.plot_process import plot_process
     from kit.results.report import write_report
     from kit.results.tree import ResultsTree
@@ -70,7 +71,9 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
     out = output or results / "report"
     # the plotting process forked first, while this one is small: the cache's sections are tens of MB
     with plot_process(), ResultsTree(results, sections=True) as tree:   # validated checkpoints, kept for the next command
-        written = write_report(results, out, runs=list(models) or None, expect=expect, include_stale=include_stale,
+        # a run named as the roster does (org/model) or by its file name (org__model), as kit compare takes it
+        runs = list(dict.fromkeys(map(run_from_stem, models))) or None
+        written = write_report(results, out, runs=runs, expect=expect, include_stale=include_stale,
                                verdicts=list(verdict_dirs) or None, validate_all=tree.validate_all)
     files = {role: str(path) for role, path in written.files.items()}
     data = {"files": files, "html_index": files.get("html"), "pairs": written.pairs,

@@ -105,3 +105,15 @@ def test_status_without_a_roster_picks_runs_and_languages_among_the_files_found(
     r = kit_in_process("status", str(tree), "--model", "org/not-run", cwd=tmp_path, env={"KIT_NO_CACHE": "1"})
     assert r.returncode == 2 and "of run 'org/not-run'" in r.stderr and run in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_report_takes_a_run_by_its_file_name_as_compare_does(tree: Path, tmp_path: Path) -> None:
+    """`kit report --model org__model` picks the run `--model org/model` picks (kit compare takes both)."""
+    run = json.loads(next(tree.glob("*.json")).read_text(encoding="utf-8"))["metadata"]["model_id"]
+    boards = []
+    for name, out in ((run, "by-name"), (run.replace("/", "__"), "by-file")):
+        r = kit_in_process("report", str(tree), "--model", name, "-o", str(tmp_path / out), cwd=tmp_path,
+                           env={"KIT_NO_CACHE": "1"})
+        assert r.returncode == 0, r.stderr
+        boards.append((tmp_path / out / "leaderboard.csv").read_text(encoding="utf-8"))
+    assert boards[0] == boards[1] and run in boards[0]

@@ -364,9 +364,9 @@ def provenance_type_reasons(data: Mapping[str, Any]) -> list[str]:
         section = prov.get(name)
         if not isinstance(section, Mapping):
             continue
-        reasons += [f"{keys.PROVENANCE}.{name}.{field} is {_json_type(section[field])} {_clip(section[field])}, "
-                    "not a string" for field in fields if section.get(field) is not None
-                    and not isinstance(section[field], str)]
+        reasons += [f"{keys.PROVENANCE}.{name}.{key} is {_json_type(section[key])} {_clip(section[key])}, "
+                    "not a string" for key in fields if section.get(key) is not None
+                    and not isinstance(section[key], str)]
     model = prov.get(keys.PROV_MODEL)
     files = model.get(keys.WEIGHT_FILES_SHA256) if isinstance(model, Mapping) else None
     if files is not None and not (isinstance(files, Mapping) and all(isinstance(v, str) for v in files.values())):
@@ -388,8 +388,8 @@ def _provenance_well_typed(prov: Any) -> bool:
         section = get(name)
         if section is None:
             continue
-        for field in fields:
-            value = section.get(field)
+        for key in fields:
+            value = section.get(key)
             if value is not None and type(value) is not str:
                 return False
     model = get(keys.PROV_MODEL)

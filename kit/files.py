@@ -164,8 +164,9 @@ def what_stands(path: str | os.PathLike[str]) -> str:
         try:
             os.stat(path)
         except OSError as exc:
-            target = os.readlink(path)
-            return "a link in a loop" if exc.errno == errno.ELOOP else f"a broken link (to {target}, which does not exist)"
+            if exc.errno == errno.ELOOP:
+                return "a link in a loop"
+            return f"a broken link (to {os.readlink(path)}, which does not exist)"
         return f"a link to {os.readlink(path)}"
     if stat.S_ISDIR(st.st_mode):
         return "a folder"

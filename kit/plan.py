@@ -148,7 +148,8 @@ def select_pairs(runs: Sequence["Run"], benchmark: "Dataset", languages: Sequenc
     return plan_pairs(out)
 
 
-def left_out_by_selection(every_run: Sequence["Run"], benchmark: "Dataset", selected: Sequence[Pair]) -> frozenset[Pair]:
+def left_out_by_selection(every_run: Sequence["Run"], benchmark: "Dataset",
+                          selected: Sequence[Pair]) -> frozenset[Pair]:
     """The pairs the whole roster plans that a --model or --languages selection leaves out: a command that
     works on the selection neither checks nor takes their files, and finds no fault in them."""
     return frozenset(select_pairs(every_run, benchmark, None)) - frozenset(selected)

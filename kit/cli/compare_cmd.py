@@ -58,11 +58,10 @@ def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resam
       kit compare kit-demo/tiny-llama kit-demo/tiny-reranker --results kit-demo/results \\
           --roster kit-demo/roster.toml --html kit-demo/compare.html
     """
+    from kit.results.identity import PlanExpectations
     from kit.results.kinds.lrb.compare import RESAMPLES, compare_runs
 
     dataset = common.benchmark_or_roster(benchmark, roster or Path("roster.toml"))
-    from kit.results.identity import PlanExpectations
-
     result = compare_runs(results, run_a, results_b or results, run_b, resamples=RESAMPLES if resamples is None else resamples,
                           sentences=None if dataset is None else _sentences(dataset),
                           benchmark=None if dataset is None else PlanExpectations(dataset))

@@ -24,7 +24,7 @@ class Outcome:
     found something wrong (a FAIL verdict, an invalid file, a failed job: exit 1); `errors` are
     problems that kept part of the job from being done (printed on stderr; status error, exit 1); `text`
     is what a person reads: lines (each shown by kit.errors.visible: no name in it breaks a line or reads
-other than it is), or a function that prints them (rich tables); `stopped_by` names
+    other than it is), or a function that prints them (rich tables); `stopped_by` names
     the signal (SIGTERM, SIGINT) that stopped the command before its end: failed, exit 128 + N, as
     a shell reports a process the signal killed."""
 

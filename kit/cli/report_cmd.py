@@ -55,9 +55,9 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
       kit report results -o release/
       kit report results --include-stale --json
     """
+    from kit.config.names import run_from_stem
     from kit.config.project import load_project
     from kit.results.identity import PlanExpectations
-    from kit.config.names import run_from_stem
     from kit.results.plot_process import plot_process
     from kit.results.report import write_report
     from kit.results.tree import ResultsTree

@@ -90,7 +90,6 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
             cached = tree.from_cache
     else:
         from kit.results.identity import PlanExpectations
-
         from kit.results.status import select_found
 
         dataset = common.benchmark_or_roster(benchmark, None)
@@ -118,11 +117,9 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
     from rich.console import Console
 
     console = Console(width=160)
-    if not statuses:   # no table: the count line says it (an empty table only squeezes its title)
-        pass
-    elif every_pair:
+    if every_pair and statuses:   # (no pair, no table: the count line says it)
         console.print(_pair_table(title, statuses, results))
-    else:
+    elif statuses:
         console.print(_run_table(title, statuses))
         problems = [s for s in statuses if s.state != "complete"]
         # the ones that need a look first; a sweep just planned has thousands pending, which --pairs lists
@@ -132,7 +129,8 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
         if len(problems) > LISTED:
             click.echo(f"... and {len(problems) - LISTED} more pairs not complete, not listed here "
                        "(every pair: --pairs; all of them with their reasons: --json)")
-    click.echo(f"{len(statuses)} pairs" + (": " if counts else "") + ", ".join(f"{n} {state}" for state, n in counts.items()))
+    states = ", ".join(f"{n} {state}" for state, n in counts.items())
+    click.echo(f"{len(statuses)} pairs" + (f": {states}" if states else ""))
     if note:
         click.echo(note)
     if cached:

@@ -5,6 +5,7 @@ results, and a screenshot of the index that shows content (not one flat colour).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -109,7 +110,9 @@ def copied_report(tmp_path: Path) -> Path:
     verdicts.mkdir()
     result = checkpoint_path(results, "org/model-a", "en")
     (verdicts / "reproduce-org__model-a-en.json").write_text(json.dumps({
-        "result": str(result), "verdict": "WITHIN TOLERANCE", "agreement": 0.95, "tolerance": {"agreement": 0.99},
+        # the verdict its own figures give (0.95 is under the tolerance), tied to the very file it reran
+        "result": str(result), "result_sha256": hashlib.sha256(result.read_bytes()).hexdigest(),
+        "verdict": "DIFFERENT", "agreement": 0.95, "tolerance": {"agreement": 0.99},
         "environments": {"recorded": {"gpu": "A100", "site": "nancy", "runtime": "apptainer"},
                          "rerun": {"gpu": HOSTILE, "site": "lyon", "runtime": "docker"}},
         # a deliberate rerun's drift figures (kit reproduce --as): the drift section, its plot and the rerun's page

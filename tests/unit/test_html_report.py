@@ -309,7 +309,8 @@ def test_a_rerun_is_shown_only_beside_the_very_file_it_reran_and_only_as_its_fig
 
     result, other = checkpoint_path(results, RUNS[0], "en"), checkpoint_path(results, RUNS[1], "en")
     kept = _verdict(tmp_path / "reproduce", result, "WITHIN TOLERANCE", 0.995, "H100")
-    shutil.copy(kept, tmp_path / "reproduce-copy" / kept.name) if (tmp_path / "reproduce-copy").mkdir() is None else None
+    (tmp_path / "reproduce-copy").mkdir()
+    shutil.copy(kept, tmp_path / "reproduce-copy" / kept.name)   # a copy of a verdict already read
     moved = _verdict(tmp_path / "reproduce-b", other, "REPRODUCED", 1.0, "A100")
     other.write_text(other.read_text(encoding="utf-8") + "\n", encoding="utf-8")   # rewritten since the rerun
     lying = _verdict(tmp_path / "reproduce-c", result, "REPRODUCED", 0.1, "A100")

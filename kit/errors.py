@@ -60,6 +60,12 @@ def shortened(text: str) -> str:
                                     f"left out)...{m.group()[-_TAIL:]}", text)
 
 
+def clipped(value: object, width: int = 40) -> str:
+    """The repr of a value an error line quotes, cut to `width` characters ("..." ending a cut one)."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def unshowable(text: str) -> bool:
     """Whether `text` holds a character visible() would have to escape (a control, bidirectional or
     invisible character): no name a writer gives a model, run or language holds one."""

@@ -9,6 +9,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
+from kit.errors import visible
 
 
 @click.command()
@@ -152,8 +153,6 @@ STATE_STYLE = {"complete": "green", "stale": "magenta", "pending": "yellow", "in
 def shown(text: str) -> str:
     """A name or reason as a table cell: kit.errors.visible, and no rich markup read in it."""
     from rich.markup import escape
-
-    from kit.errors import visible
 
     return escape(visible(text))
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kit import safejson
-from kit.errors import ConfigError, unshowable, visible
+from kit.errors import ConfigError, clipped, unshowable, visible
 from kit.files import read_regular_file
 from kit.config.names import run_file_stem
 from kit.results import keys
@@ -323,16 +323,16 @@ def _metadata_type_reasons(metadata: Mapping[str, Any]) -> list[str]:
     for key in _NAME_KEYS:   # names every table, page and CSV shows: one that would read as another is refused
         value = metadata.get(key)
         if isinstance(value, str) and unshowable(value):
-            reasons.append(f"metadata.{key} {visible(_clip(value))} holds a control, bidirectional or invisible "
+            reasons.append(f"metadata.{key} {visible(clipped(value))} holds a control, bidirectional or invisible "
                            "character, which no model, run or language name has")
     for key in _WHOLE_KEYS:
         value = metadata.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            reasons.append(f"metadata.{key} is {_json_type(value)} {_clip(value)}, not a whole number")
+            reasons.append(f"metadata.{key} is {_json_type(value)} {clipped(value)}, not a whole number")
     value = metadata.get(keys.DURATION_SECONDS)
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                               or not math.isfinite(value) or value < 0):
-        reasons.append(f"metadata.{keys.DURATION_SECONDS} is {_clip(value)}, not a number of seconds")
+        reasons.append(f"metadata.{keys.DURATION_SECONDS} is {clipped(value)}, not a number of seconds")
     return reasons
 
 
@@ -364,7 +364,7 @@ def provenance_type_reasons(data: Mapping[str, Any]) -> list[str]:
         section = prov.get(name)
         if not isinstance(section, Mapping):
             continue
-        reasons += [f"{keys.PROVENANCE}.{name}.{key} is {_json_type(section[key])} {_clip(section[key])}, "
+        reasons += [f"{keys.PROVENANCE}.{name}.{key} is {_json_type(section[key])} {clipped(section[key])}, "
                     "not a string" for key in fields if section.get(key) is not None
                     and not isinstance(section[key], str)]
     model = prov.get(keys.PROV_MODEL)
@@ -400,11 +400,6 @@ def _provenance_well_typed(prov: Any) -> bool:
 def _json_type(value: Any) -> str:
     names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
-
-
-def _clip(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _prediction_reasons(kind: ResultKind, predictions: list[Any]) -> list[str]:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kit.errors import KitError
+from kit.errors import KitError, clipped
 from kit.results import keys
 from kit.results.columns import column
 
@@ -121,13 +121,13 @@ def stale_reasons(metadata: Mapping[str, Any], identity: Mapping[str, Any], *, l
     for key, want in identity.items():
         if key not in metadata:
             if not legacy:
-                out.append(f"metadata.{key} is not recorded; the run now has {_short(want)}")
+                out.append(f"metadata.{key} is not recorded; the run now has {clipped(want, 60)}")
             continue
         got = metadata[key]
         if key == keys.OPTIONS and isinstance(got, Mapping):
             got = prediction_options(got)
         if got != want:
-            out.append(f"metadata.{key} is {_short(got)}; the run now has {_short(want)}")
+            out.append(f"metadata.{key} is {clipped(got, 60)}; the run now has {clipped(want, 60)}")
     return out
 
 
@@ -158,8 +158,8 @@ def edit_reasons(data: Mapping[str, Any]) -> list[str]:
         block = prov.get(section)
         recorded = block.get(field) if isinstance(block, Mapping) else None
         if recorded != meta.get(key):
-            out.append(f"metadata.{key} {_short(meta.get(key))} differs from provenance.{section}.{field} "
-                       f"{_short(recorded)} (the file was edited after the job wrote it)")
+            out.append(f"metadata.{key} {clipped(meta.get(key), 60)} differs from provenance.{section}.{field} "
+                       f"{clipped(recorded, 60)} (the file was edited after the job wrote it)")
     return out
 
 
@@ -182,8 +182,8 @@ def answer_reasons(predictions: list[Mapping[str, Any]], answers: Mapping[str, A
         return []
     at, first = wrong[0]
     more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
-    return [f"{keys.PREDICTIONS}[{at}].{keys.EXPECTED} {_short(first.get(keys.EXPECTED))} is not the benchmark's "
-            f"{_short(answers[first[keys.ITEM_ID]])} for item {first[keys.ITEM_ID]!r}{more}"]
+    return [f"{keys.PREDICTIONS}[{at}].{keys.EXPECTED} {clipped(first.get(keys.EXPECTED), 60)} is not the benchmark's "
+            f"{clipped(answers[first[keys.ITEM_ID]], 60)} for item {first[keys.ITEM_ID]!r}{more}"]
 
 
 _UNSET = object()
@@ -372,6 +372,3 @@ def data_expectation(dataset: "Dataset", language: str) -> Expected | None:
                     {keys.BENCHMARK_SHA256: dataset.pinned_sha256(language)})
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.errors import ConfigError
+from kit.files import name_part
 from kit.results.attest import AFTER_THE_FACT, sign_result, signature_reasons
 from kit.results.checkpoint import validate_sealed
 from kit.results.keys import PairState
 from kit.signing import SigningKey
-from kit.results.store import envelope_path, iter_checkpoint_files
+from kit.results.store import ENVELOPE_SUFFIX, envelope_path, iter_checkpoint_files
 
 
 @dataclass
@@ -22,9 +23,6 @@ class SignOutcome:
     signed: list[Path] = field(default_factory=list)
     already: list[Path] = field(default_factory=list)
     refused: dict[Path, list[str]] = field(default_factory=dict)
-
-
-NAME_MAX = 255   # bytes of one file name on Linux's file systems
 
 
 def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOutcome:
@@ -40,9 +38,11 @@ def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOut
     out = SignOutcome()
     for path in files:
         envelope = envelope_path(path)
-        if len(os.fsencode(envelope.name)) > NAME_MAX:
-            out.refused[path] = [f"its signed statement's name ({len(os.fsencode(envelope.name))} bytes) is longer than "
-                                 f"a file name may be ({NAME_MAX}): a run with a shorter name can be signed"]
+        try:   # its statement's name is longer still: a name longer than kit makes has no room for it
+            name_part(path.stem, "checkpoint name")
+        except ConfigError as exc:
+            out.refused[path] = [f"{exc.message}, so its signed statement (<name>{ENVELOPE_SUFFIX}) "
+                                 "could not stand beside it: a run with a shorter name can be signed"]
             continue
         if os.path.lexists(envelope) and (envelope.is_symlink() or not envelope.is_file()):
             out.refused[path] = [f"{envelope.name} is not a regular file (a folder, link or pipe stands there): "

@@ -171,13 +171,15 @@ def _inside_the_cache(snapshot: Path, name: str, model_id: str) -> None:
     """A ConfigError when the snapshot's entry for `name` is a link that leads out of the model's folder of
     the cache (snapshots link into its blobs/): kit neither reads nor removes what it points at."""
     path = snapshot / name
-    if not os.path.islink(path):
-        return
-    repo = snapshot.parent.parent.resolve()
-    target = path.resolve()
-    if repo not in target.parents:
-        raise ConfigError(f"{model_id}: {path} is a link out of the cache (to {target})",
+    if os.path.islink(path) and not _in_the_model_s_folder(path.resolve(), snapshot):
+        raise ConfigError(f"{model_id}: {path} is a link out of the cache (to {path.resolve()})",
                           fix="remove that link (what it points at is not kit's), then stage again")
+
+
+def _in_the_model_s_folder(path: Path, snapshot: Path) -> bool:
+    """Whether `path` (resolved) lies in the model's folder of the cache (models--org--name/, the
+    snapshot's grandparent): the only place stage reads through a link or removes a file."""
+    return snapshot.parent.parent.resolve() in path.parents
 
 
 def _checked(snapshot: Path, hub_file: HubFile, model_id: str, was_here: bool = False) -> FileEntry:
@@ -205,7 +207,7 @@ def _checked(snapshot: Path, hub_file: HubFile, model_id: str, was_here: bool = 
     elif not hub_file.lfs_sha256 and hub_file.blob_id and blob.hexdigest() != hub_file.blob_id:
         problem = f"git blob id {blob.hexdigest()[:16]}, the Hub lists {hub_file.blob_id[:16]}"
     if problem:
-        _remove(path, snapshot.parent.parent)
+        _remove(path, snapshot)
         if was_here:
             raise KitError(f"{model_id}: {hub_file.path}, already in the cache, does not match the Hub: {problem}; "
                            "it was damaged there (removed)", fix="run the same `kit weights stage` again to fetch it")
@@ -215,11 +217,11 @@ def _checked(snapshot: Path, hub_file: HubFile, model_id: str, was_here: bool = 
     return FileEntry(size, sha.hexdigest())
 
 
-def _remove(path: Path, repo: Path) -> None:
+def _remove(path: Path, snapshot: Path) -> None:
     """Remove a snapshot file: its link, and the blob it points at when that is in the model's folder."""
     target = path.resolve()
     path.unlink(missing_ok=True)
-    if target != path and repo.resolve() in target.parents:
+    if target != path and _in_the_model_s_folder(target, snapshot):
         target.unlink(missing_ok=True)
 
 

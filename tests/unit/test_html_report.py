@@ -538,4 +538,5 @@ def test_a_run_name_near_the_file_name_limit_is_reported_and_refused_only_where_
     assert "Unsigned" in page
     key = load_signing_key(init_key(tmp_path / "keys"))
     done = sign_tree(tmp_path / "results", key)
-    assert done.signed == [] and "longer than a file name may be" in done.refused[path][0]
+    assert done.signed == [] and "more than the 200 kit makes a file name of" in done.refused[path][0]
+    assert "signed statement" in done.refused[path][0]

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kit.errors import clipped
 from kit.results import keys
 from kit.results.answers import parse_verdict
 from kit.results.columns import column
@@ -169,7 +170,7 @@ def _parse_mode_fault(task: Any, predictions: Sequence[Any]) -> str | None:
                     f"whose answers are {'scores' if score else 'text'} (the file was changed after the job wrote it)")
         raw = item.get(keys.RAW_OUTPUT)
         if not score and not isinstance(raw, str):
-            return (f"{keys.PREDICTIONS}[{at}].{keys.RAW_OUTPUT} is {_short(raw)}, not the text a generate run's answer "
+            return (f"{keys.PREDICTIONS}[{at}].{keys.RAW_OUTPUT} is {clipped(raw)}, not the text a generate run's answer "
                     "is, so its verdict cannot be read again (the file was changed after the job wrote it)")
         yes = item.get(keys.SCORE_YES)
         if score and (isinstance(yes, bool) or not isinstance(yes, (int, float)) or not math.isfinite(yes)):
@@ -193,11 +194,6 @@ def _modes_fit(score: bool, predictions: Sequence[Any]) -> bool:
         return set(map(type, yes)) <= _NUMBER_TYPES and all(map(math.isfinite, yes))
     except (TypeError, AttributeError):
         return False
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:

@@ -211,6 +211,7 @@ def _predictions_as_lrb_writes(data: Mapping[str, Any]) -> bool:
 
 
 def _counter(value: Any) -> bool:
+    """One of lrb's counters as its loader reads one: a number, or null (not measured)."""
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
@@ -317,5 +318,4 @@ def _prediction(item: Mapping[str, Any], score: bool) -> dict[str, Any]:
 def _counters(item: Mapping[str, Any]) -> dict[str, Any]:
     """lrb's counters the prediction has; one that is neither a number nor null is left out, since
     lrb sums them for its speed columns and reads a missing one as not measured."""
-    return {k: item[k] for k in LRB_COUNTERS if k in item
-            and (item[k] is None or (isinstance(item[k], (int, float)) and not isinstance(item[k], bool)))}
+    return {k: item[k] for k in LRB_COUNTERS if k in item and _counter(item[k])}

@@ -107,9 +107,9 @@ def test_the_script_and_command_are_rendered_from_the_one_resolved_plan(sweep):
     assert str(job.script_path) in job.submit_argv and job.log_dir == sweep / "kit-root/logs"
 
 
-def test_a_dry_run_says_which_image_each_job_uses(sweep):
+def test_a_dry_run_says_which_image_each_job_uses(sweep, fake_oar):   # fake_oar: an idle squeue, not this machine's
     (sweep / "sites.toml").write_text(SITES.format(runtime="apptainer"))
-    env = {"KIT_IMAGES_LOCK": str(sweep / "images.lock.json"), "PATH": "/usr/bin:/bin"}
+    env = {"KIT_IMAGES_LOCK": str(sweep / "images.lock.json"), "PATH": f"{fake_oar.bin}:/usr/bin:/bin"}
     r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "box", "--dry-run", "--allow-unpinned"],
                        cwd=sweep, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr

@@ -114,6 +114,29 @@ def test_parse_squeue_refuses_what_is_not_a_squeue_answer(text):
         slurm_query.parse_squeue_json(text)
 
 
+# what squeue 22.05.8 prints, exit 0, when it cannot reach slurmctld (seen on the dev cluster with its
+# controller stopped): an empty job list that is not "no jobs"
+SQUEUE_CONTROLLER_DOWN = {"meta": {"Slurm": {"release": "22.05.8"}}, "jobs": [], "errors": [
+    {"description": "Failed while looking for jobs", "error_number": -1, "error": "Unspecified error",
+     "source": "slurm_load_jobs"}]}
+
+
+def test_an_empty_job_list_with_errors_is_no_answer_not_no_jobs():
+    with pytest.raises(ValueError, match=r"Failed while looking for jobs \(slurm_load_jobs\)"):
+        slurm_query.parse_squeue_json(json.dumps(SQUEUE_CONTROLLER_DOWN))
+    with pytest.raises(ValueError):
+        slurm_query.parse_squeue_names(json.dumps(SQUEUE_CONTROLLER_DOWN))
+    assert slurm_query.parse_squeue_json(json.dumps({**SQUEUE_CONTROLLER_DOWN, "errors": []})) == {}
+
+
+def test_live_jobs_are_not_listed_as_none_when_squeue_could_not_ask(fake):
+    fake(squeue=SQUEUE_CONTROLLER_DOWN, sacct_dbd=None, sacct_c="")
+    with pytest.raises(SubmitError, match="gave no job list .*Failed while looking for jobs"):
+        SlurmScheduler(site()).live_jobs()
+    got = SlurmScheduler(site()).poll(["7"])
+    assert got["7"].state == "unknown" and "Failed while looking for jobs" in got["7"].reason
+
+
 def test_parse_sacct_rows_steps_and_pending_records():
     text = ("2|COMPLETED|0:0\n4|FAILED|1:0\n4.batch|FAILED|1:0\n5|CANCELLED by 0|0:0\n3_0|COMPLETED|0:0\n"
             "3_1|TIMEOUT|0:15\n3_[2-3]|PENDING|0:0\n")

@@ -157,7 +157,7 @@ def test_auto_packs_a_measured_run_and_calibrates_a_new_one(sweep):
     assert plan_kit_run(root, ["box"], resubmit=True, array=3).plan.sites[0].shard_count == 3
 
 
-def test_auto_in_the_cli_says_how_each_job_was_sized(sweep):
+def test_auto_in_the_cli_says_how_each_job_was_sized(sweep, fake_oar):   # fake_oar: an idle squeue, not this machine's
     root, _ = sweep
     r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "box", "--walltime", "auto", "--dry-run"],
                        cwd=root, capture_output=True, text=True)

@@ -115,10 +115,14 @@ def _exit(value: Any) -> tuple[int | None, str]:
 def parse_squeue_json(text: str) -> dict[str, JobStatus]:
     """Every job in a `squeue --json` answer, keyed by plain id or `<array>_<task>`.
 
-    Raises ValueError when the text is not a squeue JSON document."""
+    Raises ValueError when the text is not a squeue JSON document, or when it reports errors: squeue
+    exits 0 with an empty job list and an `errors` entry when it could not reach the controller, and
+    that empty list is not "no jobs"."""
     data = json.loads(text)
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise ValueError("no 'jobs' list in the squeue --json answer")
+    if data.get("errors"):
+        raise ValueError(f"squeue reports {_slurm_errors(data['errors'])}")
     out: dict[str, JobStatus] = {}
     for job in data["jobs"]:
         state = base_state(job.get("job_state"))
@@ -129,6 +133,20 @@ def parse_squeue_json(text: str) -> dict[str, JobStatus]:
         for job_id in _ids(job):
             out[job_id] = JobStatus(job_id, normalize(state), code, text_reason)
     return out
+
+
+def _slurm_errors(errors: Any) -> str:
+    """An `errors` list of Slurm's JSON output as one phrase: each entry's description and source."""
+    entries = errors if isinstance(errors, list) else [errors]
+    said = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            words = [str(entry.get(k)) for k in ("description", "error") if entry.get(k)]
+            source = f" ({entry['source']})" if entry.get("source") else ""
+            said.append((words[0] if words else "an error") + source)
+        else:
+            said.append(str(entry))
+    return "; ".join(said)[:300]
 
 
 def _ids(job: dict) -> list[str]:

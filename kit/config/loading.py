@@ -69,11 +69,20 @@ def invalid_parts(exc: ValueError) -> tuple[str, str | None]:
 CONFIG_LIMIT_BYTES = 16 << 20
 
 
+# what a first user writes when the file is missing (docs/configuration.md has every key)
+_TO_WRITE = {
+    "sites": 'write it with a [site.NAME] table (e.g. [site.lyon] scheduler = "oar" frontend = "lyon.g5k" '
+             'root = "/home/LOGIN/kit"; examples/sites.toml, docs/configuration.md), or pass --sites-file PATH',
+    "roster": 'write it with benchmark = "DIR" and a [[run]] per model (model, revision, backend; '
+              'docs/configuration.md), or pass --roster PATH; `kit demo` writes one in ./kit-demo',
+}
+
+
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """Parse a TOML file; a missing file or a syntax error is a ConfigError."""
     path = Path(path)
     if not path.exists() and not path.is_symlink():
-        raise ConfigError(f"{path}: {what} file not found", fix="create it or pass the right path")
+        raise ConfigError(f"{path}: {what} file not found", fix=_TO_WRITE.get(what, "create it or pass the right path"))
     try:
         text = read_regular_file(path, f"the {what} file", CONFIG_LIMIT_BYTES, fix="pass the TOML file itself")
         # utf-8-sig: a byte order mark some Windows editors write is not part of the text

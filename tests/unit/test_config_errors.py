@@ -312,3 +312,12 @@ def test_a_results_folder_that_is_a_broken_link_is_named_as_such(tmp_path, make,
     with pytest.raises(ConfigError) as err:
         check_writable(results)
     assert said.format(parent=tmp_path) in err.value.message, err.value.message
+
+
+def test_a_missing_sites_file_says_what_to_write_and_the_option_it_names_exists(tmp_path):
+    r = run_kit("run", "--site", "lyon", "--model", "org/m", "--dry-run", cwd=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "sites.toml: sites file not found" in r.stderr and "[site.lyon]" in r.stderr
+    option = r.stderr.split("or pass ")[-1].split()[0]
+    assert option in run_kit("run", "--help", cwd=tmp_path).stdout, option
+    assert not any(tmp_path.iterdir())

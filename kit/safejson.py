@@ -45,7 +45,12 @@ def loads(text: str | bytes) -> Any:
     except RecursionError:
         raise ValueError(f"nested deeper than {sys.getrecursionlimit()} levels") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise ValueError(_where(exc)) from None
+
+
+def _where(exc: json.JSONDecodeError) -> str:
+    # some of json's messages end in "at" ("Unterminated string starting at"): said once
+    return f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
 
 
 def loads_unique(text: str | bytes) -> Any:
@@ -56,7 +61,7 @@ def loads_unique(text: str | bytes) -> Any:
     except RecursionError:
         raise ValueError(f"nested deeper than {sys.getrecursionlimit()} levels") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise ValueError(_where(exc)) from None
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

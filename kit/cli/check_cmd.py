@@ -65,7 +65,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     from kit.images.built import load_lock
     from kit.plan import left_out_by_selection, select_pairs
     from kit.results.check import rules_for, run_checks
-    from kit.results.store import archive_note
+    from kit.results.store import left_out_note
 
     if images_lock != DEFAULT_IMAGES_LOCK and not images_lock.exists():
         raise ConfigError(f"--images-lock {images_lock}: no such file",
@@ -83,7 +83,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
     data = {"verdict": verdict, "checkpoints": len(inp.checkpoints), "expected": len(expected),
             "rules": {r.name: {"description": r.description, "findings": [vars(f) for f in findings[r.name]]}
                       for r in rules}, "not_proven": NOT_PROVEN_SIGNED if trusted is not None else NOT_PROVEN,
-            "not_counted": archive_note(results)}
+            "not_counted": left_out_note(results)}
     render(Outcome("check", data, _lines(rules, findings, failed, verdict, len(inp.checkpoints), len(expected),
                                          data["not_counted"], data["not_proven"]),
                    failed=bool(failed)), as_json)

@@ -39,6 +39,7 @@ def export(fmt: str, results: Path, output: Path, as_json: bool) -> None:
     render(Outcome("export", {"format": fmt, "written": [str(p) for p in done.written],
                               "refused": {str(p): reasons for p, reasons in done.refused.items()},
                               "same_as": {str(p): str(kept) for p, kept in done.same_as.items()},
+                              "converted": {str(p): left_out for p, left_out in done.converted.items()},
                               "not_counted": done.not_counted},
                    _lines(done, output), failed=bool(done.refused)), as_json)
 
@@ -51,6 +52,9 @@ def _lines(done, output: Path):
         yield f"{len(done.written)} lrb result files written to {output}"
         for path, kept in done.same_as.items():
             yield f"  {path}: the same lrb file as {kept}, written once"
+        for path, left_out in done.converted.items():
+            yield (f"  {path}: converted, not given back as it is: lrb's writer as kit knows it writes no "
+                   f"{'; no '.join(left_out)}, which the export leaves out (the file itself is unchanged)")
     else:
         yield f"nothing written: {len(done.refused)} checkpoint(s) cannot be exported"
     if done.not_counted:

@@ -66,11 +66,12 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     """
     from kit.config.project import load_project
     from kit.results.status import count_states
-    from kit.results.store import archive_note
+    from kit.results.store import archive_note, left_out_note
     from kit.results.tree import ResultsTree
 
     errors: list[str] = []   # only a site can leave its checkpoints unread
     cached = None             # verdicts taken from kit's cache (a local tree only)
+    planned = bool(common.roster_to_use(roster))
     if site_names or all_sites:
         from kit.launch.site import load_named_sites
         from kit.launch.sitestatus import statuses_at_sites
@@ -79,7 +80,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         sites = load_named_sites(sites_file, None if all_sites else list(site_names))
         statuses, errors = statuses_at_sites(project, sites, project.roster.select(models),
                                              common.split_languages(languages))
-    elif common.roster_to_use(roster):
+    elif planned:
         from kit.plan import select_pairs
         from kit.results.identity import PlanExpectations
 
@@ -100,7 +101,8 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         # without a roster, --model and --languages pick among the checkpoints found
         statuses = select_found(statuses, models, common.split_languages(languages), results)
     counts = count_states(statuses)
-    note = archive_note(results) if not (site_names or all_sites) else None
+    # a roster's pairs have their places; a scan says what it found where no checkpoint lies
+    note = (archive_note(results) if planned else left_out_note(results)) if not (site_names or all_sites) else None
     if not (site_names or all_sites) and not os.path.lexists(results):   # a typo reads as "nothing ran yet"
         note = f"{results} does not exist: no pair has a checkpoint yet (or the results folder is elsewhere: " \
                "kit status RESULTS)"

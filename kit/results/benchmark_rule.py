@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kit.results import keys
-from kit.results.checkpoint import CheckpointState, ValidateAll, read_checkpoint
+from kit.results.checkpoint import CheckpointState, ValidateAll, recorded_metadata
 from kit.results.identity import Expectation, PlanExpectations
 from kit.results.keys import PairState
 from kit.results.store import UNDETERMINED_LANGUAGE, file_language, language_folder
@@ -55,7 +55,7 @@ def validate_held(files: Sequence[tuple[Path, Path]], validate_all: ValidateAll,
         if folders[i]:   # a sound file in a language folder records that language or none: no need to read it
             language, metadata = folders[i], {}
         else:
-            metadata = _metadata(path, st)
+            metadata = recorded_metadata(path, st)
             language = file_language(root, path, metadata)
         if language == UNDETERMINED_LANGUAGE and language not in dataset.languages:
             language = benchmark.language_of_digest(metadata.get(keys.BENCHMARK_SHA256))
@@ -87,13 +87,6 @@ def _language_folders(files: Sequence[tuple[Path, Path]]) -> list[str | None]:
             known[key] = language_folder(root, path)
         out.append(known[key])
     return out
-
-
-def _metadata(path: Path, state: CheckpointState) -> dict:
-    """The checkpoint's metadata: from its state, or read again when a cached verdict kept no sections."""
-    data = state.data if state.data is not None else read_checkpoint(path).data
-    metadata = (data or {}).get(keys.METADATA)
-    return metadata if isinstance(metadata, dict) else {}
 
 
 def _not_of(dataset: "Dataset", state: CheckpointState, digest: object) -> CheckpointState:

@@ -80,6 +80,14 @@ def without_predictions(state: CheckpointState, *, outcomes: bool = False) -> Ch
     return replace(state, data={k: v for k, v in data.items() if k != keys.PREDICTIONS}, truncated=truncated)
 
 
+def recorded_metadata(path: str | os.PathLike[str], state: CheckpointState) -> dict[str, Any]:
+    """A validated checkpoint's metadata: from its state, or read again when a cached verdict kept no
+    sections ({} when it has none)."""
+    data = state.data if state.data is not None else read_checkpoint(path).data
+    metadata = (data or {}).get(keys.METADATA)
+    return metadata if isinstance(metadata, dict) else {}
+
+
 def read_checkpoint(path: str | os.PathLike[str]) -> CheckpointState:
     """Parse a checkpoint and check its three lrb sections exist; no content checks.
 

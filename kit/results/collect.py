@@ -15,7 +15,6 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.config.names import run_from_stem
 from kit.errors import CheckpointError
 from kit.files import copy_new, file_sha256
 from kit.outputs import write_output
@@ -25,9 +24,9 @@ from kit.results.keys import PairState
 from kit.results.checkpoint import read_checkpoint, validate_checkpoint
 from kit.results.evidence import evidence_reasons
 from kit.results.identity import Expected
-from kit.results.records import recorded_run
+from kit.results.records import file_run
 from kit.results.store import (SYSTEMS_DIR, checkpoint_path, file_language, iter_checkpoint_files, linked_part,
-                               mllog_path)
+                               mllog_path, unread_files)
 
 
 @dataclass
@@ -43,7 +42,7 @@ def _pair_of(root: Path, path: Path, data: dict | None) -> Pair:
     meta = (data or {}).get(keys.METADATA)
     if not isinstance(meta, dict):   # validation names the fault; the pair comes from the path meanwhile
         meta = {}
-    return Pair(recorded_run(meta) or run_from_stem(path.stem), file_language(root, path, meta))
+    return Pair(file_run(path, meta), file_language(root, path, meta))
 
 
 def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
@@ -73,6 +72,11 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
             if first[1] != desc and file_sha256(first[1]) != file_sha256(desc):
                 plan.problems.append(f"duplicate: {SYSTEMS_DIR}/{desc.name} of {first[0]} ({first[1]}) and of {site} "
                                      f"({desc}) differ: one would replace the other")
+        unread = unread_files(root)
+        if unread:   # a release must not lose a site's results without a word
+            plan.problems.append(f"not read: {site}: {len(unread)} .json file(s) lie deeper than a checkpoint lies "
+                                 f"({unread[0]}{' and more' if len(unread) > 1 else ''}): collect the folder "
+                                 "that holds their language folders as a site of its own, or move them out")
         for path in iter_checkpoint_files(root):
             if linked_part(root, path, log=False) is not None:   # (listed above; a linked log: invalid below)
                 continue

@@ -208,6 +208,16 @@ class PlanExpectations:
         self._extras: dict[Any, tuple[dict[str, Any], str]] = {}   # see _shared_extra
         self._inputs: dict[str, Any] = {}   # run name -> ResultKind.pair_identity_inputs
         self._by_inputs: dict[tuple[Any, str], tuple[dict[str, Any], str]] = {}   # (inputs, language) -> part
+        self._stems: dict[str, str] | None = None   # checkpoint file stem -> run name (run_of_stem)
+
+    def run_of_stem(self, stem: str) -> str:
+        """The run whose checkpoint file stem this is: a roster run's own name (which may hold "__"), else
+        the name the stem spells (kit.config.names.run_from_stem)."""
+        from kit.config.names import run_file_stem, run_from_stem
+
+        if self._stems is None:
+            self._stems = {run_file_stem(name): name for name in self.runs}
+        return self._stems.get(stem) or run_from_stem(stem)
 
     def covers(self, pair: "Pair") -> bool:
         """True when the pair's run is one of the runs and its language one of the benchmark's."""

@@ -67,11 +67,12 @@ class CheckpointRecord:
     @property
     def run(self) -> str:
         """The roster run name: as the metadata names it (recorded_run), else the file name."""
-        return recorded_run(self.metadata) or run_from_stem(self.path.stem)
+        return file_run(self.path, self.metadata)
 
     @property
-    def prompt_kind(self) -> str:
-        """The kind of prompt lrb gives this run (kit.config.kinds.lrb.prompts); lrb files record only the task."""
+    def prompt_kind(self) -> str | None:
+        """The kind of prompt lrb gives this run (kit.config.kinds.lrb.prompts); lrb files record only the task,
+        and a scoring file's rule may not tell it (None)."""
         meta = self.metadata
         if meta.get(keys.BACKEND) is None and self.task == keys.TASK_SCORE:
             return lrb_prompt_kind(meta.get(keys.LRB_DECISION_RULE))
@@ -140,6 +141,13 @@ def recorded_run(metadata: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def file_run(path: Path, metadata: Any) -> str:
+    """The run a checkpoint file counts for: the one its metadata records (recorded_run), else the one its
+    file name says (run_from_stem), which cannot tell a model id holding "__" (my-org/lfm__sft-v2) apart."""
+    recorded = recorded_run(metadata) if isinstance(metadata, Mapping) else None
+    return recorded or run_from_stem(Path(path).stem)
+
+
 def item_faults(predictions: Sequence[Any], faults_of: Callable[[dict[str, Any]], list[str]]) -> dict[str, list[int]]:
     """{fault: indexes of the predictions that have it}: items that are not JSON objects or lack a
     string item id, and whatever `faults_of(item)` names for the others (the kind's own rules)."""
@@ -184,7 +192,8 @@ def check_comparable(records: Iterable[CheckpointRecord]) -> None:
     Complete checkpoints only are compared: one manifest_sha256 where recorded (lrb files
     have none; they are held to the benchmark_sha256 rule), one benchmark_sha256 per
     language, one prompt_sha256 per prompt kind (lrb asks zero-shot classifiers and masked LMs
-    with prompts of their own), one (decoding, max_new_tokens) among generate runs.
+    with prompts of their own; an lrb scoring file whose decision rule does not tell its kind is
+    held to none), one (decoding, max_new_tokens) among generate runs.
     """
     valid = sorted((r for r in records if r.valid), key=lambda r: (r.run, r.language, r.name))
     _once_each(valid)
@@ -192,7 +201,9 @@ def check_comparable(records: Iterable[CheckpointRecord]) -> None:
     _same(with_manifest, keys.MANIFEST_SHA256, lambda r: r.metadata[keys.MANIFEST_SHA256], "")
     for language, group in groups(valid, lambda r: r.language):
         _same(group, keys.BENCHMARK_SHA256, lambda r: r.metadata.get(keys.BENCHMARK_SHA256), f" for language {language!r}")
-    for kind, group in groups(valid, lambda r: r.prompt_kind):
+    # an lrb scoring file whose rule does not tell its prompt kind is held to none (lrb's own card lists
+    # its scorers' prompts side by side)
+    for kind, group in groups([r for r in valid if r.prompt_kind is not None], lambda r: r.prompt_kind):
         _same(group, keys.PROMPT_SHA256, lambda r: r.metadata.get(keys.PROMPT_SHA256), f" for {kind!r} prompts")
     generate = [r for r in valid if r.task == keys.TASK_GENERATE]
     _same(generate, "decoding/max_new_tokens", decoding, " among generate runs")

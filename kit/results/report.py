@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
 from kit.results.keys import PairState
@@ -29,7 +28,7 @@ from kit.results.kinds import kind_name, result_kind
 from kit.results.kinds.base import ResultKind
 from kit.outputs import check_output, plain_relative, unchanged_output, write_output
 from kit.results.records import SEPARATE, STALE_INCLUDED, CheckpointRecord, ReportFiles, groups, select_runs
-from kit.results.store import archive_note, collection_of, file_language, iter_checkpoint_files
+from kit.results.store import collection_of, left_out_note, file_language, iter_checkpoint_files
 from kit.results.report_batches import BATCHES_DIR, link_batches, write_batches_index
 from kit.results.html_report import write_html_report
 from kit.results.plot_process import plot_process
@@ -74,7 +73,7 @@ def collect_checkpoints(results_dir: Path, expect: PlanExpectations | None = Non
 def _planned(path: Path, expect: PlanExpectations) -> Expectation | None:
     # validate_checkpoint always checks metadata.run against the file name and metadata.language
     # against the folder; a pair the roster plans is held to its run as well.
-    pair = Pair(run_from_stem(path.stem), path.parent.name)
+    pair = Pair(expect.run_of_stem(path.stem), path.parent.name)
     return expect(pair) if expect.covers(pair) else None
 
 
@@ -127,7 +126,7 @@ def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, e
     records = select_runs(found, runs)
     valid = [r for r in records if r.valid]
     if not valid:   # nothing to report: the folder is refused, as bad input (exit 2)
-        archived = archive_note(results_dir)
+        archived = left_out_note(results_dir)
         raise ConfigError(
             f"no complete checkpoint under {str(results_dir)!r} ({len(records)} invalid or stale)"
             + (f"; {archived}" if archived else ""),
@@ -156,7 +155,7 @@ def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, e
             batches = {name: out_dir / path.relative_to(out.stage) for name, path in batches.items()}
     return ReportOutcome(files, len(valid), [r for r in records if r.state == PairState.INVALID],
                          [r for r in stale if r.run in {x.run for x in records}], include_stale,
-                         batches=batches, not_counted=archive_note(results_dir), unchanged=kept is not None)
+                         batches=batches, not_counted=left_out_note(results_dir), unchanged=kept is not None)
 
 
 def _relative(paths: dict[str, Path], folder: Path) -> dict[str, str]:

@@ -10,14 +10,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kit.config.names import run_from_stem
 from kit.errors import ConfigError
 from kit.plan import PAIR_ORDER, Pair
 from kit.results import keys
 from kit.results.keys import PairState
 from kit.results.benchmark_rule import validate_held
-from kit.results.checkpoint import ValidateAll, validate_each
+from kit.results.checkpoint import ValidateAll, recorded_metadata, validate_each
 from kit.results.identity import Expected, PlanExpectations
+from kit.results.records import file_run
 from kit.results.store import checkpoint_paths, file_language, iter_checkpoint_files
 
 
@@ -76,7 +76,9 @@ def scan_results(results: Path, validate_all: ValidateAll = validate_each,
     root = Path(results)   # one object: the rule finds each folder's language once per tree (by its identity)
     for path, st in zip(paths, validate_held([(path, root) for path in paths], validate_all, benchmark)):
         metadata = (st.data or {}).get(keys.METADATA)
-        pair = Pair(run_from_stem(path.stem), file_language(results, path, metadata))
+        if metadata is None and path.stem.count("__") > 1 and st.state in (PairState.COMPLETE, PairState.STALE):
+            metadata = recorded_metadata(path, st)   # org__a__b: only the metadata says which "__" is the "/"
+        pair = Pair(file_run(path, metadata), file_language(results, path, metadata))
         out.append(PairStatus(pair, st.state, path, list(st.reasons), list(st.notices)))
     return out
 

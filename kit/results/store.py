@@ -124,11 +124,13 @@ ARCHIVE_DIR = "archive"
 
 
 def iter_checkpoint_files(results: Path) -> list[Path]:
-    """Every RESULTS/<language>/<run>.json, every RESULTS/<run>.json (lrb's top-level results) and
-    every RESULTS/<batch>/<run>.json (lrb's batch folders), sorted; hidden names, non-language folders
-    and RESULTS/archive/ (lrb's discovery leaves it out: archived_files) are skipped. Whatever stands
-    at such a name is listed, a regular file or not (a folder, a pipe, a broken link: the reader then
-    says what it is, never skips it); a folder that cannot be listed is a ConfigError naming it."""
+    """Every RESULTS/<language>/<run>.json, every RESULTS/<run>.json (lrb's top-level results), every
+    RESULTS/<batch>/<run>.json (lrb's batch folders) and every RESULTS/<batch>/<language>/<run>.json
+    (lrb's multilingual writer given a batch as its output folder), sorted; hidden names, non-language
+    folders and RESULTS/archive/ (lrb's discovery leaves it out: archived_files) are skipped. Whatever
+    stands at such a name is listed, a regular file or not (a folder, a pipe, a broken link: the reader
+    then says what it is, never skips it); a folder that cannot be listed is a ConfigError naming it.
+    A .json file anywhere else is not a checkpoint's place: unread_files lists those."""
     results = Path(results)
     if not results.is_dir():
         return []
@@ -141,9 +143,46 @@ def iter_checkpoint_files(results: Path) -> list[Path]:
         if entry.name in NON_LANGUAGE_DIRS or entry.name == ARCHIVE_DIR or not entry.is_dir():
             continue
         folder = results / entry.name
-        found += [folder / sub.name for sub in _listed(folder) if sub.name.endswith(".json")
-                  and not sub.name.startswith(".")]
+        batch = not _LANGUAGE_CODE.fullmatch(entry.name)
+        for sub in _listed(folder):
+            if sub.name.startswith("."):
+                continue
+            if sub.name.endswith(".json"):
+                found.append(folder / sub.name)
+            if batch and sub.name not in NON_LANGUAGE_DIRS and _LANGUAGE_CODE.fullmatch(sub.name) and sub.is_dir():
+                found += [folder / sub.name / leaf.name for leaf in _listed(folder / sub.name)
+                          if leaf.name.endswith(".json") and not leaf.name.startswith(".")]
     return sorted(found)
+
+
+def json_files(root: Path, skip_dirs: frozenset[str] | set[str]) -> list[Path]:
+    """Every *.json file under root (at any depth, in path order), except hidden files and what lies
+    under a folder named in skip_dirs. os.walk on strings: a release tree holds thousands of files."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    for top, dirs, names in os.walk(root, onerror=_unlisted):
+        dirs[:] = [d for d in dirs if d not in skip_dirs]
+        parts = tuple(Path(top).relative_to(root).parts)
+        # a folder named *.json is listed too (validated as "not a regular file"), as a glob would
+        found += [(parts + (name,), os.path.join(top, name)) for name in (*names, *dirs)
+                  if name.endswith(".json") and not name.startswith(".")]
+    found.sort()
+    return [Path(path) for _, path in found]
+
+
+def _unlisted(exc: OSError) -> None:
+    raise unlisted_folder(exc)
+
+
+def unread_files(results: Path) -> list[Path]:
+    """The .json files under RESULTS (hidden names, its archive/ and non-language folders left out) that lie
+    where no checkpoint lies (iter_checkpoint_files): deeper than a batch's language folders, or in a
+    folder below a language folder. Every command that reads a tree says how many it left there."""
+    results = Path(results)
+    if not results.is_dir():
+        return []
+    listed = set(iter_checkpoint_files(results))
+    return [p for p in json_files(results, NON_LANGUAGE_DIRS | {ARCHIVE_DIR}) if p not in listed
+            and not any(part.startswith(".") for part in p.relative_to(results).parts)]
 
 
 def _listed(folder: Path) -> list[os.DirEntry[str]]:
@@ -206,25 +245,48 @@ def archive_note(results: Path) -> str | None:
             "its archive out; point the command at a folder inside it to read them")
 
 
+def left_out_note(results: Path) -> str | None:
+    """archive_note, and one line more when .json files lie where no checkpoint lies (unread_files),
+    naming their folders and how to read them; None when nothing was left out."""
+    unread = unread_files(results)
+    lines = [line for line in (archive_note(results),) if line]
+    if unread:
+        root = Path(results)
+        folders = sorted({p.parent.relative_to(root).as_posix() for p in unread})
+        shown = ", ".join(folders[:3]) + (f" and {len(folders) - 3} more" if len(folders) > 3 else "")
+        nearer = (root / unread[0].relative_to(root).parts[0]).as_posix()
+        lines.append(f"{len(unread)} .json file(s) under {root.as_posix()}/ not read: they lie deeper than a "
+                     f"checkpoint lies (in {shown}); point the command at a folder nearer them (such as {nearer}) "
+                     "to read them")
+    return "; ".join(lines) or None
+
+
 def collection_of(results: Path, path: Path, language: str) -> str:
     """The collection a checkpoint belongs to, as lrb's leaderboards group files: "" for the tree's own
     (kit's RESULTS/<language>/ folders and lrb's top-level files, lrb's active leaderboard), else the
-    batch folder it lies in (lrb's qwen3-20260913/, strict-8-tokens/: each has its own leaderboard).
-    A folder named like the file's language is a language folder, not a batch."""
+    batch folder it lies in (lrb's qwen3-20260913/, strict-8-tokens/, and RESULTS/<batch>/<language>/:
+    each has its own leaderboard). A folder named like the file's language is a language folder, not a batch."""
     folder = Path(path).parent
-    if folder == Path(results) or folder.name == language:
+    if folder == Path(results):
         return ""
-    return folder.name
+    try:
+        inside = folder.relative_to(results).parts
+    except ValueError:
+        inside = (folder.name,)
+    if len(inside) >= 2:   # RESULTS/<batch>/<language>/
+        return inside[0]
+    return "" if folder.name == language else folder.name
 
 
 # BCP 47's code for an undetermined language: that of an lrb file recording none (lrb's single-language
 # archive) that sits at the top of RESULTS or in a folder not named like a language (a dated batch).
 UNDETERMINED_LANGUAGE = "und"
-# a BCP 47 tag as folders name languages (fr, ceb, pt-BR, zh-Hans, sr-Latn-RS, es-419, ca-valencia, de-1996):
-# a language, then at most a script, a region and variants (a variant has a letter unless it is four
-# characters from a digit), so that lrb's dated batch folders (new-models-20260914) are never languages
-_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z]{4})?(?:[-_](?:[A-Za-z]{2}|[0-9]{3}))?"
-                            r"(?:[-_](?:(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{5,8}|[0-9][A-Za-z0-9]{3}))*")
+# a language tag as folders name languages, in its written case: lrb's own (fr, ceb: two or three lower-case
+# letters), then at most a script in title case and a region in upper case or digits (pt-BR, zh-Hant,
+# sr-Latn-RS, es-419) and variants that begin with a digit (de-1996). A folder of lower-case words
+# (new-models, low-temp, max-tokens, llm-judge) or a dated one (new-models-20260914) is lrb's batch, never a
+# language: lrb names its batches freely. A file recording its language counts for it wherever it lies.
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Z][a-z]{3})?(?:[-_](?:[A-Z]{2}|[0-9]{3}))?(?:[-_][0-9][A-Za-z0-9]{3})*")
 
 
 def language_folder(results: Path, path: Path) -> str | None:

@@ -14,7 +14,7 @@ from kit.errors import ConfigError
 from kit.results.benchmark_rule import validate_held
 from kit.results.checkpoint import CheckpointState, without_predictions
 from kit.results.identity import PlanExpectations
-from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS, unlisted_folder
+from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS, json_files
 from kit.results.tree import ResultsTree
 
 # the notice of a file verified under a tree's archive/ folder
@@ -85,19 +85,3 @@ def _under_archive(root: Path, path: Path) -> bool:
         return False
 
 
-def _unlisted(exc: OSError) -> None:
-    raise unlisted_folder(exc)
-
-
-def json_files(root: Path, skip_dirs: frozenset[str] | set[str]) -> list[Path]:
-    """Every *.json file under root (at any depth, in path order), except hidden files and what lies
-    under a folder named in skip_dirs. os.walk on strings: a release tree holds thousands of files."""
-    found: list[tuple[tuple[str, ...], str]] = []
-    for top, dirs, names in os.walk(root, onerror=_unlisted):
-        dirs[:] = [d for d in dirs if d not in skip_dirs]
-        parts = tuple(Path(top).relative_to(root).parts)
-        # a folder named *.json is listed too (validated as "not a regular file"), as a glob would
-        found += [(parts + (name,), os.path.join(top, name)) for name in (*names, *dirs)
-                  if name.endswith(".json") and not name.startswith(".")]
-    found.sort()
-    return [Path(path) for _, path in found]

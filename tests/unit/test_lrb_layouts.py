@@ -167,10 +167,11 @@ def test_lrb_s_logprob_scorer_is_current_for_the_run_of_its_name() -> None:
     ("zero-shot label probability at 0.5", ZEROSHOT),
     ("zero-shot pipeline entailment probability at 0.5", ZEROSHOT),
     ("sigmoid of the native relevance logit at 0.5", RERANKER),
-    ("argmax over the native yes/no scores", RERANKER),
+    ("sigmoid(native yes-minus-no logit minus 4.5) at 0.5", None),
+    ("argmax over the native yes/no scores", None),   # lrb's rerankers' rule, and a masked LM's may be it
     ("P(yes) at the [MASK] token", MASKED_LM),
-    ("", RERANKER),
-    (None, RERANKER),
+    ("", None),
+    (None, None),
 ])
 def test_an_lrb_scoring_file_s_prompt_kind_follows_its_decision_rule(rule, kind) -> None:
     assert lrb_prompt_kind(rule) == kind
@@ -201,6 +202,21 @@ def test_lrb_scorers_of_every_kind_report_together(tmp_path: Path) -> None:
     # the logprob scorer is asked with the generative prompt: another one is refused
     _lrb_file(root, "org/llm@logprob", "x" * 64, rule="argmax over the first-token yes/no log-probabilities")
     with pytest.raises(ConfigError, match=r"prompt_sha256 differs for 'generate' prompts"):
+        check_comparable(report.collect_checkpoints(root))
+
+
+def test_lrb_scorers_whose_rule_does_not_tell_their_prompt_kind_are_reported_with_any_prompt(tmp_path: Path) -> None:
+    """A reranker and a masked LM both deciding by "argmax over the native yes/no scores" (lrb's ARGMAX),
+    each asked with its own prompt file: lrb reports them side by side, and so does kit."""
+    root = tmp_path / "results"
+    argmax = "argmax over the native yes/no scores"
+    _lrb_file(root, "Qwen/Qwen3-Reranker-0.6B", "r" * 64, rule=argmax)
+    _lrb_file(root, "LiquidAI/LFM2.5-Encoder-350M", "m" * 64, rule=argmax)
+    _lrb_file(root, "org/gte", "r" * 64, rule="sigmoid of the native relevance logit at 0.5")
+    check_comparable(report.collect_checkpoints(root))
+    # a rule that tells the kind is still held to one prompt
+    _lrb_file(root, "org/other-gte", "x" * 64, rule="sigmoid of the native relevance logit at 0.5")
+    with pytest.raises(ConfigError, match=r"prompt_sha256 differs for 'score' prompts"):
         check_comparable(report.collect_checkpoints(root))
 
 
@@ -289,10 +305,14 @@ def test_a_file_name_in_another_unicode_normalisation_is_said_so(tmp_path: Path)
     assert state.state == PairState.INVALID and "another Unicode normalisation" in state.reasons[0]
 
 
-@pytest.mark.parametrize("folder", ["new-models-20260914", "top-20260913", "fix-8-tokens"])
+@pytest.mark.parametrize("folder", ["new-models-20260914", "top-20260913", "fix-8-tokens", "new-models", "low-temp",
+                                    "max-tokens", "llm-judge", "ca-valencia"])
 def test_a_dated_or_worded_batch_folder_is_never_taken_for_a_language(archive: Path, folder: str) -> None:
-    """lrb names batches like more-models-20260913 and strict-8-tokens: a file without metadata.language in
-    such a folder counts for und, in the folder's own collection; language folders stay languages."""
+    """lrb names batches freely (more-models-20260913, strict-8-tokens, new-models): a file without
+    metadata.language in such a folder counts for und, in the folder's own collection; language folders,
+    named as lrb names them or in a language tag's written case, stay languages. A tag with a variant of
+    letters reads as words (a file recording it still counts for it: the folder rule is for files that
+    record none)."""
     from kit.results.store import collection_of
 
     moved = archive / folder / TOP_FILE
@@ -300,7 +320,7 @@ def test_a_dated_or_worded_batch_folder_is_never_taken_for_a_language(archive: P
     shutil.copy(archive / TOP_FILE, moved)
     assert file_language(archive, moved, {}) == UNDETERMINED_LANGUAGE
     assert collection_of(archive, moved, UNDETERMINED_LANGUAGE) == folder
-    for code in ("fr", "ceb", "pt-BR", "zh-Hans", "sr-Latn-RS", "es-419", "ca-valencia", "de-1996"):
+    for code in ("fr", "ceb", "pt-BR", "zh-Hans", "sr-Latn-RS", "es-419", "de-1996"):
         assert file_language(archive, archive / code / TOP_FILE, {}) == code
 
 
@@ -339,3 +359,103 @@ def test_a_metric_lrb_does_not_compute_is_left_out_as_lrb_s_loader_leaves_it(arc
     path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     state = validate_checkpoint(path)
     assert state.state == PairState.INVALID and keys.F1 in state.reasons[0]
+
+
+def _as_lrb_writes(data: dict, path: Path) -> Path:
+    """`data` written as lrb's writer writes a result file (sorted keys, indent 2, UTF-8, final newline)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _top_file(archive: Path, language: str | None = "fr", **metadata) -> dict:
+    data = json.loads((archive / TOP_FILE).read_text(encoding="utf-8"))
+    if language is not None:
+        data[keys.METADATA][keys.LANGUAGE] = language
+    data[keys.METADATA].update(metadata)
+    return data
+
+
+def test_a_batch_given_as_lrb_s_output_folder_is_read_with_its_language_folders(archive: Path, tmp_path: Path) -> None:
+    """lrb's multilingual writer given results/<batch> writes <batch>/<language>/<run>.json: every command
+    that reads a tree reads it there, as its own batch; anything deeper is named, never dropped in silence."""
+    from kit.cli.main import cli
+    from click.testing import CliRunner
+
+    from kit.results.store import collection_of, left_out_note, unread_files
+
+    tree = tmp_path / "results"
+    top = _as_lrb_writes(_top_file(archive), tree / "fr" / TOP_FILE)
+    batch = _as_lrb_writes(_top_file(archive, max_new_tokens=8), tree / "strict-8-tokens" / "fr" / TOP_FILE)
+    deeper = _as_lrb_writes(_top_file(archive), tree / "old" / "x" / "fr" / TOP_FILE)
+    assert iter_checkpoint_files(tree) == sorted([top, batch])
+    assert collection_of(tree, batch, "fr") == "strict-8-tokens" and collection_of(tree, top, "fr") == ""
+    assert unread_files(tree) == [deeper]
+    note = left_out_note(tree)
+    assert note is not None and "1 .json file(s)" in note and "old/x/fr" in note
+    statuses = scan_results(tree)
+    assert [(s.pair.language, s.state) for s in statuses] == [("fr", PairState.COMPLETE)] * 2
+    done = report.write_report(tree, tmp_path / "out")
+    assert list(done.batches) == ["strict-8-tokens"] and done.not_counted == note
+    r = CliRunner().invoke(cli, ["export", "lrb", str(tree), "-o", str(tmp_path / "lrb")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "lrb" / "strict-8-tokens" / "fr" / TOP_FILE).read_bytes() == batch.read_bytes()
+    assert "old/x/fr" in r.output
+
+
+def test_collect_refuses_a_site_tree_with_files_it_would_not_read(archive: Path, tmp_path: Path) -> None:
+    from kit.results.collect import plan_collect
+
+    site = tmp_path / "site"
+    _as_lrb_writes(_top_file(archive), site / "old" / "x" / "fr" / TOP_FILE)
+    plan = plan_collect([("a", site)], [], lambda pair: None)
+    assert any(p.startswith("not read: a: 1 .json file(s)") for p in plan.problems), plan.problems
+
+
+def test_an_extra_cell_in_the_confusion_counts_is_left_out_as_lrb_s_loader_leaves_it(archive: Path,
+                                                                                       tmp_path: Path) -> None:
+    from kit.results.checkpoint import validate_checkpoint
+
+    data = _top_file(archive, language=None)
+    data[keys.METRICS]["confusion"]["truncated"] = 0
+    state = validate_checkpoint(_as_lrb_writes(data, tmp_path / "r" / TOP_FILE))
+    assert state.state == PairState.COMPLETE, state.reasons
+    data[keys.METRICS]["confusion"]["true_positive"] += 1   # a cell lrb computes is still held to its predictions
+    state = validate_checkpoint(_as_lrb_writes(data, tmp_path / "r" / TOP_FILE))
+    assert state.state == PairState.INVALID and "confusion.true_positive" in state.reasons[0]
+
+
+def test_a_model_id_holding_two_underscores_is_named_by_its_metadata(archive: Path, tmp_path: Path) -> None:
+    """my-org/lfm__sft-v2 is file my-org__lfm__sft-v2.json: the file name alone cannot say which "__" is the
+    "/", so status, report and compare name the run as its metadata does."""
+    from kit.results.kinds.lrb.compare import compare_runs
+
+    tree = tmp_path / "results"
+    model = "my-org/lfm__sft-v2"
+    _as_lrb_writes(_top_file(archive, model_id=model), tree / "fr" / "my-org__lfm__sft-v2.json")
+    _as_lrb_writes(_top_file(archive), tree / "fr" / TOP_FILE)
+    assert sorted(s.pair.run for s in scan_results(tree)) == sorted(["LiquidAI/LFM2.5-350M", model])
+    for asked in (model, "my-org__lfm__sft-v2"):
+        assert compare_runs(tree, asked, tree, "LiquidAI/LFM2.5-350M").run_a == model
+    assert model in _f1_of(report.write_report(tree, tmp_path / "out").files["leaderboard"])
+
+
+def test_export_says_what_it_leaves_out_of_an_lrb_file_it_converts(archive: Path, tmp_path: Path) -> None:
+    """A newer lrb's metadata key or prediction key, or a parse mode kit does not know: the file is converted
+    (lrb's loader as kit knows it reads only its own keys) and the export names what it left out."""
+    from kit.results.kinds.lrb.export import export_lrb
+
+    tree = tmp_path / "results"
+    data = _top_file(archive, attn_implementation="sdpa")
+    data[keys.PREDICTIONS][0]["finish_reason"] = "stop"
+    data[keys.PREDICTIONS][1][keys.PARSE_MODE] = "json"
+    source = _as_lrb_writes(data, tree / "fr" / TOP_FILE)
+    plain = _as_lrb_writes(_top_file(archive), tree / "de" / TOP_FILE)
+    plain_data = json.loads(plain.read_text(encoding="utf-8"))
+    plain_data[keys.METADATA][keys.LANGUAGE] = "de"
+    _as_lrb_writes(plain_data, plain)
+    done = export_lrb(tree, tmp_path / "out")
+    assert not done.refused and list(done.converted) == [source]
+    assert done.converted[source] == ["metadata key(s) attn_implementation", "prediction key(s) finish_reason",
+                                      "parse_mode 'json' (written as null)"]
+    assert (tmp_path / "out" / "de" / TOP_FILE).read_bytes() == plain.read_bytes()

@@ -3,7 +3,7 @@ the same order, as the recursive glob it replaced, with kit's own folders (repor
 
 from __future__ import annotations
 
-from kit.results.verify import json_files
+from kit.results.store import json_files
 from kit.results.store import NON_LANGUAGE_DIRS
 
 

@@ -54,16 +54,20 @@ DESCRIPTIONS = {
 _BY_SCORE_KIND = {"nli": ZEROSHOT, "masked_lm": MASKED_LM, "causal": GENERATE}
 
 
-# lrb's scoring files name no backend: their decision rule says how the model was asked
-_LRB_RULE_WORDS = (("log-probabilit", GENERATE), ("zero-shot", ZEROSHOT), ("entailment", ZEROSHOT), ("mask", MASKED_LM))
+# lrb's scoring files name no backend: their decision rule says how the model was asked, when its words
+# tell (lrb's rerankers and sequence classifiers decide by their relevance logit)
+_LRB_RULE_WORDS = (("log-probabilit", GENERATE), ("zero-shot", ZEROSHOT), ("entailment", ZEROSHOT), ("mask", MASKED_LM),
+                   ("relevance", RERANKER))
 
 
-def lrb_prompt_kind(decision_rule: Any) -> str:
+def lrb_prompt_kind(decision_rule: Any) -> str | None:
     """The prompt kind of an lrb scoring file by its metadata.decision_rule: lrb reads its causal
     log-probability scorer with the generative prompt, zero-shot and NLI classifiers with
-    prompt_zeroshot.txt, and every reranker and sequence classifier with prompt_reranker.txt."""
+    prompt_zeroshot.txt, masked LMs with prompt_masked_lm.txt, and rerankers and sequence classifiers
+    that decide by a relevance logit with prompt_reranker.txt. None when the rule does not tell: lrb's
+    "argmax over the native yes/no scores" is a reranker's rule and may be a masked LM's."""
     rule = decision_rule.lower() if isinstance(decision_rule, str) else ""
-    return next((kind for word, kind in _LRB_RULE_WORDS if word in rule), RERANKER)
+    return next((kind for word, kind in _LRB_RULE_WORDS if word in rule), None)
 
 
 def prompt_kind(task: str, backend: str | None, options: Mapping[str, Any] | None) -> str:

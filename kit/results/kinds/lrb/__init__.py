@@ -108,10 +108,9 @@ class LrbKind(ResultKind):
 
     def metrics_differ(self, recorded: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
         """Recorded metrics that differ from the recomputed ones beyond lrb's rounding, or are missing; a key
-        lrb does not compute is left out, as lrb's loader reads only its own (a newer lrb may add one)."""
-        if recorded.keys() - recomputed.keys():
-            recorded = {key: value for key, value in recorded.items() if key in recomputed}
-        return metrics_equal(recorded, recomputed)
+        lrb does not compute, at any level (a metric, a cell of `confusion`), is left out, as lrb's loader
+        reads only its own (a newer lrb may add one)."""
+        return metrics_equal(_computed_keys_only(recorded, recomputed), recomputed)
 
     def compared_metrics(self, recorded: Mapping[str, Any]) -> list[str]:
         """The seven lrb metrics."""
@@ -211,3 +210,19 @@ def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:
 
 
 LRB = RESULT_KINDS.register("lrb")(LrbKind())
+
+
+def _computed_keys_only(recorded: Mapping[str, Any], recomputed: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`recorded` without the keys `recomputed` lacks, at every level where both hold an object."""
+    if not _holds_more(recorded, recomputed):
+        return recorded   # the usual file: nothing to leave out
+    return {key: (_computed_keys_only(value, recomputed[key])
+                  if isinstance(value, Mapping) and isinstance(recomputed[key], Mapping) else value)
+            for key, value in recorded.items() if key in recomputed}
+
+
+def _holds_more(recorded: Mapping[str, Any], recomputed: Mapping[str, Any]) -> bool:
+    if recorded.keys() - recomputed.keys():
+        return True
+    return any(isinstance(value, Mapping) and isinstance(recomputed[key], Mapping) and _holds_more(value, recomputed[key])
+               for key, value in recorded.items())

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kit.config.names import run_from_stem
+from kit.config.names import run_file_stem, run_from_stem
 from kit.errors import ConfigError
 from kit.results import keys
 from kit.results.intervals import CONFIDENCE
@@ -141,9 +141,9 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resam
     if resamples > MAX_RESAMPLES:   # each resample is a row of every language's items in memory
         raise ConfigError(f"--resamples {resamples} is more than {MAX_RESAMPLES:,}: the interval would not move, "
                           "and the draws would not fit in memory", fix="use 2000 (the default) up to 100000")
-    run_a, run_b = run_from_stem(run_a), run_from_stem(run_b)   # org__model and org/model name one run
-    found_a, bad_a = _run_predictions(results_a, run_a, benchmark)
-    found_b, bad_b = _run_predictions(results_b, run_b, benchmark)
+    # org__model and org/model name one run; its files say its name (a model id may hold "__")
+    run_a, found_a, bad_a = _run_predictions(results_a, run_a, benchmark)
+    run_b, found_b, bad_b = _run_predictions(results_b, run_b, benchmark)
     not_compared = {lang: f"A's checkpoint is not counted: {why}" for lang, why in bad_a.items()}
     not_compared.update({lang: f"B's checkpoint is not counted: {why}" for lang, why in bad_b.items()
                          if lang not in not_compared})
@@ -273,9 +273,10 @@ def _items(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 
 def _run_predictions(results: Path, run: str, benchmark: "PlanExpectations | None" = None
-                     ) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
-    """({language: checkpoint data} of RUN's complete checkpoints under RESULTS, {language: why not
-    counted} of its others). RUN is the roster's run name or the file name's stem. A language is the one
+                     ) -> tuple[str, dict[str, Mapping[str, Any]], dict[str, str]]:
+    """(the run's name as its files record it, {language: checkpoint data} of RUN's complete checkpoints
+    under RESULTS, {language: why not counted} of its others). RUN is the roster's run name or the file
+    name's stem. A language is the one
     kit.results.store.file_language gives (und for an lrb file recording none), with its batch folder
     in brackets when the file lies in one ("und (strict-8-tokens)"). With `benchmark`, each file is held
     to it by the rule every command follows (kit.results.benchmark_rule): a stale one is not counted.
@@ -283,6 +284,7 @@ def _run_predictions(results: Path, run: str, benchmark: "PlanExpectations | Non
     from kit.results.benchmark_rule import validate_held
     from kit.results.checkpoint import validate_checkpoint
     from kit.results.store import collection_of, file_language, iter_checkpoint_files
+    from kit.results.records import file_run
 
     results = Path(results)
     if not results.is_dir():
@@ -292,7 +294,9 @@ def _run_predictions(results: Path, run: str, benchmark: "PlanExpectations | Non
     found: dict[str, Mapping[str, Any]] = {}
     bad: dict[str, str] = {}
     where: dict[str, Path] = {}
-    paths = [path for path in iter_checkpoint_files(results) if run_from_stem(path.stem) == run]
+    stem = run_file_stem(run)
+    paths = [path for path in iter_checkpoint_files(results) if path.stem == stem]
+    names = []
     states = validate_held([(path, results) for path in paths],
                            lambda jobs: [validate_checkpoint(p, **kwargs) for p, kwargs in jobs], benchmark)
     for path, state in zip(paths, states):
@@ -312,13 +316,14 @@ def _run_predictions(results: Path, run: str, benchmark: "PlanExpectations | Non
                 raise ConfigError(f"{path}: kit compare compares lrb checkpoints (yes/no items), not "
                                   f"{_kind(state.data)} ones", fix="compare two runs of an lrb benchmark")
             found[language] = state.data
+            names.append(file_run(path, state.data.get(keys.METADATA)))
         else:
             bad[language] = f"{state.state}: " + ("; ".join(state.reasons) or state.state)
     if not found and not bad:
         raise ConfigError(f"no checkpoint of run {run!r} under {results}",
                           fix="name the run as the roster does (org/model) or by its file name (org__model); "
                               "`kit status` lists them")
-    return found, bad
+    return (names[0] if names else run_from_stem(stem)), found, bad
 
 
 def _kind(data: Mapping[str, Any]) -> object:

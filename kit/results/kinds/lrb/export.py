@@ -49,7 +49,7 @@ from kit.results.metrics import compute_metrics, verdict
 from kit.results.records import recorded_run
 from kit.config.names import run_file_stem
 from kit.results.store import (
-    UNDETERMINED_LANGUAGE, archive_note, checkpoint_path, dumps_checkpoint, file_language, iter_checkpoint_files,
+    UNDETERMINED_LANGUAGE, left_out_note, checkpoint_path, dumps_checkpoint, file_language, iter_checkpoint_files,
     linked_part,
 )
 
@@ -80,6 +80,9 @@ class LrbExport:
     refused: dict[Path, list[str]] = field(default_factory=dict)
     same_as: dict[Path, Path] = field(default_factory=dict)   # a checkpoint whose lrb file another's equals
     not_counted: str | None = None   # why files under RESULTS/archive/ were left out (kit.results.store.archive_note)
+    # an lrb file (no provenance) converted, not given back: what lrb's writer does not write and the
+    # converted file leaves out or changes (fields_left_out); the source file itself is untouched
+    converted: dict[Path, list[str]] = field(default_factory=dict)
 
 
 def export_lrb(results: Path, out: Path) -> LrbExport:
@@ -94,7 +97,7 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
         raise ConfigError(f"{results}: no checkpoint files (RESULTS/<language>/<run>.json)",
                           fix="pass the results folder of a sweep")
     check_output(out, "export", force_needed=False, inputs=[results])
-    export = LrbExport(not_counted=archive_note(results))
+    export = LrbExport(not_counted=left_out_note(results))
     made: dict[Path, tuple[Path, str]] = {}
     try:
         with write_output(out, "export", force_needed=False, update=True, inputs=[results]) as folder:
@@ -114,6 +117,9 @@ def export_lrb(results: Path, out: Path) -> LrbExport:
                     export.refused[path] = [str(exc)]
                     continue
                 made[path] = (rel, hashlib.sha256(body).hexdigest())
+                left_out = fields_left_out(state.data)
+                if left_out:
+                    export.converted[path] = left_out
                 if not export.refused and rel not in written:   # the first checkpoint of each lrb file
                     write_bytes_new(folder.stage / rel, body)   # in one step: the folder is made durable and swapped in whole
                     written.add(rel)
@@ -208,6 +214,32 @@ def _predictions_as_lrb_writes(data: Mapping[str, Any]) -> bool:
                and p.get(keys.PREDICTED, "") in (keys.YES, keys.NO, None) and isinstance(p.get(keys.RAW_OUTPUT), str)
                and isinstance(p.get(keys.TRUNCATED, False), bool) and p.get(keys.PARSE_MODE) in (None, *LRB_PARSE_MODES)
                and all(_counter(p[k]) for k in LRB_COUNTERS if k in p) for p in predictions)
+
+
+def fields_left_out(data: Mapping[str, Any]) -> list[str]:
+    """For an lrb file (no provenance block): what it holds that lrb's writer, as kit knows it, does not
+    write, and its export therefore leaves out or changes (a section, a metadata key, a prediction key, a
+    parse mode), one phrase each; [] for a kit checkpoint, whose export is a conversion by design."""
+    if keys.PROVENANCE in data:
+        return []
+    out = []
+    sections = sorted(set(data) - _LRB_SECTIONS)
+    if sections:
+        out.append(f"section(s) {', '.join(sections)}")
+    metadata = data.get(keys.METADATA)
+    extra = sorted(set(metadata) - _LRB_METADATA) if isinstance(metadata, Mapping) else []
+    if extra:
+        out.append(f"metadata key(s) {', '.join(extra)}")
+    predictions = data.get(keys.PREDICTIONS)
+    items = [p for p in predictions if isinstance(p, Mapping)] if isinstance(predictions, list) else []
+    keys_extra = sorted({k for p in items for k in p} - _LRB_PREDICTION)
+    if keys_extra:
+        out.append(f"prediction key(s) {', '.join(keys_extra)}")
+    modes = sorted({repr(p[keys.PARSE_MODE]) for p in items
+                    if p.get(keys.PARSE_MODE) not in (None, *LRB_PARSE_MODES)})
+    if modes:
+        out.append(f"parse_mode {', '.join(modes)} (written as null)")
+    return out
 
 
 def _counter(value: Any) -> bool:

@@ -21,7 +21,9 @@ def pull(site_name: str, dest: Path | None, sites_file: Path, as_json: bool) -> 
 
     Copies <language>/<run>.json checkpoints and their .mllog files from the site's
     results tree (over the frontend's ssh connection, or locally for frontend = "local"),
-    only those new or changed since the last pull; files already here are kept. Then
+    only those new or changed since the last pull; a file here that a copy replaces is
+    kept in <language>/.superseded/ first (each file is written beside its place and
+    renamed in, so a full disk leaves the earlier copy whole). Then
     each checkpoint is validated (parses, matches its path, metrics recompute) and the
     invalid ones are listed. Exits 1 when any checkpoint is invalid. /home on Grid'5000
     has no backup: pull as soon as jobs end.
@@ -44,13 +46,15 @@ def pull(site_name: str, dest: Path | None, sites_file: Path, as_json: bool) -> 
     counts = count_states(statuses)
     invalid = [s for s in statuses if s.state != "complete"]
     data = {"site": site.name, "source": report.source, "dest": str(dest), "listed": report.listed,
-            "copied": report.fetched, "counts": counts, "invalid": [s.as_dict() for s in invalid]}
+            "copied": report.fetched, "counts": counts, "invalid": [s.as_dict() for s in invalid],
+            "kept_aside": report.kept_aside, "notes": report.notes()}
     render(Outcome("pull", data, _lines(report, dest, statuses, counts, invalid), failed=bool(invalid)), as_json)
 
 
 def _lines(report, dest: Path, statuses: list, counts: dict[str, int], invalid: list):
     """What was copied, each invalid checkpoint, and the count of checkpoints by state."""
     yield f"pulled {report.source} -> {dest}: {report.listed} files there, {len(report.fetched)} copied (new or changed)"
+    yield from report.notes()
     for s in invalid:
         yield f"  INVALID {s.path}: {'; '.join(s.reasons)}"
     yield f"{len(statuses)} checkpoints: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "none")

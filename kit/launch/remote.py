@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import posixpath
 import re
 import subprocess
 import tarfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from kit.config.sites import Site
-from kit.errors import ConfigError, SubmitError
+from kit.errors import ConfigError, SubmitError, unshowable, visible
+from kit.files import what_stands, write_bytes_atomic
 from kit.launch.frontend import Frontend
 
 if TYPE_CHECKING:
@@ -32,8 +35,18 @@ if TYPE_CHECKING:
 # what a results tree holds that kit copies: <language>/<run>.json checkpoints, their mllog and the
 # signed statement a job may write beside them (<run>.intoto.jsonl, kit.results.store.ENVELOPE_SUFFIX)
 _COPIED = (".json", ".mllog", ".intoto.jsonl")
-_LIST = ('cd "$1" 2>/dev/null || exit 0; find . -mindepth 2 -maxdepth 2 -type f '
-         '\\( -name "*.json" -o -name "*.mllog" -o -name "*.intoto.jsonl" \\) ! -name ".*" -printf "%P\\t%s\\t%T@\\n"')
+# Each answer of the frontend begins with a line of kit's own: what a login shell prints before it (a
+# profile's "modules loaded") is skipped, and an absent folder is told apart from an empty one (a typo in
+# `results`, an unmounted file system), which would otherwise read as "nothing has run yet".
+_LISTING, _ABSENT, _STREAM = b"kit-listing-1\n", b"kit-absent-1\n", b"kit-tar-1\n"
+_LIST = ('[ -e "$1" ] || { printf "kit-absent-1\\n"; exit 0; }; cd "$1" || exit 3; printf "kit-listing-1\\n"; '
+         'find . -mindepth 2 -maxdepth 2 -type f \\( -name "*.json" -o -name "*.mllog" -o -name "*.intoto.jsonl" \\) '
+         '! -name ".*" -printf "%P\\0%s\\0%T@\\0"')
+# a file that vanished between the listing and the copy (a job moving a stale checkpoint aside) is left
+# out of the stream, not a failure of the whole copy
+_TAR = 'cd "$1" || exit 3; printf "kit-tar-1\\n"; exec tar --ignore-failed-read --null -T - -czf -'
+# where a replaced copy is kept, in its language folder (hidden: no reader takes it for a checkpoint)
+SUPERSEDED_DIR = ".superseded"
 
 
 @dataclass
@@ -45,6 +58,27 @@ class SyncReport:
     listed: int = 0
     fetched: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    absent: bool = False                                   # the remote folder does not exist
+    skipped: list[str] = field(default_factory=list)       # names no results tree holds (control characters)
+    vanished: list[str] = field(default_factory=list)      # listed, gone before they were copied
+    kept_aside: list[str] = field(default_factory=list)    # earlier local copies moved into .superseded/
+
+    def notes(self) -> list[str]:
+        """One line for each thing a reader of the copy should know beyond the counts."""
+        out = []
+        if self.absent:
+            out.append(f"{self.source} does not exist on the frontend: nothing to copy (no job has written there "
+                       "yet, or the site's `results` is not where its jobs write)")
+        if self.skipped:
+            out.append(f"{len(self.skipped)} file name(s) there hold control characters and were not copied "
+                       f"(such as {visible(self.skipped[0])}): no checkpoint kit writes is named so")
+        if self.vanished:
+            out.append(f"{len(self.vanished)} file(s) were moved or removed there while being copied "
+                       f"(such as {self.vanished[0]}): pull again to copy what stands now")
+        if self.kept_aside:
+            out.append(f"{len(self.kept_aside)} earlier copy(ies) here were replaced and kept in "
+                       f"<language>/{SUPERSEDED_DIR}/ (such as {self.kept_aside[0]})")
+        return out
 
 
 # what an empty path of a remote site could be instead (an example for the fix)
@@ -109,49 +143,98 @@ def run_bytes(frontend: Frontend, argv: list[str], data: bytes = b"", timeout_s:
     return proc.stdout
 
 
-def list_tree(frontend: Frontend, remote: str) -> dict[str, tuple[int, int]]:
-    """Relative path -> (size, mtime) of the checkpoints, logs and signed statements of a results tree ({} if
-    absent)."""
-    out = {}
-    text = run_bytes(frontend, ["sh", "-c", _LIST, "sh", remote]).decode("utf-8", errors="replace")
-    for line in text.splitlines():
-        parts = line.split("\t")
-        if len(parts) == 3 and parts[1].isdigit():
-            out[parts[0]] = (int(parts[1]), int(float(parts[2])))
-    return out
+def list_tree(frontend: Frontend, remote: str) -> tuple[dict[str, tuple[int, int]], list[str]] | None:
+    """(relative path -> (size, mtime) of the checkpoints, logs and signed statements of a results tree, the
+    names left out because they hold control characters), or None when the folder does not exist there."""
+    raw = _after_mark(run_bytes(frontend, ["sh", "-c", _LIST, "sh", remote]), (_LISTING, _ABSENT), frontend, "find")
+    if raw is None:
+        return None
+    fields = raw.split(b"\0")
+    out, skipped = {}, []
+    for name_b, size_b, mtime_b in zip(fields[0::3], fields[1::3], fields[2::3]):
+        name = name_b.decode("utf-8", errors="surrogateescape")
+        try:
+            entry = (int(size_b), int(float(mtime_b)))
+        except ValueError:
+            continue   # a field cut short at the end of the answer
+        if unshowable(name) or any(ord(c) < 32 or 0xDC80 <= ord(c) <= 0xDCFF for c in name):
+            skipped.append(name)
+        else:
+            out[name] = entry
+    return out, skipped
 
 
-def fetch_files(frontend: Frontend, remote: str, names: list[str], dest: Path) -> None:
-    """Copy these files of `remote` into `dest` (one tar stream; mtimes kept; no path may leave dest)."""
+def _after_mark(answer: bytes, marks: tuple[bytes, ...], frontend: Frontend, what: str) -> bytes | None:
+    """What follows the first of kit's marks in a frontend's answer (None after the absent mark); a
+    SubmitError when none is there (the command never ran as kit wrote it)."""
+    found = [(answer.find(mark), mark) for mark in marks if answer.find(mark) >= 0]
+    if not found:
+        raise SubmitError(f"{frontend.where}: {what} gave an answer kit cannot read ({len(answer)} bytes without "
+                          "kit's first line)", fix="check that `sh` and the command run there, then retry")
+    at, mark = min(found)
+    return None if mark == _ABSENT else answer[at + len(mark):]
+
+
+def fetch_files(frontend: Frontend, remote: str, names: list[str]) -> dict[str, tuple[bytes, int]]:
+    """{name: (bytes, mtime)} of these files of `remote`, copied in one tar stream; a listed file that is gone
+    is missing from the answer. A SubmitError when the stream is cut short or damaged."""
     if not names:
-        return
-    data = run_bytes(frontend, ["tar", "-C", remote, "--null", "-T", "-", "-czf", "-"],
-                     "\0".join(names).encode() + b"\0")
+        return {}
+    answer = run_bytes(frontend, ["sh", "-c", _TAR, "sh", remote], "\0".join(names).encode("utf-8", "surrogateescape")
+                       + b"\0")
+    data = _after_mark(answer, (_STREAM,), frontend, "tar") or b""
     wanted = set(names)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        members = [m for m in tar.getmembers() if m.isfile() and m.name.lstrip("./") in wanted]
-        dest.mkdir(parents=True, exist_ok=True)
-        tar.extractall(dest, members=members, filter="data")
+    out: dict[str, tuple[bytes, int]] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar:
+                name = member.name.removeprefix("./")
+                if member.isfile() and name in wanted:
+                    source = tar.extractfile(member)
+                    out[name] = (source.read() if source is not None else b"", int(member.mtime))
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise SubmitError(f"{frontend.where}: the copy of {len(names)} file(s) from {remote} was cut short or "
+                          f"damaged on the way ({exc})", fix="retry; nothing here was changed") from None
+    return out
 
 
 def _local_files(dest: Path) -> dict[str, tuple[int, int]]:
     out = {}
     if dest.is_dir():
         for p in dest.glob("*/*"):
-            if p.is_file() and p.name.endswith(_COPIED) and not p.name.startswith("."):
+            if p.is_file() and p.name.endswith(_COPIED) and not p.name.startswith(".") \
+                    and not p.parent.name.startswith("."):
                 st = p.stat()
                 out[p.relative_to(dest).as_posix()] = (st.st_size, int(st.st_mtime))
     return out
 
 
 def sync_tree(frontend: Frontend, remote: str, dest: Path, *, delete: bool) -> SyncReport:
-    """Make `dest` hold the remote tree's checkpoints: fetch new or changed files; with delete, drop the rest."""
+    """Make `dest` hold the remote tree's checkpoints: fetch new or changed files; with delete (kit's own
+    mirror), drop the rest. Each file is written beside its place and renamed in (a full disk leaves the
+    earlier copy whole); without delete (a user's folder), an earlier copy that differs is first kept in
+    <language>/.superseded/. Nothing is written through a link or when a copy arrives damaged."""
     dest = Path(dest)
-    theirs = list_tree(frontend, remote)
+    listing = list_tree(frontend, remote)
+    report = SyncReport(f"{frontend.host}:{remote}", dest, absent=listing is None)
+    theirs, report.skipped = listing if listing is not None else ({}, [])
+    report.listed = len(theirs)
     ours = _local_files(dest)
     changed = sorted(n for n, meta in theirs.items() if ours.get(n) != meta)
-    fetch_files(frontend, remote, changed, dest)
-    report = SyncReport(f"{frontend.host}:{remote}", dest, len(theirs), changed)
+    for name in changed:
+        _check_place(dest, name)
+    fetched = fetch_files(frontend, remote, changed)
+    for name in changed:
+        if name not in fetched:
+            report.vanished.append(name)
+            continue
+        body, mtime = fetched[name]
+        target = dest / name
+        if not delete and _differs(target, body):
+            report.kept_aside.append(str(_keep_aside(target)))
+        write_bytes_atomic(target, body)
+        os.utime(target, (mtime, mtime))
+        report.fetched.append(name)
     if delete:
         for name in sorted(set(ours) - set(theirs)):
             (dest / name).unlink(missing_ok=True)
@@ -159,10 +242,51 @@ def sync_tree(frontend: Frontend, remote: str, dest: Path, *, delete: bool) -> S
     return report
 
 
+def _check_place(dest: Path, name: str) -> None:
+    """A SubmitError unless the copy of `name` can be written at dest/name: no part of the way is a link
+    (nothing is written where a link points) and what stands there is a file or nothing."""
+    parts = PurePosixPath(name).parts
+    if len(parts) != 2 or any(part in ("", ".", "..") for part in parts):
+        raise SubmitError(f"{name!r} is not a <language>/<file> name", fix="report this file on the frontend")
+    way = dest
+    for part in (None, *parts):
+        way = way if part is None else way / part
+        if way.is_symlink():
+            raise ConfigError(f"{way} is a link: kit writes the site's files here, never where a link points",
+                              fix="remove the link or pull into another folder (--to)")
+    if os.path.lexists(dest / name) and not (dest / name).is_file():
+        raise ConfigError(f"{dest / name} is {what_stands(dest / name)}, not a file a copy can replace",
+                          fix="move it aside, or pull into another folder (--to)")
+
+
+def _differs(path: Path, body: bytes) -> bool:
+    try:
+        return path.read_bytes() != body
+    except FileNotFoundError:
+        return False
+
+
+def _keep_aside(path: Path) -> Path:
+    """Move a file into .superseded/ of its folder, named with the time; its new place."""
+    from datetime import datetime, timezone
+
+    keep = path.parent / SUPERSEDED_DIR
+    keep.mkdir(exist_ok=True)
+    target = keep / f"{path.name}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}"
+    os.replace(path, target)
+    return target
+
+
 def sync_mirror(site: ResolvedSite) -> SyncReport:
-    """Refresh the local mirror of a remote site's results tree (`site.mirror`)."""
+    """Refresh the local mirror of a remote site's results tree (`site.mirror`); a warning when that tree
+    does not exist on the frontend (nothing has run yet, or the site's `results` is wrong)."""
+    from kit.errors import warn
+
     check_remote_paths(site.config)
-    return sync_tree(site.frontend, site.config.results, site.mirror, delete=True)
+    report = sync_tree(site.frontend, site.config.results, site.mirror, delete=True)
+    for line in report.notes():
+        warn(f"site {site.name}: {line}")
+    return report
 
 
 def tree_digest(folder: Path) -> str:

@@ -48,7 +48,10 @@ def explain_missing(statuses: list[PairStatus], records: list[SubmissionRecord],
             try:
                 known.update(scheduler.poll(to_poll))
             except Exception as exc:  # noqa: BLE001 - a broken scheduler answer must not crash status
-                known.update({j: JobStatus(j, JobState.UNKNOWN, reason=f"{type(exc).__name__}: {exc}") for j in to_poll})
+                from kit.errors import KitError
+
+                why = exc.one_line() if isinstance(exc, KitError) else f"the scheduler's answer could not be read ({exc})"
+                known.update({j: JobStatus(j, JobState.UNKNOWN, reason=why) for j in to_poll})
     for s in missing:
         if s.state == PairState.STALE:
             active = jobs.get(s.pair) and known.get(jobs[s.pair][0])

@@ -88,7 +88,7 @@ def load_records(state_dir: Path, site: str) -> list[SubmissionRecord]:
     out, damaged = [], []
     for number, line in enumerate(data.splitlines(), 1):
         try:   # decoded line by line, so one damaged line costs that record only
-            out.append(SubmissionRecord(**safejson.loads(line.decode("utf-8"))))
+            out.append(_record_of(safejson.loads(line.decode("utf-8"))))
         except (ValueError, TypeError):
             if line.strip():
                 damaged.append(number)
@@ -97,6 +97,31 @@ def load_records(state_dir: Path, site: str) -> list[SubmissionRecord]:
         warn(f"{path}: line(s) {shown} are not job records and were skipped: the jobs they recorded are unknown "
              f"here (check them with the scheduler; move the file aside to start a new one)")
     return out
+
+
+def _record_of(value: object) -> SubmissionRecord:
+    """A record read back, each field of the type kit writes (a TypeError or ValueError otherwise: a line
+    edited or damaged by hand is skipped, never a traceback in status or cancel)."""
+    if not isinstance(value, dict):
+        raise TypeError("not an object")
+    record = SubmissionRecord(**value)
+
+    def texts(items: object, n: int | None = None) -> bool:
+        return isinstance(items, list) and all(isinstance(x, str) for x in items) and (n is None or len(items) == n)
+
+    def number(x: object) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    sound = (all(isinstance(v, str) for v in (record.site, record.scheduler, record.plan_file, record.script,
+                                              record.submitted_at))
+             and texts(record.job_ids) and texts(record.command) and number(record.shard_count)
+             and record.shard_count >= 1 and isinstance(record.slots, list)
+             and all(number(x) and 0 <= x < record.shard_count for x in record.slots)
+             and isinstance(record.pairs, list) and all(texts(p, 2) for p in record.pairs)
+             and isinstance(record.exit_codes, dict) and all(number(c) for c in record.exit_codes.values()))
+    if not sound:
+        raise ValueError("a field of the wrong type")
+    return record
 
 
 def latest_jobs(records: list[SubmissionRecord], pairs: list[Pair]) -> dict[Pair, tuple[str, SubmissionRecord]]:

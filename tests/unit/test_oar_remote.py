@@ -54,9 +54,49 @@ def test_a_mirror_gets_new_and_changed_files_and_loses_deleted_ones(tmp_path):
     assert (dest / "en" / "a.json").read_text() == "1 changed" and not (dest / "fr" / "a.json").exists()
 
 
-def test_a_missing_remote_tree_is_empty_not_an_error(tmp_path):
+def test_a_missing_remote_tree_is_empty_not_an_error_and_says_so(tmp_path):
+    """No folder yet is no checkpoint yet, but said: a typo in `results` or an unmounted file system must
+    not read as "nothing has run" without a word (kit run would submit finished pairs again)."""
     report = sync_tree(LOCAL, str(tmp_path / "nothing-yet"), tmp_path / "m", delete=True)
-    assert report.listed == 0 and report.fetched == []
+    assert report.listed == 0 and report.fetched == [] and report.absent
+    assert "does not exist on the frontend" in report.notes()[0]
+    (tmp_path / "empty").mkdir()
+    report = sync_tree(LOCAL, str(tmp_path / "empty"), tmp_path / "m", delete=True)
+    assert not report.absent and report.notes() == []
+
+
+def test_a_pull_keeps_every_copy_it_replaces_and_writes_nothing_through_a_link(tmp_path):
+    """A user's own file at a checkpoint's name, or a good copy the site's damaged one replaces: kept in
+    .superseded/ first, never overwritten in place."""
+    src = tree(tmp_path / "src", {"fr/a.json": "site's", "fr/a.mllog": "m"})
+    dest = tree(tmp_path / "dest", {"fr/a.json": "mine", "fr/a.mllog": "m"})
+    os.utime(dest / "fr" / "a.mllog", (1, 1))   # the same bytes: replaced, nothing to keep
+    report = sync_tree(LOCAL, str(src), dest, delete=False)
+    assert sorted(report.fetched) == ["fr/a.json", "fr/a.mllog"] and len(report.kept_aside) == 1
+    assert (dest / "fr" / "a.json").read_text() == "site's"
+    [kept] = (dest / "fr" / ".superseded").iterdir()
+    assert kept.read_text() == "mine" and kept.name.startswith("a.json.")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "fr").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match="is a link"):
+        sync_tree(LOCAL, str(src), linked, delete=False)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_pull_skips_names_no_checkpoint_has_and_reads_past_a_login_banner(tmp_path, monkeypatch):
+    import kit.launch.remote as remote
+
+    src = tree(tmp_path / "src", {"fr/a.json": "1", "fr/bad\nname.json": "2", "fr/cr\rname.json": "3"})
+    real = remote.run_bytes
+
+    def with_banner(frontend, argv, data=b"", timeout_s=None):   # a login shell's profile prints first
+        return b"Welcome: modules loaded\n" + real(frontend, argv, data, timeout_s)
+
+    monkeypatch.setattr(remote, "run_bytes", with_banner)
+    report = sync_tree(LOCAL, str(src), tmp_path / "m", delete=False)
+    assert report.fetched == ["fr/a.json"] and len(report.skipped) == 2
+    assert (tmp_path / "m" / "fr" / "a.json").read_text() == "1"
 
 
 def test_hostile_folder_names_are_copied_literally(tmp_path):

@@ -57,6 +57,7 @@ def test_an_unknown_state_is_unknown_and_not_finished():
 
 
 @pytest.mark.parametrize("out,job", [("12\n", "12"), ("12;kit-ci\n", "12"), ("sbatch: warning x\n31\n", "31"),
+                                     ("556\nNOTE: job charged to project X\n", "556"), ("12\n13\n", None),
                                      ("", None), ("Submitted batch job 12\n", None)])
 def test_parse_sbatch_id(out, job):
     assert slurm_query.parse_sbatch_id(out) == job
@@ -135,6 +136,22 @@ def test_live_jobs_are_not_listed_as_none_when_squeue_could_not_ask(fake):
         SlurmScheduler(site()).live_jobs()
     got = SlurmScheduler(site()).poll(["7"])
     assert got["7"].state == "unknown" and "Failed while looking for jobs" in got["7"].reason
+
+
+@pytest.mark.parametrize("jobs", [[None], [1, 2]])
+def test_a_job_entry_that_is_no_object_is_no_answer(jobs):
+    with pytest.raises(ValueError, match="not an object"):
+        slurm_query.parse_squeue_json(json.dumps({"jobs": jobs}))
+
+
+def test_a_pending_array_of_millions_of_tasks_is_read_for_the_ids_asked_only():
+    answer = json.dumps({"jobs": [{"job_id": 100, "array_job_id": 100, "array_task_id": {"set": False, "number": 0},
+                                   "array_task_string": "0-99999999%4", "job_state": "PENDING", "name": "other"}]})
+    got = slurm_query.parse_squeue_json(answer, wanted={"100_7", "100_123456789", "5"})
+    assert set(got) == {"100_7"} and got["100_7"].state == "pending"
+    assert slurm_query.parse_squeue_names(answer, "kit-") == {}   # someone else's array: never spelled out
+    with pytest.raises(ValueError, match="more than"):
+        slurm_query.parse_squeue_json(answer)
 
 
 def test_parse_sacct_rows_steps_and_pending_records():
@@ -298,7 +315,7 @@ def test_submit_of_a_single_job_records_its_plain_id(fake, tmp_path):
     assert SlurmScheduler(site()).submit(request(), tmp_path / "j.sh", str(tmp_path), {}).job_ids == ["42"]
 
 
-@pytest.mark.parametrize("answer,needle", [(None, "Invalid partition"), ("Submitted batch job\n", "no job id")])
+@pytest.mark.parametrize("answer,needle", [(None, "Invalid partition"), ("Submitted batch job\n", "no single job id")])
 def test_submit_failures_are_one_line_submit_errors(fake, tmp_path, answer, needle):
     fake(sbatch=answer)
     with pytest.raises(SubmitError, match=needle):

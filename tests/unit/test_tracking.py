@@ -36,3 +36,17 @@ def test_a_folder_at_the_records_path_is_bad_input_naming_it(tmp_path):
     with pytest.raises(ConfigError, match=r"local\.jsonl: the job records file is not a regular file") as err:
         load_records(tmp_path, "local")
     assert "local.jsonl.bak" in err.value.fix
+
+
+@pytest.mark.parametrize("field,value", [("shard_count", 0), ("pairs", "abc"), ("slots", None), ("job_ids", 5),
+                                         ("slots", [3]), ("pairs", [["org/m"]]), ("exit_codes", {"1": "x"}),
+                                         ("shard_count", True)])
+def test_a_record_with_a_field_of_the_wrong_type_is_skipped_as_damaged(tmp_path, capsys, field, value):
+    """A line edited by hand that still parses: skipped and said like any damaged line, never a traceback
+    (ZeroDivisionError, TypeError) in status or cancel."""
+    path = records_file(tmp_path, "local")
+    path.parent.mkdir(parents=True)
+    bad = {**asdict(_record("1")), field: value}
+    path.write_text(json.dumps(bad) + "\n" + json.dumps(asdict(_record("2"))) + "\n")
+    assert [r.job_ids for r in load_records(tmp_path, "local")] == [["2"]]
+    assert "line(s) 1 " in capsys.readouterr().err

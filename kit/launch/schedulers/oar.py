@@ -96,7 +96,8 @@ def exit_status(raw: object) -> int | None:
 def job_status(job_id: str, info: dict) -> JobStatus:
     """Normalize one `oarstat -f -J` job record (state, exit_code, events) into a JobStatus."""
     state = str(info.get("state", ""))
-    events = [e for e in info.get("events") or [] if isinstance(e, dict)]
+    listed = info.get("events")
+    events = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
     types = {e.get("type") for e in events}
     if state not in OAR_STATES:
         return JobStatus(job_id, JobState.UNKNOWN, reason=f"unknown OAR state {state!r}")

@@ -154,8 +154,10 @@ class SlurmScheduler(Scheduler):
         result = self.frontend.run(argv, env=env, check=True)
         job = parse_sbatch_id(result.stdout)
         if job is None:
-            raise SubmitError(f"site {self.site.name!r}: sbatch printed no job id: {result.stdout.strip()[-300:]!r}",
-                              fix="run the printed command by hand (kit run --dry-run) and read sbatch's message")
+            raise SubmitError(f"site {self.site.name!r}: sbatch exited 0 but printed no single job id, so the job may "
+                              f"have been submitted without kit's record: {result.stdout.strip()[-300:]!r}",
+                              fix="look for it with `squeue --me` before submitting again; kit status shows its "
+                                  "pairs as unclaimed until they are written")
         ids = [f"{job}_{i}" for i in range(request.array_size)] if request.array_size > 1 else [job]
         return Submission(self.site.name, ids, argv, script, output=(result.stdout + result.stderr).strip())
 
@@ -164,7 +166,7 @@ class SlurmScheduler(Scheduler):
         found: dict[str, JobStatus] = {}
         problems: list[str] = []
         try:
-            live = parse_squeue_json(self._ask(["squeue", "--json"]).stdout)
+            live = parse_squeue_json(self._ask(["squeue", "--json"]).stdout, wanted=set(job_ids))
             found.update({j: live[j] for j in job_ids if j in live})
         except (SubmitError, ValueError, KeyError, TypeError) as exc:
             problems.append(f"squeue --json: {exc}")
@@ -178,10 +180,11 @@ class SlurmScheduler(Scheduler):
         return {j: found.get(j) or JobStatus(j, JobState.UNKNOWN, reason=why) for j in job_ids}
 
     def live_jobs(self) -> dict[str, LiveJob]:
-        """Your pending and running jobs and array tasks (`<id>_<task>`, tasks 0-based), from `squeue --json --me`."""
+        """Your pending and running kit jobs (named kit-...) and their array tasks (`<id>_<task>`, tasks 0-based),
+        from `squeue --json --me`."""
         try:
             return {j: LiveJob(name, state, int(j.rpartition("_")[2]) if "_" in j else 0) for j, (name, state) in
-                    parse_squeue_names(self._ask(["squeue", "--json", "--me"]).stdout).items()
+                    parse_squeue_names(self._ask(["squeue", "--json", "--me"]).stdout, "kit-").items()
                     if state in (JobState.PENDING, JobState.RUNNING)}
         except (ValueError, KeyError, TypeError) as exc:
             raise SubmitError(f"site {self.site.name!r}: squeue --json --me gave no job list ({exc})",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from kit.launch.schedulers.base import JobState, JobStatus
@@ -73,22 +73,37 @@ def _explain(state: str, *details: str) -> str:
 
 
 def parse_sbatch_id(stdout: str) -> str | None:
-    """The job id from `sbatch --parsable` ('12' or '12;cluster'); None if there is none."""
-    first = stdout.strip().splitlines()[-1].split(";")[0].strip() if stdout.strip() else ""
-    return first if first.isdigit() else None
+    """The job id from `sbatch --parsable` ('12' or '12;cluster'), on whichever line it stands (a site's
+    submit plugin may print a note before or after it); None unless exactly one line is an id."""
+    ids = [m.group(1) for line in stdout.splitlines() if (m := re.fullmatch(r"\s*(\d+)(?:;\S+)?\s*", line))]
+    return ids[0] if len(ids) == 1 else None
 
 
-def expand_task_string(text: str) -> list[int]:
-    """Task ids of a pending array record: '2-3,5' -> [2, 3, 5]; '0-6:2%1' -> [0, 2, 4, 6]."""
-    out: list[int] = []
+def _task_ranges(text: str) -> list[range]:
+    """The ranges of task ids a pending array record's task string names ('2-3,5', '0-6:2%1')."""
+    out = []
     for part in text.split("%")[0].split(","):
         m = re.fullmatch(r"\s*(\d+)(?:-(\d+)(?::(\d+))?)?\s*", part)
         if not m:
             continue
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) else lo
-        out.extend(range(lo, hi + 1, int(m.group(3) or 1)))
+        out.append(range(lo, hi + 1, max(1, int(m.group(3) or 1))))
     return out
+
+
+def expand_task_string(text: str, limit: int | None = None) -> list[int]:
+    """Task ids of a pending array record: '2-3,5' -> [2, 3, 5]; '0-6:2%1' -> [0, 2, 4, 6]; a ValueError
+    when they are more than `limit`."""
+    ranges = _task_ranges(text)
+    if limit is not None and sum(len(r) for r in ranges) > limit:
+        raise ValueError(f"a pending array record names more than {limit:,} tasks ({text[:40]})")
+    return [t for r in ranges for t in r]
+
+
+def in_task_string(text: str, task: int) -> bool:
+    """Whether a pending array record's task string names this task id (without spelling the ids out)."""
+    return any(task in r for r in _task_ranges(text))
 
 
 def _number(value: Any) -> int | None:
@@ -112,8 +127,9 @@ def _exit(value: Any) -> tuple[int | None, str]:
     return raw >> 8, ""
 
 
-def parse_squeue_json(text: str) -> dict[str, JobStatus]:
-    """Every job in a `squeue --json` answer, keyed by plain id or `<array>_<task>`.
+def parse_squeue_json(text: str, wanted: Collection[str] | None = None) -> dict[str, JobStatus]:
+    """Every job in a `squeue --json` answer, keyed by plain id or `<array>_<task>` (only the `wanted` ids,
+    when given: a pending array of millions of tasks, anyone's, is never spelled out task by task).
 
     Raises ValueError when the text is not a squeue JSON document, or when it reports errors: squeue
     exits 0 with an empty job list and an `errors` entry when it could not reach the controller, and
@@ -124,13 +140,15 @@ def parse_squeue_json(text: str) -> dict[str, JobStatus]:
     if data.get("errors"):
         raise ValueError(f"squeue reports {_slurm_errors(data['errors'])}")
     out: dict[str, JobStatus] = {}
+    if not all(isinstance(job, dict) for job in data["jobs"]):
+        raise ValueError("an entry of the squeue --json answer's job list is not an object")
     for job in data["jobs"]:
         state = base_state(job.get("job_state"))
         code, detail = _exit(job.get("exit_code"))
         reason = str(job.get("state_reason") or "")
         reason = "" if reason == "None" else reason
         text_reason = _explain(state, reason, f"exit code {code}" if code else "", detail)
-        for job_id in _ids(job):
+        for job_id in _ids(job, wanted):
             out[job_id] = JobStatus(job_id, normalize(state), code, text_reason)
     return out
 
@@ -149,22 +167,41 @@ def _slurm_errors(errors: Any) -> str:
     return "; ".join(said)[:300]
 
 
-def _ids(job: dict) -> list[str]:
-    """A squeue --json job's ids: plain, or `<array>_<task>` for each task it stands for."""
+# the most tasks of one pending array record spelled out when no ids are asked for (Slurm's MaxArraySize
+# is 1001 by default; kit's own arrays have one task per shard)
+MAX_EXPANDED_TASKS = 100_000
+
+
+def _ids(job: dict, wanted: Collection[str] | None = None) -> list[str]:
+    """A squeue --json job's ids: plain, or `<array>_<task>` for each task it stands for (only the `wanted`
+    ones, when given)."""
     array = _number(job.get("array_job_id")) or 0
     task = _number(job.get("array_task_id"))
     if array and task is not None:
-        return [f"{array}_{task}"]
-    if array and job.get("array_task_string"):
-        return [f"{array}_{t}" for t in expand_task_string(str(job["array_task_string"]))]
-    return [str(_number(job.get("job_id")))]
+        ids = [f"{array}_{task}"]
+    elif array and job.get("array_task_string"):
+        tasks = str(job["array_task_string"])
+        if wanted is None:
+            return [f"{array}_{t}" for t in expand_task_string(tasks, limit=MAX_EXPANDED_TASKS)]
+        prefix = f"{array}_"
+        asked = sorted({int(w[len(prefix):]) for w in wanted if w.startswith(prefix) and w[len(prefix):].isdigit()})
+        return [f"{array}_{t}" for t in asked if in_task_string(tasks, t)]
+    else:
+        ids = [str(_number(job.get("job_id")))]
+    return ids if wanted is None else [i for i in ids if i in wanted]
 
 
-def parse_squeue_names(text: str) -> dict[str, tuple[str, str]]:
-    """{job id: (job name, kit's state)} of every job in a `squeue --json` answer (ids as parse_squeue_json)."""
-    states = parse_squeue_json(text)
-    return {job_id: (str(job.get("name") or ""), states[job_id].state)
-            for job in json.loads(text)["jobs"] for job_id in _ids(job)}
+def parse_squeue_names(text: str, name_prefix: str = "") -> dict[str, tuple[str, str]]:
+    """{job id: (job name, kit's state)} of every job in a `squeue --json` answer whose name begins with
+    `name_prefix` (ids as parse_squeue_json)."""
+    parse_squeue_json(text, wanted=())   # the answer's shape and errors checked, no ids spelled out
+    out = {}
+    for job in json.loads(text)["jobs"]:
+        name = str(job.get("name") or "")
+        if name.startswith(name_prefix):
+            state = normalize(base_state(job.get("job_state")))
+            out.update((job_id, (name, state)) for job_id in _ids(job))
+    return out
 
 
 def parse_sacct(text: str) -> dict[str, JobStatus]:

@@ -89,6 +89,7 @@ def check_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
     if dest.is_symlink():
         raise ConfigError(f"{dest}: is a link; kit writes its {kind} as a real folder",
                           fix="remove the link or choose another folder")
+    _check_writable_place(dest, kind)
     if not dest.exists():
         return
     if not dest.is_dir():
@@ -101,6 +102,17 @@ def check_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
     if force_needed and not force:
         raise ConfigError(f"{dest}: already exists", fix=f"choose a new folder, or pass --force to replace the {kind}")
     _check_owned(dest, kind, legacy)
+
+
+def _check_writable_place(dest: Path, kind: str) -> None:
+    """A ConfigError when the folder an output is built beside (its parent, or the nearest one that exists)
+    cannot be written (no permission, a read-only file system): said before the work, not after it."""
+    place = Path(os.path.abspath(dest)).parent
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if place.is_dir() and not os.access(place, os.W_OK | os.X_OK):
+        raise ConfigError(f"{dest}: the {kind} cannot be written: {place} is not writable (no permission, or a "
+                          "read-only file system)", fix=f"choose a folder you can write for the {kind} (-o)")
 
 
 def check_output_file(path: Path, kind: str, marker: bytes, *, inputs: Sequence[Path] = ()) -> None:

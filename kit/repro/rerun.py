@@ -121,17 +121,25 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit)|ERROR\b|error:)[^\n]*", re.M)
+_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit)|ERROR\b|(?:kit: )?error:)[^\n]*", re.M)
 
 
 def failure_summary(log: str, tail: int = 400) -> str:
     """A failed worker's log in one line: the distinct error lines it printed (an engine's root cause
     comes before its last word: vLLM's "Engine core initialization failed. See root cause above."), then
     its last characters."""
-    errors = list(dict.fromkeys(m.group(0).strip()[:300] for m in _ERROR_LINE.finditer(log)))
-    said = " | ".join(errors[-6:])
-    end = " ".join(log.strip()[-tail:].split())
-    return (f"errors in its log: {said}; its last lines: {end}" if said else end) or "no output"
+    # the worker's own "; fix: ..." reads as a suggestion inside this line, which ends in a fix of its own
+    errors = list(dict.fromkeys(m.group(0).strip()[:300].replace("; fix: ", "; the worker suggests: ")
+                                for m in _ERROR_LINE.finditer(log)))
+    if errors:
+        return f"errors in its log: {' | '.join(errors[-6:])}"
+    text = log.strip()
+    start = max(0, len(text) - tail)
+    if start:   # whole lines, never a sentence begun in its middle
+        newline = text.find("\n", start)
+        start = newline + 1 if 0 <= newline < len(text) - 1 else start
+    end = " ".join(text[start:].split())
+    return f"its last lines: {end}" if end else "no output"
 
 
 def keep_log(log: str) -> str:

@@ -17,7 +17,7 @@ from kit.errors import ConfigError, ImageError
 from kit.files import file_sha256, read_regular_file
 from kit.images.built import ImagesLock
 from kit.results import keys
-from kit.results.checkpoint import validate_checkpoint
+from kit.results.checkpoint import validate_sealed
 from kit.results.keys import PairState
 
 RUNTIMES = ("docker", "apptainer", "sqsh", "host")
@@ -77,6 +77,10 @@ def resolve_image(result: dict[str, Any], runtime: str, *, lock: ImagesLock, sea
         if found:
             raise ImageError(f"image {image} is {found[:19]}, not the recorded {str(digest)[:19]}",
                              fix="load the recorded image, or pass --allow-other-image to compare anyway")
+        if image is not None:   # the image asked for by name is not there, whatever the record says
+            raise ImageError(f"--image {image} is not in the local Docker engine",
+                             fix="name an image `docker images` lists (or its id), or leave --image out to rerun "
+                                 "in the recorded one")
         raise ImageError(f"image {digest} is not in the local Docker engine",
                          fix=f"docker load -i the image archive of {backend} (kit images save), or build it "
                              f"(make image-{backend}) and pass --allow-other-image")
@@ -268,10 +272,13 @@ def load_result(path: Path) -> dict[str, Any]:
     if keys.PROVENANCE not in data:
         raise ConfigError(f"{path}: has no provenance block, so it cannot be reproduced by kit",
                           fix="only results written by kit carry the facts a rerun needs")
-    state = validate_checkpoint(path)   # the evidence policy: its log, names that match its place, its verdicts
+    # the sealed evidence policy, as the commands that certify hold a file: its log, names that match its
+    # place, its verdicts, and its bytes those its job logged (an edited provenance would pick the image and
+    # the facts a rerun is judged by)
+    state = validate_sealed(path)
     if state.state != PairState.COMPLETE:
         raise ConfigError(f"{path}: not a sound checkpoint: {'; '.join(state.reasons[:3])}",
-                          fix="reproduce a checkpoint `kit verify` accepts, with its .mllog beside it")
+                          fix="reproduce a checkpoint `kit check` accepts, with the .mllog its job wrote beside it")
     revision = data[keys.METADATA].get(keys.MODEL_REVISION)
     if revision and not (isinstance(revision, str) and _HEX40.fullmatch(revision)):
         raise ConfigError(f"{path}: metadata.model_revision {revision!r} is not a 40-hex commit, so no snapshot "

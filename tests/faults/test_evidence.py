@@ -223,3 +223,12 @@ def test_kit_check_on_every_core_finds_what_each_rule_finds_and_holds_no_predict
         if rule.name in check.PAIR_RULES:
             assert found[rule.name] == rule.check(inp), rule.name
     assert found["mllog_compliant"] and found["log_matches_checkpoint"]
+
+
+def test_reproduce_refuses_a_checkpoint_edited_since_its_job_logged_it(sweep):
+    """An edited provenance (the hardware, the job, the image digest a rerun would look for) is caught by
+    the log's sha256 before anything is rerun, as kit check catches it; verify by policy does not."""
+    rewrite(sweep / EN, lambda d: d[keys.PROVENANCE].update(hardware={"gpu": "H100", "count": 8}))
+    r = kit("reproduce", EN, cwd=sweep)
+    assert r.returncode == 2 and "its job logged" in r.stderr and "not a sound checkpoint" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -275,6 +275,21 @@ def test_a_read_only_results_folder_is_one_line_before_any_model_loads(project, 
     assert not (project / "stub" / "loaded").exists()
 
 
+def test_an_output_on_a_read_only_folder_is_refused_before_any_checkpoint_is_read(project, read_only_results):
+    """Every command that writes an output (report, release, export, collect, reproduce) asks
+    kit.outputs.check_output first: a place it cannot write is one line before the work, not after it."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
+    from conftest_checkpoints import make_checkpoint, predictions_of
+
+    make_checkpoint(project / "tree", "org/m", "en", predictions_of([("yes", "yes"), ("no", "yes")]))
+    r = subprocess.run([sys.executable, "-m", "kit", "report", "tree", "-o", str(read_only_results / "report")],
+                       cwd=project, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    no_traceback(r.stdout, r.stderr)
+    (line,) = r.stderr.strip().splitlines()
+    assert "the report cannot be written" in line and "fix:" in line, line
+
+
 def test_a_file_where_the_system_descriptions_go_is_one_line_before_any_model_loads(project):
     results = project / "results"
     results.mkdir(exist_ok=True)

@@ -9,7 +9,8 @@ from kit.launch.schedulers.oar import OAR_STATES, exit_status, is_finished, job_
 
 # every name of the jobs.state ENUM of OAR 2.5 (mysql_structure.sql), with what kit makes of it
 EXPECTED = {
-    "Waiting": JobState.PENDING, "Hold": JobState.PENDING, "toLaunch": JobState.PENDING, "toAckReservation": JobState.PENDING, "Suspended": JobState.PENDING,
+    "Waiting": JobState.PENDING, "Hold": JobState.PENDING, "toLaunch": JobState.PENDING, "toAckReservation": JobState.PENDING,
+    "Suspended": JobState.RUNNING,   # it holds its nodes, as Slurm's SUSPENDED (running) does
     "Launching": JobState.RUNNING, "Running": JobState.RUNNING, "Resuming": JobState.RUNNING, "Finishing": JobState.RUNNING,
     "Terminated": JobState.COMPLETED, "Error": JobState.FAILED, "toError": JobState.FAILED,
 }

@@ -27,8 +27,19 @@ def test_the_root_cause_before_the_last_word_is_in_the_message():
 
 
 def test_a_log_without_error_lines_gives_its_end_and_an_empty_one_says_so():
-    assert failure_summary("all good\nbut nothing written\n") == "all good but nothing written"
+    assert failure_summary("all good\nbut nothing written\n") == "its last lines: all good but nothing written"
     assert failure_summary("") == "no output"
+    long = "\n".join(f"line {n} of the worker, loading weights at revision abc" for n in range(50))
+    said = failure_summary(long)
+    assert said.startswith("its last lines: line ") and said.endswith("line 49 of the worker, loading weights at "
+                                                                       "revision abc")   # whole lines only
+
+
+def test_the_worker_s_own_error_line_keeps_its_suggestion_without_a_second_fix():
+    said = failure_summary("loading\nkit: error: model 'org/m' at revision abc is not staged; fix: kit weights stage\n")
+    assert said == ("errors in its log: kit: error: model 'org/m' at revision abc is not staged; the worker "
+                    "suggests: kit weights stage")
+    assert "fix:" not in said
 
 
 def test_the_whole_log_is_kept_where_the_user_can_read_it():

@@ -49,7 +49,7 @@ OAR_STATES: dict[str, JobState] = {
     "Hold": JobState.PENDING,               # held (oarhold; new jobs may pass through it); oarresume releases it
     "toLaunch": JobState.PENDING,           # scheduled, about to launch
     "toAckReservation": JobState.PENDING,   # advance reservation being acknowledged
-    "Suspended": JobState.PENDING,          # stopped on its nodes; resumes later
+    "Suspended": JobState.RUNNING,          # stopped on the nodes it holds; resumes later (as Slurm's SUSPENDED)
     "Resuming": JobState.RUNNING,
     "Launching": JobState.RUNNING,
     "Running": JobState.RUNNING,

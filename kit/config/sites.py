@@ -124,7 +124,8 @@ _SHORT_FLAGS = frozenset("hHkOQsuVvW")
 
 
 # runtime names people write for one kit knows: Apptainer's command was Singularity's, and clusters such
-# as Jean Zay still call the module singularity
+# as Jean Zay still provide only singularity (SingularityCE 3.x, which has no `apptainer` command and reads
+# SINGULARITYENV_ variables): a site that writes it runs the apptainer runtime with that command
 _RUNTIME_ALIASES = {"singularity": "apptainer"}
 
 
@@ -150,6 +151,8 @@ def _common_spellings(data: Any) -> Any:
     for key in ("scheduler", "runtime"):
         if isinstance(data.get(key), str):
             value = data[key].strip().lower()
+            if key == "runtime" and value == "singularity":
+                data.setdefault("container_command", "singularity")
             data[key] = _RUNTIME_ALIASES.get(value, value) if key == "runtime" else value
     return data
 
@@ -231,6 +234,10 @@ class Site(BaseModel):
     python: str | None = Field(None, description="host runtime: the python that has kit's worker installed "
                                "(default on a local site: the launcher's; a remote site must set it)")
     docker_image: str | None = Field(None, description="docker runtime: image reference")
+    container_command: Literal["apptainer", "singularity"] = Field(
+        "apptainer", description="apptainer runtime: the command the job runs, apptainer or singularity (a "
+        "cluster whose module provides only singularity; runtime = \"singularity\" sets it), with its own "
+        "environment prefix (APPTAINERENV_ or SINGULARITYENV_)")
 
     @model_validator(mode="before")
     @classmethod
@@ -380,6 +387,15 @@ class Site(BaseModel):
         if "night" in self.job_types and not self.night_jobs:
             raise invalid("job type night, but night_jobs = false",
                           fix="drop night from job_types, or set night_jobs = true if the site accepts night jobs")
+        return self
+
+    @model_validator(mode="after")
+    def _runtime_fits_scheduler(self) -> "Site":
+        # pyxis is a Slurm plugin (srun --container-image): an OAR node or this machine has no srun to run it
+        if self.runtime == "pyxis" and self.scheduler != "slurm":
+            raise invalid(f"runtime pyxis runs only under Slurm (srun --container-image is a Slurm plugin), and this "
+                          f"site's scheduler is {self.scheduler}",
+                          fix='use runtime = "enroot" (the same sqsh, started with enroot) or "apptainer"')
         return self
 
     @model_validator(mode="after")

@@ -2,9 +2,10 @@
 
 Two gates, both before the first job of a run is submitted (to any site):
 
-- the day window (OAR sites, Grid'5000 usage policy): a weekday job that is not of type
-  `night` must not cross 09:00 or 19:00 Europe/Paris. kit assumes the job starts now and
-  refuses, naming the boundary and the fixes (--walltime, --job-type night, or wait);
+- the day window (OAR sites, Grid'5000 usage policy): a weekday job of the default queue that is
+  neither of type `night` nor `besteffort` must not cross 09:00 or 19:00 Europe/Paris. kit assumes
+  the job starts now and refuses, naming the boundary and the fixes the next check passes
+  (--walltime, --job-type night, waiting, --job-type besteffort);
 - the site's policy_checks (default for OAR sites: `usagepolicycheck -t`) run on the
   site's frontend; their output is shown, and a non-zero exit blocks the submission.
 
@@ -75,9 +76,18 @@ def window_crossing(start: datetime, walltime_s: int) -> datetime | None:
     return None
 
 
+# job types the day rule does not bind: a besteffort job may be killed at any time, so it may run across
+# the boundaries (Grid'5000's usage policy binds the default queue's jobs)
+BESTEFFORT_TYPE = "besteffort"
+DEFAULT_QUEUE = "default"
+
+
 def day_window_applies(site: Site) -> bool:
-    """True for an OAR site whose jobs are not of type night."""
-    return site.scheduler == "oar" and NIGHT_TYPE not in site.job_types
+    """True for an OAR site whose jobs go to the default queue and are neither of type night nor
+    besteffort: the jobs Grid'5000's weekday 09:00/19:00 rule binds (the production queue has its own
+    rules, which its policy check says)."""
+    return (site.scheduler == "oar" and NIGHT_TYPE not in site.job_types and BESTEFFORT_TYPE not in site.job_types
+            and site.queue in (None, DEFAULT_QUEUE))
 
 
 def check_day_window(site: Site, walltime_s: int, now: datetime) -> None:
@@ -91,8 +101,12 @@ def check_day_window(site: Site, walltime_s: int, now: datetime) -> None:
     fits = int((crossing - now).total_seconds() // 60)
     hm = f"{walltime_s // 3600}:{walltime_s % 3600 // 60:02d}"
     shorter = f"--walltime {fits // 60}:{fits % 60:02d} or less (ends by {crossing:%H:%M})" if fits >= 1 else None
-    night = "--job-type night" if site.night_jobs else None   # only what the site accepts
-    fixes = [f for f in (shorter, night, f"or wait until {crossing:%H:%M} Europe/Paris") if f]
+    # only what the site accepts and the next check would pass: a night job fits the longest night window,
+    # and waiting helps only when the job fits the window that begins at the boundary
+    night = "--job-type night" if site.night_jobs and walltime_s <= LONGEST_NIGHT_S else None
+    wait = f"wait until {crossing:%H:%M} Europe/Paris" if window_crossing(crossing, walltime_s) is None else None
+    besteffort = f"--job-type {BESTEFFORT_TYPE} (which OAR may kill at any time)"
+    fixes = [f for f in (shorter, night, wait, besteffort) if f]
     raise SubmitError(
         f"site {site.name}: a {hm} job submitted {start:%a %Y-%m-%d %H:%M} Europe/Paris (types: "
         f"{', '.join(site.job_types) or 'none'}) would cross {crossing:%H:%M} on {crossing:%a %Y-%m-%d}; "

@@ -321,3 +321,27 @@ def test_a_missing_sites_file_says_what_to_write_and_the_option_it_names_exists(
     option = r.stderr.split("or pass ")[-1].split()[0]
     assert option in run_kit("run", "--help", cwd=tmp_path).stdout, option
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("scheduler", ["oar", "local"])
+def test_pyxis_outside_slurm_is_refused_as_the_sites_file_is_read(tmp_path, scheduler):
+    (tmp_path / "sites.toml").write_text(f'[site.nancy]\nscheduler = "{scheduler}"\nruntime = "pyxis"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_sites(tmp_path / "sites.toml")
+    line = caught.value.one_line()
+    assert "sites.toml" in line and "runs only under Slurm" in line and 'runtime = "enroot"' in line, line
+
+
+def test_runtime_singularity_runs_the_singularity_command_with_its_own_environment_prefix(tmp_path):
+    from kit.launch.runtimes.base import RuntimeContext, get_runtime
+
+    (tmp_path / "sites.toml").write_text('[site.jz]\nscheduler = "slurm"\nruntime = "Singularity"\n'
+                                         '[site.other]\nscheduler = "slurm"\nruntime = "apptainer"\n')
+    sites = load_sites(tmp_path / "sites.toml")
+    jz, other = sites.site["jz"], sites.site["other"]
+    assert (jz.runtime, jz.container_command, other.container_command) == ("apptainer", "singularity", "apptainer")
+    runtime = get_runtime("apptainer")(jz)
+    ctx = RuntimeContext(("shard",), env_names=("HF_HOME",), image="/i/x.sif")
+    assert runtime.worker_argv(ctx)[:3] == ["srun", "singularity", "exec"]
+    assert any(line.endswith('export SINGULARITYENV_HF_HOME="${HF_HOME}"') for line in runtime.setup_lines(ctx))
+    assert "APPTAINERENV_" in " ".join(get_runtime("apptainer")(other).setup_lines(ctx))

@@ -62,6 +62,26 @@ def test_a_weekday_1830_one_hour_non_night_job_is_refused_with_the_window_and_th
     assert err.value.exit_code == 1
 
 
+@pytest.mark.parametrize("site", [{"job_types": ["besteffort"]}, {"job_types": [], "queue": "production"},
+                                  {"job_types": ["exotic", "besteffort"], "queue": "default"}])
+def test_besteffort_jobs_and_other_queues_have_no_day_window(site):
+    """Grid'5000's weekday rule binds the default queue's jobs: a besteffort job may be killed at any
+    time, and the production queue has rules of its own (its policy check says them)."""
+    check_day_window(oar(**site), 4 * H, paris("2026-12-01T17:00"))
+
+
+def test_the_fixes_named_are_ones_the_next_check_passes():
+    """A 20 h day job fits no weekday window: neither waiting for the next boundary nor a night job of the
+    same length is offered when it would be refused in turn; besteffort always is."""
+    with pytest.raises(SubmitError) as err:
+        check_day_window(oar(job_types=[]), 20 * H, paris("2026-12-01T10:00"))
+    msg = err.value.one_line()
+    assert "wait until" not in msg and "--job-type besteffort" in msg and "--job-type night" in msg
+    with pytest.raises(SubmitError) as err:
+        check_day_window(oar(job_types=[]), 72 * H, paris("2026-12-01T10:00"))
+    assert "--job-type night" not in err.value.one_line()   # longer than the longest night window
+
+
 def test_night_jobs_and_other_schedulers_have_no_day_window():
     check_day_window(oar(), 12 * H, paris("2026-12-01T18:30"))            # default job_types = ["night"]
     check_day_window(Site(name="s", scheduler="slurm"), 12 * H, paris("2026-12-01T18:30"))

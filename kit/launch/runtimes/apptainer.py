@@ -8,7 +8,7 @@ step (`srun apptainer exec ...`), so Slurm accounts and signals it. Settings (si
 
     [site.nancy]
     scheduler = "oar"                   # or "slurm"
-    runtime = "apptainer"
+    runtime = "apptainer"               # "singularity": the same, with the singularity command
     images = "/home/me/kit-images"      # where kit-<backend>-<id>.sif files are
 """
 
@@ -25,7 +25,7 @@ class ApptainerRuntime(Runtime):
     def worker_argv(self, ctx: RuntimeContext) -> list[str]:
         """The apptainer command line (a Slurm job step under Slurm)."""
         argv = ["srun"] if self.site.scheduler == "slurm" else []
-        argv += ["apptainer", "exec", "--nv", "--containall", "--cleanenv", "--no-home"]
+        argv += [self.site.container_command, "exec", "--nv", "--containall", "--cleanenv", "--no-home"]
         mounts = ctx.mounts()
         if mounts:
             list_paths(tuple(p for p, _ in mounts), "apptainer")
@@ -36,9 +36,11 @@ class ApptainerRuntime(Runtime):
         return argv
 
     def setup_lines(self, ctx: RuntimeContext) -> list[str]:
-        """Export APPTAINERENV_<NAME> for every variable the container must see and the job has."""
+        """Export APPTAINERENV_<NAME> (SINGULARITYENV_<NAME> for the singularity command) for every variable
+        the container must see and the job has."""
         names = dict.fromkeys([*ctx.env_names, *GPU_ENV])
         image = ctx.image or "IMAGE.sif"
+        prefix = self.site.container_command.upper() + "ENV_"
         # an unset variable stays unset inside (an empty HF_TOKEN_PATH would name no file)
-        return [f'[ -z "${{{name}+set}}" ] || export APPTAINERENV_{name}="${{{name}}}"' for name in names] + \
+        return [f'[ -z "${{{name}+set}}" ] || export {prefix}{name}="${{{name}}}"' for name in names] + \
             artifact_check_lines(image)

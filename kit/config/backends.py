@@ -65,12 +65,14 @@ def backend_name(written: str) -> str:
 
 
 # words of a Hub id that name its backend family beyond doubt (checked in order, case-insensitively)
-_ID_FAMILIES = (("gguf", "gguf"), ("gliclass", "gliclass"), ("gliner", "gliner2"))
+# ('gliner2' only: urchade/gliner_multi-v2.1 and knowledgator/gliner-multitask-* are models of the first
+# GLiNER library, which the gliner2 package does not load)
+_ID_FAMILIES = (("gguf", "gguf"), ("gliclass", "gliclass"), ("gliner2", "gliner2"))
 
 
 def backend_from_id(model: str) -> str | None:
     """The backend family a model id names beyond doubt ('...-GGUF' -> gguf, '.../gliclass-...' ->
-    gliclass, '.../gliner...' -> gliner2), or None when only the roster can say (a causal LM runs
+    gliclass, '.../gliner2-...' -> gliner2), or None when only the roster can say (a causal LM runs
     on vllm or transformers; a reranker's remote code may need transformers-5.11)."""
     lowered = model.lower()
     return next((family for word, family in _ID_FAMILIES if word in lowered), None)

@@ -3,6 +3,8 @@ naming the file, the key (and its line when it can be found) and the fix."""
 
 from __future__ import annotations
 
+import datetime
+
 import re
 import tomllib
 from pathlib import Path
@@ -132,15 +134,31 @@ def config_error_from(exc: ValidationError, path: Path, text: str | None,
     fix = (err.get("ctx") or {}).get(_FIX) or _HINTS.get(err["type"]) or _bound_fix(err)
     if err["type"] == "extra_forbidden" and model is not None and loc and isinstance(loc[-1], str):
         fix = _nearest_key_fix(loc[-1], _model_at(model, loc[:-1])) or fix
+    got = err.get("input")
     if fix is None and (err["type"].endswith("_type") or err["type"].endswith("_parsing")):
-        fix = "give a value of the expected type"
+        fix = _type_fix(err["type"], got, loc)
     if fix is None:   # every refusal says what to do
         fix = f"correct {key or 'the value'} (docs/configuration.md describes every key)"
-    got = err.get("input")
+    if isinstance(got, (datetime.date, datetime.time)):   # TOML's own value, shown as the user wrote it
+        got = got.isoformat()
     shown = "" if err["type"] == "missing" or isinstance(got, dict) else f" (got {got!r})"
     if len(shown) > 90:
         shown = shown[:87] + "...)"
     return ConfigError(f"{where}: {key}: {msg}{shown}" if key else f"{where}: {msg}{shown}", fix=fix)
+
+
+def _type_fix(kind: str, got: Any, loc: list[Any]) -> str:
+    """The fix of a value of the wrong type, from what was written: TOML reads an unquoted 02:00:00 as a
+    time of day, and a list written as one string is one string."""
+    name = next((p for p in reversed(loc) if isinstance(p, str)), "the key")
+    if isinstance(got, (datetime.date, datetime.time)):
+        return f'quote it: TOML reads {got.isoformat()} unquoted as a date or time of day ({name} = "{got.isoformat()}")'
+    if kind in ("tuple_type", "list_type") and isinstance(got, str):
+        items = [part.strip() for part in got.split(",") if part.strip()] or [got]
+        return f"write a list: {name} = [{', '.join(repr(i).replace(chr(39), chr(34)) for i in items)}]"
+    if kind in ("tuple_type", "list_type"):
+        return f'write a list: {name} = [...]'
+    return "give a value of the expected type"
 
 
 def _model_at(model: type[BaseModel], loc: list[Any]) -> type[BaseModel] | None:

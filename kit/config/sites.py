@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, ValidationInfo, field_validator,
                       model_validator)
 
+from kit.config.names import ENV_NAME
 from kit.config.loading import invalid, load_model
 from kit.config.walltime import walltime_seconds
 from kit.credentials import secret_name
@@ -28,9 +30,12 @@ WHEN_JOB_TYPES = ("night", "besteffort", "day")
 _JOB_TYPE = re.compile(r"^[a-z][a-z0-9_.=-]*$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SITE_NAME_MAX = 40
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
 _SCHEDULER_WORD = re.compile(r"^[A-Za-z0-9_.@+-]+$")   # an OAR queue or project, a Slurm account
+# what may stand in an #SBATCH line's value: sbatch splits those lines itself, so values are checked,
+# never quoted (a partition, QoS or reservation; a constraint, with Slurm's feature operators)
+SBATCH_WORD = re.compile(r"^[A-Za-z0-9_.,:=+@-]+$")
+SBATCH_CONSTRAINT = re.compile(r"^[A-Za-z0-9_.,:=+@&|\[\]()*-]+$")   # a100&ib, [rack1|rack2], (a|b)&ib
 
 
 def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
@@ -67,6 +72,10 @@ def filter_fault(gpu_filter: str) -> str | None:
     character."""
     if any(ord(c) < 32 or ord(c) == 127 for c in gpu_filter):
         return "holds a line break or a control character"
+    double = re.search(r'"([^"]*)"', re.sub(r"'(?:[^']|'')*'", "''", gpu_filter))
+    if double:   # OAR's -p is SQL (PostgreSQL on Grid'5000), where "A100" names a column, not a value
+        return (f"quotes {double.group(0)} in double quotes, which SQL reads as a column name: write the value in "
+                f"single quotes ('{double.group(1)}')")
     bare = FILTER_QUOTED.sub("_", gpu_filter)
     if "'" in bare or '"' in bare:
         return "has a quote that is not closed"
@@ -93,8 +102,16 @@ KIT_SUBMIT_OPTIONS = {
                         "--parsable", "--export", "-D", "--chdir", "--gres", "-G", "--gpus", "--gpus-per-node",
                         "-p", "--partition", "-A", "--account", "-q", "--qos", "-C", "--constraint", "--mem",
                         "--mem-per-gpu", "-c", "--cpus-per-task", "--reservation", "--exclusive", "--requeue",
-                        "--no-requeue", "--wrap", "-N", "--nodes", "-n", "--ntasks"}),
+                        "--no-requeue", "--wrap", "-N", "--nodes", "-n", "--ntasks",
+                        # GPU counts beside kit's own request, which sbatch refuses or reads against it
+                        "--gpus-per-task", "--gpus-per-socket", "--tres-per-task"}),
 }
+
+
+# a site's gres template: a generic resource spec with the count as {gpus} (more resources may follow after
+# a comma), or one of Slurm's GPU-count options
+GRES_TEMPLATE = re.compile(r"(?:--gres=)?[A-Za-z][A-Za-z0-9_]*(?::[A-Za-z0-9_.-]+)*:\{gpus\}(?:,[A-Za-z0-9_:.-]+)*"
+                           r"|--gpus(?:-per-node)?=(?:[A-Za-z0-9_.-]+:)?\{gpus\}")
 
 
 def reserved_option(arg: str, reserved: frozenset[str]) -> str | None:
@@ -138,12 +155,17 @@ def _common_spellings(data: Any) -> Any:
     data = dict(data)
     if isinstance(data.get("job_types"), str):   # job_types = "night" or "night,exotic", as -t takes it
         data["job_types"] = [data["job_types"]]
-    for key in ("gpu_model", "gpu_compute_capability"):   # one GPU as a string; 8.0 written as a TOML number
+    for key in ("gpu_model", "gpu_compute_capability"):   # one GPU as a string; 8.0 (or 9) written as a TOML number
         value = data.get(key)
-        if isinstance(value, (str, float)):
+        if isinstance(value, (str, float)) or (key == "gpu_compute_capability" and isinstance(value, int)
+                                               and not isinstance(value, bool)):
             value = [value]
         if isinstance(value, list):
-            data[key] = [repr(v) if isinstance(v, float) else v for v in value]
+            data[key] = [repr(v) if isinstance(v, float) else
+                         f"{v}.0" if key == "gpu_compute_capability" and isinstance(v, int) and not isinstance(v, bool)
+                         else v for v in value]
+    if isinstance(data.get("walltime"), datetime.time):   # walltime = 02:00:00 unquoted: TOML's time of day
+        data["walltime"] = data["walltime"].isoformat()
     if isinstance(data.get("gpu_features"), dict):
         data["gpu_features"] = {k: repr(v) if isinstance(v, float) else v for k, v in data["gpu_features"].items()}
     if isinstance(data.get("walltime"), int) and not isinstance(data["walltime"], bool):
@@ -155,6 +177,21 @@ def _common_spellings(data: Any) -> Any:
                 data.setdefault("container_command", "singularity")
             data[key] = _RUNTIME_ALIASES.get(value, value) if key == "runtime" else value
     return data
+
+
+def shell_syntax_fault(text: str) -> str | None:
+    """What `bash -n` says of these shell lines (None when they parse, or when this machine has no bash)."""
+    import shutil
+    import subprocess
+
+    bash = shutil.which("bash")
+    if bash is None:
+        return None
+    done = subprocess.run([bash, "-n"], input=text, capture_output=True, text=True, timeout=30)
+    if done.returncode == 0:
+        return None
+    said = [re.sub(r"^\S*bash: ", "", line).strip() for line in done.stderr.splitlines() if line.strip()]
+    return "; ".join(said)[:300] or f"bash -n exited {done.returncode}"
 
 
 class Site(BaseModel):
@@ -309,7 +346,30 @@ class Site(BaseModel):
             if "\n" in line or "\r" in line or "\0" in line:
                 raise invalid(f"setup line {line[:40]!r} holds a line break",
                               fix="write one shell line per entry: setup = [\"module load apptainer\", ...]")
+        fault = shell_syntax_fault("\n".join(v)) if v else None
+        if fault:   # said now, not by the job on its node after a night in the queue
+            raise invalid(f"setup lines are not valid shell: {fault}",
+                          fix="close every quote and block (if/fi, { }); bash -n checks them as the job would run them")
         return v
+
+    @field_validator("gres")
+    @classmethod
+    def _gres(cls, v: str | None) -> str | None:
+        # a GPU request and nothing else: --gres=<name>[:<type>]:{gpus}, --gpus={gpus} or --gpus-per-node={gpus}
+        # (any other option here would pass kit's reserved-option rule, --time={gpus} or --array included)
+        if v is None or GRES_TEMPLATE.fullmatch(v.strip()):
+            return v
+        raise invalid(f"gres {v!r} is not a GPU request kit can fill in",
+                      fix="write gres = \"gpu:{gpus}\", \"gpu:a100:{gpus}\", \"--gpus={gpus}\" or "
+                          "\"--gpus-per-node={gpus}\" (one {gpus} where the count goes)")
+
+    @model_validator(mode="after")
+    def _cpus(self) -> "Site":
+        per_gpu = [a for a in self.submit_args if a.split("=", 1)[0] == "--cpus-per-gpu"]
+        if per_gpu and self.cpus_per_task is not None:
+            raise invalid(f"submit_args entry {per_gpu[0]!r} beside kit's --cpus-per-task (cpus_per_task)",
+                          fix="keep one: sbatch refuses --cpus-per-gpu with --cpus-per-task")
+        return self
 
     @model_validator(mode="after")
     def _memory(self) -> "Site":
@@ -360,6 +420,16 @@ class Site(BaseModel):
             raise invalid(f"gpu_filter {v!r} {fault}", fix="write one OAR property expression, e.g. \"gpu_mem>=40000 "
                                                            "AND cluster='chuc'\" (or \"\" for none)")
         return text
+
+    @field_validator("partition", "qos", "reservation", "constraint")
+    @classmethod
+    def _sbatch_value(cls, v: str | None, info: ValidationInfo) -> str | None:
+        pattern = SBATCH_CONSTRAINT if info.field_name == "constraint" else SBATCH_WORD
+        if v is not None and not pattern.match(v):
+            raise invalid(f"{info.field_name} {v!r} cannot go into an #SBATCH line (sbatch splits it at spaces and "
+                          "quotes)", fix=f"write the {info.field_name} as the scheduler lists it: letters, digits and "
+                                     ". _ - : , = + @" + (" & | [ ] ( ) *" if info.field_name == "constraint" else ""))
+        return v
 
     @field_validator("queue", "account")
     @classmethod
@@ -412,7 +482,7 @@ class Site(BaseModel):
     @classmethod
     def _env_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for name in v:
-            if not _ENV_NAME.match(name):
+            if not ENV_NAME.fullmatch(name):
                 raise invalid(f"{name!r} is not an environment variable name", fix="use names like HF_HOME")
             if secret_name(name):
                 raise invalid(f"{name!r} looks like a secret; kit passes secrets only as files readable by you alone",

@@ -10,6 +10,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kit.config.names import ENV_NAME
 from kit.credentials import credential_shape
 from kit.errors import ConfigError
 
@@ -43,7 +44,6 @@ def readable_join(argv: Sequence[str]) -> str:
 
 # Variables a job always gets from the submitter's side, rebuilt from this allow-list.
 BASE_ENV = ("PATH", "HOME", "USER", "LANG", "TZ")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def render_exports(env: Mapping[str, str]) -> list[str]:
     """`export NAME=value` lines, sorted, values quoted; bad names are refused."""
     lines = []
     for name in sorted(env):
-        if not _ENV_NAME.match(name):
+        if not ENV_NAME.fullmatch(name):
             raise ValueError(f"bad environment variable name {name!r}")
         lines.append(f"export {name}={shlex.quote(str(env[name]))}")
     return lines

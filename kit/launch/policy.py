@@ -124,12 +124,13 @@ def run_policy_checks(site: Site, frontend: Frontend, show: Callable[[str], None
     env = allow_listed_env(os.environ, site.forward_env)
     for command in policy_commands(site):
         try:
-            argv = shlex.split(command)
+            shlex.split(command)
         except ValueError as exc:
             raise ConfigError(f"site {site.name}: policy_checks entry {command!r} is not a command line ({exc})",
                               fix="quote it like a shell command, e.g. \"usagepolicycheck -t\"") from None
         show(f"policy [{site.name}] $ {command}")
-        res = frontend.run(argv, env=env)
+        # a shell line, as the dry run shows it and people write it (&&, |, $VAR)
+        res = frontend.run(["bash", "-c", command], env=env)
         for line in (res.stdout + res.stderr).splitlines():
             show(f"  {line}")
         if res.returncode != 0:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kit.config.names import ENV_NAME
 from kit.errors import ConfigError, ImageError
 from kit.files import write_text_atomic
 from kit.repro.resolve import ResolvedImage, recorded_run
@@ -43,7 +44,7 @@ def recorded_engine_env(result: dict[str, Any]) -> dict[str, str]:
     if not isinstance(recorded, dict):
         return {}
     named = {k: v for k, v in recorded.items()
-             if isinstance(k, str) and isinstance(v, str) and _ENV_NAME.fullmatch(k) and "\0" not in v}
+             if isinstance(k, str) and isinstance(v, str) and ENV_NAME.fullmatch(k) and "\0" not in v}
     # only what --engine-env takes (kit.config.engine_env): a result file is data, and PYTHONPATH,
     # LD_PRELOAD or PATH from it would run code on the reviewer's machine
     return engine_environment(named)
@@ -120,7 +121,6 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
     return json.loads(path.read_text(encoding="utf-8")), log
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit)|ERROR\b|(?:kit: )?error:)[^\n]*", re.M)
 
 

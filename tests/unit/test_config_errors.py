@@ -155,6 +155,16 @@ def test_a_run_keeps_a_task_its_backend_runs(tmp_path):
     ('[site.x]\nscheduler = "oar"\nqueue = "default; id"\n', ["site.x.queue", "'default; id'"]),
     ('[site.x]\nscheduler = "oar"\naccount = "proj; id"\n', ["site.x.account", "'proj; id'", "my-project"]),
     ('[site.x]\nscheduler = "slurm"\naccount = "a b"\n', ["site.x.account", "'a b'"]),
+    ('[site.x]\nscheduler = "oar"\nsetup = ["module load cuda && echo \'loaded"]\n',
+     ["site.x.setup", ":3:", "not valid shell", "unexpected EOF"]),
+    ('[site.x]\nscheduler = "oar"\nsetup = ["if true; then", "module load x"]\n', ["site.x.setup", "not valid shell"]),
+    ('[site.x]\nscheduler = "slurm"\ncpus_per_task = 8\nsubmit_args = ["--cpus-per-gpu=8"]\n',
+     ["--cpus-per-gpu=8", "cpus_per_task", "refuses"]),
+    ('[site.x]\nscheduler = "slurm"\nsubmit_args = ["--gpus-per-task=2"]\n', ["submit_args", "--gpus-per-task"]),
+    ('[site.x]\nscheduler = "slurm"\npartition = "gpu p100"\n', ["site.x.partition", ":3:", "#SBATCH"]),
+    ('[site.x]\nscheduler = "slurm"\nconstraint = "a100 & ib"\n', ["site.x.constraint", ":3:", "& |"]),
+    ('[site.x]\nscheduler = "oar"\ngpu_filter = \'gpu_model="A100"\'\n',
+     ["site.x.gpu_filter", "column name", "('A100')"]),
 ])
 def test_sites_errors(tmp_path, body, pieces):
     p = tmp_path / "sites.toml"
@@ -345,3 +355,31 @@ def test_runtime_singularity_runs_the_singularity_command_with_its_own_environme
     assert runtime.worker_argv(ctx)[:3] == ["srun", "singularity", "exec"]
     assert any(line.endswith('export SINGULARITYENV_HF_HOME="${HF_HOME}"') for line in runtime.setup_lines(ctx))
     assert "APPTAINERENV_" in " ".join(get_runtime("apptainer")(other).setup_lines(ctx))
+
+
+def test_what_sites_write_every_day_is_read(tmp_path):
+    """Setup split over lines as one block, a lower-case proxy variable, a single-quoted value holding a
+    double quote: none of these is refused."""
+    p = tmp_path / "sites.toml"
+    p.write_text('[site.x]\nscheduler = "oar"\nsetup = ["if [ -f /etc/x ]; then", "module load y", "fi"]\n'
+                 'forward_env = ["http_proxy", "HF_HOME"]\ngpu_filter = "gpu_model=\'A\\"100\' AND gpu_mem>=40000"\n')
+    site = load_sites(p).site["x"]
+    assert site.forward_env == ("http_proxy", "HF_HOME") and len(site.setup) == 3
+
+
+def test_toml_s_own_values_are_read_as_meant_or_refused_with_the_spelling_to_use(tmp_path):
+    """walltime = 02:00:00 unquoted is TOML's time of day: read as the H:M:S it spells; a compute capability
+    written 9 is 9.0; a list written as one string is refused with the list to write."""
+    p = tmp_path / "sites.toml"
+    p.write_text('[site.x]\nscheduler = "oar"\nwalltime = 02:00:00\ngpu_compute_capability = 9\n')
+    site = load_sites(p).site["x"]
+    assert (site.walltime, site.walltime_s, site.gpu_compute_capability) == ("02:00:00", 7200, ("9.0",))
+    p.write_text('[site.x]\nscheduler = "oar"\npolicy_checks = "usagepolicycheck -t"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_sites(p)
+    assert caught.value.fix == 'write a list: policy_checks = ["usagepolicycheck -t"]'
+    r = tmp_path / "roster.toml"
+    r.write_text(roster(GOOD_RUN + 'languages = "en,fr"\n'))
+    with pytest.raises(ConfigError) as caught:
+        load_roster(r)
+    assert caught.value.fix == 'write a list: languages = ["en", "fr"]', caught.value.one_line()

@@ -156,7 +156,10 @@ def test_a_model_id_that_names_its_backend_needs_no_backend_key(tmp_path: Path, 
     assert (run.backend, run.task) == (backend, task)
 
 
-def test_a_model_id_that_does_not_name_its_backend_is_asked_for_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("model", ["Qwen/Qwen3-4B", "urchade/gliner_multi-v2.1",
+                                   "knowledgator/gliner-multitask-large-v0.5"])
+def test_a_model_id_that_does_not_name_its_backend_is_asked_for_one(tmp_path: Path, model) -> None:
+    """A GLiNER (first library) id names no backend kit has: gliner2 does not load it."""
     with pytest.raises(ConfigError) as err:
-        load_roster(_run_without_backend(tmp_path, "Qwen/Qwen3-4B"))
-    assert "run 'Qwen/Qwen3-4B': backend is missing" in err.value.message and "vllm" in err.value.fix
+        load_roster(_run_without_backend(tmp_path, model))
+    assert f"run {model!r}: backend is missing" in err.value.message and "vllm" in err.value.fix

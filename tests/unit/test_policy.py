@@ -132,6 +132,13 @@ def test_a_passing_check_shows_its_output(checks):
     assert any("12% of the daily allowance (-t)" in line for line in shown)
 
 
+def test_a_check_is_a_shell_line_as_the_dry_run_shows_it(tmp_path):
+    shown = []
+    run_policy_checks(oar(policy_checks=["test -d / && echo both ran", "v=expanded; echo \"$v\" | tr a-z A-Z"]),
+                      Frontend("local"), shown.append)
+    assert "  both ran" in shown and "  EXPANDED" in shown, shown
+
+
 def test_a_failing_check_blocks_and_says_nothing_was_submitted(checks):
     shown = []
     with pytest.raises(SubmitError) as err:

@@ -191,11 +191,17 @@ def test_gpu_option(gres, gpus, option):
     assert gpu_option(site(gres=gres), gpus) == option
 
 
-@pytest.mark.parametrize("gres", ["gpu:a100:2", "gpu:{gpus} --wrap=x", "gpu:{gpus};touch x"])
-def test_bad_gres_templates_are_refused(gres):
+@pytest.mark.parametrize("gres", ["gpu:a100:2", "gpu:{gpus} --wrap=x", "gpu:{gpus};touch x", "--time={gpus}",
+                                  "{gpus}", "--array={gpus}", "--gres=gpu:{gpus} --output=/x"])
+def test_bad_gres_templates_are_refused_as_the_site_is_read(gres, tmp_path):
+    """Only a GPU request: another option in the template would pass the reserved-option rule."""
+    from kit.config.sites import load_sites
+
+    (tmp_path / "sites.toml").write_text(f"[site.c]\nscheduler = \"slurm\"\ngres = {json.dumps(gres)}\n")
     with pytest.raises(ConfigError) as err:
-        gpu_option(site(gres=gres), 2)
-    assert "gres" in str(err.value) and "fix:" in str(err.value)
+        load_sites(tmp_path / "sites.toml")
+    line = err.value.one_line()
+    assert "site.c.gres" in line and "not a GPU request" in line and "fix:" in line, line
 
 
 def test_prelude_for_an_array_job():
@@ -365,13 +371,14 @@ def test_the_requests_a_cluster_needs_become_sbatch_lines():
 @pytest.mark.parametrize("kw,words", [
     ({"mem_gb": 64, "mem_per_gpu_gb": 32}, "mem_gb and mem_per_gpu_gb"),
     ({"scheduler": "oar", "exclusive": True}, "Slurm sites only"),
-    ({"constraint": "a100; rm -rf"}, None),
+    ({"constraint": "a100; rm -rf"}, "cannot go into an #SBATCH line"),
     ({"setup": ["module load apptainer\nrm -rf ~"]}, "line break"),
 ])
 def test_requests_that_cannot_be_honoured_are_refused(kw, words):
-    if words is None:   # refused when the #SBATCH line is rendered
-        with pytest.raises(ConfigError, match="cannot go into an #SBATCH line"):
-            SlurmScheduler(site(**kw)).prelude(request(), "/k/logs")
-        return
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises(ValueError, match=words):   # as the site is read, naming the file and line there
         site(**kw)
+
+
+def test_a_sized_constraint_that_cannot_go_into_an_sbatch_line_is_refused_when_rendered():
+    with pytest.raises(ConfigError, match="cannot go into an #SBATCH line"):
+        SlurmScheduler(site()).prelude(request(constraint="a100; rm -rf"), "/k/logs")

@@ -39,6 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kit.config.sites import Site
+from kit.config.sites import SBATCH_CONSTRAINT, SBATCH_WORD
 from kit.errors import ConfigError, SubmitError
 from kit.launch.frontend import CommandResult
 from kit.launch.jobscript import BASE_ENV, JobScript, allow_listed_env
@@ -49,9 +50,8 @@ from kit.launch.schedulers.slurm_query import (parse_sacct, parse_sbatch_id, par
 
 # What may stand in an #SBATCH line: sbatch splits those lines itself, so values are
 # checked rather than quoted (a partition, account or path with spaces or quotes is refused).
-_WORD = re.compile(r"^[A-Za-z0-9_.,:=+@-]+$")
+_WORD, _CONSTRAINT = SBATCH_WORD, SBATCH_CONSTRAINT   # (kit.config.sites checks a site's own as it is read)
 _PATH = re.compile(r"^/?[A-Za-z0-9_.,:=+@/-]+$")
-_CONSTRAINT = re.compile(r"^[A-Za-z0-9_.,:=+@&|\[\]()*-]+$")   # Slurm's feature expressions: a100&ib, [rack1|rack2], (a|b)&ib
 SACCT_FIELDS = "JobID,State,ExitCode"
 
 

@@ -56,9 +56,9 @@ def roster_to_use(roster: Path) -> Path | None:
 
 
 def split_names(text: str | None) -> list[str] | None:
-    """'a, b' -> ['a', 'b'], as written; None or '' -> None (every one); a ConfigError for a text that
-    names nothing (',' or ' , '), which would otherwise silently mean every one."""
-    if not text:
+    """'a, b' -> ['a', 'b'], as written; None (the option not given) -> None (every one); a ConfigError
+    for a text that names nothing ('', ',' or ' , '), which would otherwise silently mean every one."""
+    if text is None:
         return None
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:

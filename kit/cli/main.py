@@ -72,7 +72,9 @@ def cli(ctx: click.Context, verbose: bool) -> None:
       kit run --site lyon --model M  submit the pending pairs of model M to a site
       kit status RESULTS             where every pair stands
 
-    Options can also come from KIT_<OPTION> environment variables (e.g. KIT_ROSTER).
+    The files a sweep reads can also be named by environment variables: KIT_ROSTER,
+    KIT_BENCHMARK, KIT_SITES_FILE, KIT_IMAGES_LOCK, KIT_WEIGHTS_CACHE (each option's
+    --help says which it reads, as "Env: ...").
     """
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = verbose

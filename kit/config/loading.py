@@ -80,6 +80,12 @@ _TO_WRITE = {
 }
 
 
+def path_from(base: Path, value: str | Path) -> Path:
+    """A path a config file or an option names on this machine: `~` is the home folder, and a relative
+    path is relative to `base` (the folder of the file that names it)."""
+    return Path(base) / Path(value).expanduser()
+
+
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """Parse a TOML file; a missing file or a syntax error is a ConfigError."""
     path = Path(path)

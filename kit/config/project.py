@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from kit.config.dataset import Dataset
 from kit.config.kinds import load_benchmark
-from kit.config.loading import read_toml
+from kit.config.loading import path_from, read_toml
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:   # the roster's pydantic models load with the roster (roster_benchmark needs none)
@@ -48,8 +48,9 @@ def load_project(
                 f"{where}{what}",
                 fix="pass --benchmark DIR (or --roster FILE), or set benchmark = \"DIR\" at the top of roster.toml",
             )
-        benchmark_path = roster_dir / roster.benchmark
-    return Project(roster, Path(roster_path) if roster_path else None, load_benchmark(Path(benchmark_path)))
+        benchmark_path = path_from(roster_dir, roster.benchmark)
+    return Project(roster, Path(roster_path) if roster_path else None,
+                   load_benchmark(Path(benchmark_path).expanduser()))
 
 
 def roster_benchmark(roster_path: Path) -> Dataset | None:
@@ -62,4 +63,4 @@ def roster_benchmark(roster_path: Path) -> Dataset | None:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{roster_path}: benchmark: not a folder path (got {value!r})",
                           fix='write benchmark = "DIR", relative to the roster file')
-    return load_benchmark(roster_path.resolve().parent / value)
+    return load_benchmark(path_from(roster_path.resolve().parent, value))

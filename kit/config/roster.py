@@ -24,6 +24,7 @@ _VARIANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 _VARIANT_START = re.compile(r"[@+]")
 _LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT]?)\s*$", re.IGNORECASE)
+_EXPERT_SIZE = re.compile(r"([0-9]+)\s*[xX]\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT])", re.IGNORECASE)   # "8x7B": experts x size
 _SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
 # the smallest bare number `params` takes: below it, "70" is surely 70B written without its unit (a count
 # in billions stays under 10,000; the demo's tiny models have 400,000 parameters)
@@ -39,9 +40,12 @@ def parse_param_count(value: int | float | str | None) -> int | None:
     A bare number under MIN_BARE_PARAMS is refused: `params = 70` means 70 parameters, not 70B."""
     if value is None:
         return value
+    experts = _EXPERT_SIZE.fullmatch(value.strip()) if isinstance(value, str) else None
+    if experts:   # "8x7B", as the README reads it in a model id: 8 experts of 7B, 56B in all
+        value = f"{int(experts.group(1)) * float(experts.group(2)):g}{experts.group(3)}"
     m = _SIZE.match(str(value)) if not isinstance(value, bool) else None
     if not m:
-        raise invalid("not a parameter count", fix="write an integer or a size like '2.6B' or '350M'")
+        raise invalid("not a parameter count", fix="write an integer or a size like '2.6B', '350M' or '8x7B'")
     count = int(round(float(m.group(1)) * _SCALE[m.group(2).upper()]))
     if count <= 0:   # "0B" as well as 0: no model has none, and sizing would silently fall back
         raise invalid(f"params = {value!r} is no parameters", fix='write the model\'s size, e.g. params = "2.6B" '

@@ -27,7 +27,8 @@ FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)"
 # OAR job types that say when a job may run: --job-type replaces these; a site's other types (exotic:
 # the hardware it may reserve, which Lyon's sirius requires) stay whatever --job-type says
 WHEN_JOB_TYPES = ("night", "besteffort", "day")
-_JOB_TYPE = re.compile(r"^[a-z][a-z0-9_.=-]*$")
+# an OAR job type: a word, or a word with its value (timesharing=user,*; container=42)
+_JOB_TYPE = re.compile(r"^[a-z][a-z0-9_.-]*(?:=[A-Za-z0-9_.,*-]+)?$")
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SITE_NAME_MAX = 40
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
@@ -43,7 +44,10 @@ def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
     would not read as one is a ConfigError-ready invalid()."""
     out: list[str] = []
     for value in values:
-        for name in re.split(r"[\s,]+", str(value).strip()):
+        # 'night,exotic' is two types, but the commas of a type's value stay (timesharing=user,*)
+        words = [w for w in re.split(r"\s+", str(value).strip()) if w]
+        for name in (part for word in words for part in (re.split(r",(?![^=,]*$)", word) if "=" in word
+                                                          else word.split(","))):
             if not name:
                 continue
             if not _JOB_TYPE.match(name):
@@ -517,6 +521,9 @@ class Site(BaseModel):
                 instead = _INSTEAD.get((key, self.scheduler), "")
                 out.append(f"site {self.name}: `{key}` is read by {' and '.join(readers)} only; the {self.scheduler} "
                            f"scheduler ignores it" + (f" ({instead})" if instead else ""))
+        if "cpus_per_task" in self.model_fields_set and self.scheduler == "oar" and self.gpus_per_node:
+            out.append(f"site {self.name}: `cpus_per_task` is read by oar for jobs without GPUs only (core=N); a GPU "
+                       "job gets the cores OAR gives with its GPUs (/gpu=N)")
         return out
 
 
@@ -533,7 +540,7 @@ _SCHEDULER_KEYS = {
     "queue": ("oar",), "gpu_filter": ("oar",), "job_types": ("oar",),
     "partition": ("slurm",), "qos": ("slurm",), "gres": ("slurm",), "mem_per_gpu_gb": ("slurm",),
     "exclusive": ("slurm",), "constraint": ("slurm",), "reservation": ("slurm",), "requeue": ("slurm",),
-    "gpu_features": ("slurm",),
+    "gpu_features": ("slurm",), "mem_gb": ("slurm",),
     "account": ("slurm", "oar"),
 }
 _INSTEAD = {
@@ -543,6 +550,7 @@ _INSTEAD = {
     ("constraint", "oar"): "OAR picks resources with gpu_filter",
     ("gres", "oar"): "OAR picks GPUs with gpu_filter",
     ("gpu_features", "oar"): "OAR picks GPUs with gpu_filter, to which kit adds the image's compute capability",
+    ("mem_gb", "oar"): "OAR gives a job the memory of the resources it reserves",
 }
 
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kit.config.loading import path_from
 from kit.config.sites import Site
 
 
 def site_path(site: Site, value: str, sites_dir: Path) -> Path:
     """An absolute path for a local site; remote paths are returned as written (resolved on the cluster)."""
-    p = Path(value).expanduser()
-    if site.is_remote or p.is_absolute():
-        return p
-    return (sites_dir / p).resolve()
+    if site.is_remote:
+        return Path(value).expanduser()
+    return path_from(sites_dir, value).resolve()
 
 
 @dataclass(frozen=True)

@@ -310,6 +310,10 @@ def site_for_run(resolved: ResolvedSite, walltime: str | None, job_types: tuple[
     except ValueError as exc:
         message, fix = invalid_parts(exc)
         raise ConfigError(f"--job-type: {message}", fix=fix or "give OAR job types such as night, besteffort, exotic") from None
+    if not types:   # `--job-type ''` would drop the site's night type without a word
+        raise ConfigError(f"--job-type {' '.join(map(repr, job_types))} names no job type",
+                          fix="give OAR job types such as night, besteffort, exotic, or leave --job-type out for "
+                              "the site's own")
     if "night" in types and not site.night_jobs:
         raise ConfigError(f"site {site.name} takes no job type night (night_jobs = false in its sites.toml entry)",
                           fix=f"drop --job-type night for {site.name}: its day jobs must end before 09:00 or 19:00 "

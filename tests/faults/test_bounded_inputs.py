@@ -94,9 +94,21 @@ def test_a_roster_value_tomllib_cannot_hold_is_one_error_line(project, value, wh
     refused(kit("plan", cwd=project), "roster.toml", why)
 
 
-@pytest.mark.parametrize("option", [("--languages", ","), ("--languages", " , ")])
+@pytest.mark.parametrize("option", [("--languages", ","), ("--languages", " , "), ("--languages", "")])
 def test_an_option_that_names_nothing_is_refused_not_read_as_everything(project, option):
     refused(kit("plan", *option, cwd=project), repr(option[1]), "names nothing")
+
+
+def test_an_empty_job_type_is_refused_not_read_as_the_site_without_its_night_type():
+    from kit.config.sites import Site
+    from kit.errors import ConfigError
+    from kit.launch.run import site_for_run
+    from kit.launch.site import resolve_site
+
+    resolved = resolve_site(Site(name="n", scheduler="oar"), Path("/cfg"))
+    with pytest.raises(ConfigError, match="names no job type"):
+        site_for_run(resolved, None, ("",))
+    assert site_for_run(resolved, None, ("besteffort",)).config.job_types == ("besteffort",)
 
 
 def test_the_status_of_a_file_is_refused(project):

@@ -186,3 +186,22 @@ def test_a_value_is_blamed_on_a_variable_only_when_the_message_names_that_value_
     assert environment_sources("/tmp/kit-cache/demo-v2/data/benchmark.toml: no language 'xx'", ["status"]) == []
     assert environment_sources("/tmp/kit-cache-old: not a folder", ["status"]) == []
     assert environment_sources("cache folder '/tmp/kit-cache' is not writable", ["status"]) == ["KIT_CACHE_DIR"]
+
+
+def test_every_environment_variable_kit_help_names_is_one_an_option_reads():
+    import re
+
+    import click
+
+    from kit.cli.main import cli
+
+    def envvars(command: click.Command) -> set[str]:
+        found = {p.envvar for p in command.params if isinstance(getattr(p, "envvar", None), str)}
+        if isinstance(command, click.Group):   # commands load lazily: asked by name
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                found |= envvars(command.get_command(ctx, name))
+        return found
+
+    said = set(re.findall(r"\bKIT_[A-Z_]+\b", cli.help or ""))
+    assert said and said <= envvars(cli), said - envvars(cli)

@@ -383,3 +383,32 @@ def test_toml_s_own_values_are_read_as_meant_or_refused_with_the_spelling_to_use
     with pytest.raises(ConfigError) as caught:
         load_roster(r)
     assert caught.value.fix == 'write a list: languages = ["en", "fr"]', caught.value.one_line()
+
+
+def test_a_benchmark_under_the_home_folder_is_found_from_the_roster_and_the_option(tmp_path, monkeypatch):
+    from kit.config.project import load_project
+    from kit.demo.dataset import write_demo_benchmark
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    write_demo_benchmark(tmp_path / "home" / "bench")
+    r = tmp_path / "work" / "roster.toml"
+    r.parent.mkdir()
+    r.write_text('benchmark = "~/bench"\n' + GOOD_RUN)
+    assert load_project(r, None).benchmark.root == (tmp_path / "home" / "bench").resolve()
+    assert load_project(None, Path("~/bench"), roster_required=False).benchmark.root == \
+        (tmp_path / "home" / "bench").resolve()
+
+
+def test_an_oar_job_type_with_a_value_keeps_its_commas():
+    from kit.config.sites import split_job_types
+
+    assert split_job_types(["night,timesharing=user,*", "exotic container=42"]) == (
+        "night", "timesharing=user,*", "exotic", "container=42")
+
+
+def test_params_of_a_mixture_of_experts_is_its_total_as_in_a_model_id():
+    from kit.config.roster import parse_param_count
+
+    assert parse_param_count("8x7B") == 56 * 10**9 and parse_param_count("8x22b") == 176 * 10**9
+    with pytest.raises(ValueError, match="not a parameter count"):
+        parse_param_count("8x")

@@ -98,6 +98,7 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     ("a'b\"c", "quote that is not closed"), ("(gpu_mem>=90000", "unbalanced parentheses"),
     ("gpu_mem>=1) OR (x=1", "unbalanced parentheses"), ("x=1; DELETE FROM jobs", "';' outside a quoted value"),
     ("gpu_mem>=1\nAND x=2", "line break"),
+    ('gpu_model="A100"', "double quotes, which SQL reads as a column name"),   # PostgreSQL, as Grid'5000's OAR
 ])
 def test_a_filter_oar_could_not_parse_is_refused_where_the_site_is_read(gpu_filter, fault):
     """OAR's -p is an SQL WHERE clause: an unclosed quote, unbalanced parentheses, a ';' or a line break
@@ -105,7 +106,7 @@ def test_a_filter_oar_could_not_parse_is_refused_where_the_site_is_read(gpu_filt
     them, and a blank filter is no filter."""
     with pytest.raises(ValueError, match=f"gpu_filter .* {fault}"):
         site(gpu_filter=gpu_filter)
-    assert site(gpu_filter="cluster='a;b(' AND gpu_model=\"it's\"").gpu_filter == "cluster='a;b(' AND gpu_model=\"it's\""
+    assert site(gpu_filter="cluster='a;b(' AND gpu_model='it''s'").gpu_filter == "cluster='a;b(' AND gpu_model='it''s'"
     assert site(gpu_filter="   ").gpu_filter == ""
 
 

@@ -120,6 +120,14 @@ def test_a_dry_run_says_which_image_each_job_uses(sweep, fake_oar):   # fake_oar
     assert (job["image"], job["image_digest"]) == ("/shared/images/kit-t-aaaaaaaaaaaa.sif", "sha256:" + "a" * 64)
 
 
+def test_memory_and_cores_an_oar_gpu_job_does_not_ask_are_said():
+    site = Site(name="g", scheduler="oar", mem_gb=64, cpus_per_task=8, gpus_per_node=2)
+    lines = site.ignored_keys()
+    assert any(line.startswith("site g: `mem_gb` is read by slurm only") for line in lines), lines
+    assert any("`cpus_per_task` is read by oar for jobs without GPUs only" in line for line in lines), lines
+    assert Site(name="c", scheduler="oar", cpus_per_task=8, gpus_per_node=0).ignored_keys() == []
+
+
 def test_a_key_the_sites_scheduler_does_not_read_is_said_not_silently_ignored(sweep, fake_oar):   # fake_oar: an idle squeue
     (sweep / "sites.toml").write_text(
         '[site.slurmy]\nscheduler = "slurm"\nruntime = "host"\nqueue = "gpu"\npartition = "gpu"\n'

@@ -12,7 +12,7 @@
     gpus_per_node = 4
     cpus_per_task = 8
     mem_gb = 64
-    walltime = "2:00"
+    walltime = "2:00:00"                 # Slurm reads "2:00" as two minutes
     root = "/lustre/me/kit"              # job scripts, plan files, logs
     results = "/lustre/me/kit/results"
     images = "/lustre/me/kit-images"     # kit-<backend>-<id>.sqsh / .sif

@@ -111,8 +111,12 @@ def _check_writable_place(dest: Path, kind: str) -> None:
     while not place.exists() and place != place.parent:
         place = place.parent
     if place.is_dir() and not os.access(place, os.W_OK | os.X_OK):
-        raise ConfigError(f"{dest}: the {kind} cannot be written: {place} is not writable (no permission, or a "
-                          "read-only file system)", fix=f"choose a folder you can write for the {kind} (-o)")
+        try:
+            why = "Read-only file system" if os.statvfs(place).f_flag & os.ST_RDONLY else "Permission denied"
+        except OSError:
+            why = "Permission denied"
+        raise ConfigError(f"{dest}: the {kind} cannot be written: {place} is not writable ({why})",
+                          fix=f"choose a folder you can write for the {kind} (-o)")
 
 
 def check_output_file(path: Path, kind: str, marker: bytes, *, inputs: Sequence[Path] = ()) -> None:

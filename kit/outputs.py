@@ -34,7 +34,7 @@ from typing import Any
 
 from kit.errors import DISK_ERRNOS, ConfigError
 from kit.files import (atomic_writer, file_sha256, folder_identity, folders_under, name_part, read_regular_file,
-                       regular_files, replace_folder, umask)
+                       regular_files, replace_folder, umask, what_stands)
 
 INVENTORY = ".kit-output.json"
 # an inventory file of an earlier kit version, and the kind of output it marks
@@ -108,9 +108,12 @@ def _check_writable_place(dest: Path, kind: str) -> None:
     """A ConfigError when the folder an output is built beside (its parent, or the nearest one that exists)
     cannot be written (no permission, a read-only file system): said before the work, not after it."""
     place = Path(os.path.abspath(dest)).parent
-    while not place.exists() and place != place.parent:
+    while not os.path.lexists(place) and place != place.parent:
         place = place.parent
-    if place.is_dir() and not os.access(place, os.W_OK | os.X_OK):
+    if not place.is_dir():   # a file where a folder of the path must be
+        raise ConfigError(f"{dest}: the {kind} cannot be written: {place} is {what_stands(place)}, not a folder",
+                          fix=f"choose a path for the {kind} (-o) whose folders are folders")
+    if not os.access(place, os.W_OK | os.X_OK):
         try:
             why = "Read-only file system" if os.statvfs(place).f_flag & os.ST_RDONLY else "Permission denied"
         except OSError:
@@ -132,6 +135,7 @@ def check_output_file(path: Path, kind: str, marker: bytes, *, inputs: Sequence[
     if path.is_symlink():
         raise ConfigError(f"{path}: is a link; kit writes its {kind} as a file of its own",
                           fix="remove the link or choose another file name")
+    _check_writable_place(path, kind)
     if not os.path.lexists(path):
         return
     if not path.is_file():

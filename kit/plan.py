@@ -14,6 +14,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kit.config.names import language_key
 from kit import safejson
 from kit.errors import ConfigError
 from kit.files import read_regular_file
@@ -113,16 +114,25 @@ def group_by_run(pairs: Iterable[Pair]) -> dict[str, list[str]]:
     return out
 
 
+def as_benchmark_languages(benchmark: "Dataset", written: Sequence[str]) -> list[str]:
+    """Each language code as the benchmark spells it when one of its languages is that code written in
+    another case or with '_' for '-' (pt_br -> pt-BR); a code it has no spelling of stays as written."""
+    spelled = {language_key(lang): lang for lang in benchmark.languages}
+    return [spelled.get(language_key(code), code) for code in written]
+
+
 def run_languages(run: "Run", benchmark: "Dataset", selected: Sequence[str] | None) -> list[str]:
     """The languages a run covers: its own list (if any) intersected with the selection."""
+    selected = as_benchmark_languages(benchmark, selected) if selected else selected
     if run.languages:
-        unknown = [lang for lang in run.languages if lang not in benchmark.languages]
+        own = as_benchmark_languages(benchmark, run.languages)
+        unknown = [lang for lang in own if lang not in benchmark.languages]
         if unknown:
             raise ConfigError(
                 f"run {run.name!r} lists languages the benchmark manifest does not: {', '.join(unknown)}",
                 fix="remove them from the run's languages or use another benchmark",
             )
-        langs = [lang for lang in run.languages if not selected or lang in set(selected)]
+        langs = [lang for lang in own if not selected or lang in set(selected)]
         return benchmark.resolve_languages(langs) if langs else []
     return benchmark.resolve_languages(list(selected) if selected else None)
 
@@ -130,6 +140,7 @@ def run_languages(run: "Run", benchmark: "Dataset", selected: Sequence[str] | No
 def select_pairs(runs: Sequence["Run"], benchmark: "Dataset", languages: Sequence[str] | None) -> list[Pair]:
     """Every (run, language) pair of the selected runs, sorted."""
     if languages:
+        languages = as_benchmark_languages(benchmark, languages)
         benchmark.resolve_languages(list(languages))
     every = None   # the runs without their own list share one resolution (a stat per language file)
     out = []

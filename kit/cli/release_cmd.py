@@ -78,3 +78,7 @@ def _lines(output: Path, done):
         yield f"  left out (stale): {path}: {'; '.join(reasons)}"
     for path, state in done.outside.items():
         yield f"  left out (a pair the roster does not plan; {state}): {path}"
+    for path, batch in done.in_batches.items():
+        yield f"  left out (lrb's batch folder {batch}, a collection of its own: release it on its own): {path}"
+    if done.not_counted:
+        yield f"  {done.not_counted}"

@@ -55,7 +55,6 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
       kit report results -o release/
       kit report results --include-stale --json
     """
-    from kit.config.names import run_from_stem
     from kit.config.project import load_project
     from kit.results.identity import PlanExpectations
     from kit.results.plot_process import plot_process
@@ -72,7 +71,7 @@ def report(results: Path, output: Path | None, roster: Path, benchmark: Path | N
     # the plotting process forked first, while this one is small: the cache's sections are tens of MB
     with plot_process(), ResultsTree(results, sections=True) as tree:   # validated checkpoints, kept for the next command
         # a run named as the roster does (org/model) or by its file name (org__model), as kit compare takes it
-        runs = list(dict.fromkeys(map(run_from_stem, models))) or None
+        runs = list(dict.fromkeys(models)) or None
         written = write_report(results, out, runs=runs, expect=expect, include_stale=include_stale,
                                verdicts=list(verdict_dirs) or None, validate_all=tree.validate_all)
     files = {role: str(path) for role, path in written.files.items()}

@@ -40,8 +40,10 @@ def sign(results: Path, key_file: Path | None, ssh_key: Path | None, force: bool
     key = load_signing_key(key_file, ssh_key)
     done = sign_tree(common.results_folder(results), key, force=force)
     data = {"keyid": key.keyid, "signed": [str(p) for p in done.signed], "already_signed": [str(p) for p in done.already],
-            "refused": {str(p): r for p, r in done.refused.items()}}
+            "refused": {str(p): r for p, r in done.refused.items()}, "not_counted": done.not_counted}
     lines = [visible(f"NOT SIGNED  {p}: {'; '.join(r)}") for p, r in done.refused.items()]
     lines.append(f"{len(done.signed)} signed with key {key.keyid[:16]}..., {len(done.already)} already signed "
                  f"(--force signs again), {len(done.refused)} not signed")
+    if done.not_counted:
+        lines.append(f"not signed: {done.not_counted}")
     render(Outcome("sign", data, lines, failed=bool(done.refused)), as_json)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kit.errors import ConfigError
+
 if TYPE_CHECKING:
     from kit.config.roster import Run
 
@@ -88,3 +90,18 @@ class Dataset(Protocol):
 
     def whole_set_status(self) -> tuple[str, str]:
         """("checked" | "not checked" | "mismatch", detail): whether every file matches its pin."""
+
+
+def inside_benchmark(root: Path, path: Path, what: str) -> Path:
+    """`path`, when it lies in the benchmark folder `root` once links are followed; a ConfigError
+    otherwise: a job is given that folder alone (bound read-only into its container, or copied to a
+    remote site), so a file outside it, or a link to one, would be missing where the pairs run."""
+    try:
+        real, base = Path(path).resolve(), Path(root).resolve()
+    except (OSError, RuntimeError) as exc:   # a loop of links
+        raise ConfigError(f"{path}: the {what} cannot be followed ({exc})", fix="replace the link by the file") from None
+    if real != base and base not in real.parents:
+        raise ConfigError(f"{path}: the {what} lies outside the benchmark folder {root} (at {real}), and a job is "
+                          "given that folder alone", fix="copy the file into the benchmark folder (not a link to it) "
+                                                        "and name it relative to that folder")
+    return Path(path)

@@ -17,3 +17,19 @@ def run_file_stem(run: str) -> str:
 def run_from_stem(stem: str) -> str:
     """Checkpoint file stem -> run name (inverse of run_file_stem)."""
     return stem.replace("__", "/")
+
+
+def same_run(asked: str, run: str) -> bool:
+    """Whether a run asked for by name names `run`: as the roster names it (org/model) or as its file does
+    (org__model); one spelling of a model id holding "__" is both."""
+    return asked == run or run_file_stem(asked) == run_file_stem(run)
+
+
+def language_key(code: str) -> str:
+    """A language code compared without regard to case or to '_' against '-' (pt_BR, PT-br, pt-BR)."""
+    return code.strip().lower().replace("_", "-")
+
+
+def same_language(asked: str, language: str) -> bool:
+    """Whether a language asked for names `language`, as people write codes (see language_key)."""
+    return language_key(asked) == language_key(language)

@@ -29,6 +29,7 @@ FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)"
 WHEN_JOB_TYPES = ("night", "besteffort", "day")
 # an OAR job type: a word, or a word with its value (timesharing=user,*; container=42)
 _JOB_TYPE = re.compile(r"^[a-z][a-z0-9_.-]*(?:=[A-Za-z0-9_.,*-]+)?$")
+_TYPE_WORD = re.compile(r"^[a-z][a-z0-9_.-]*(?:=.*)?$")   # a piece that starts a job type of its own
 _SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 SITE_NAME_MAX = 40
 _FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
@@ -44,10 +45,16 @@ def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
     would not read as one is a ConfigError-ready invalid()."""
     out: list[str] = []
     for value in values:
-        # 'night,exotic' is two types, but the commas of a type's value stay (timesharing=user,*)
-        words = [w for w in re.split(r"\s+", str(value).strip()) if w]
-        for name in (part for word in words for part in (re.split(r",(?![^=,]*$)", word) if "=" in word
-                                                          else word.split(","))):
+        # 'night,exotic' is two types, but the commas of a type's value stay (timesharing=user,*): a piece
+        # that is no type of its own continues the value before it
+        pieces: list[str] = []
+        for word in (w for w in re.split(r"\s+", str(value).strip()) if w):
+            for piece in word.split(","):
+                if pieces and "=" in pieces[-1] and not _TYPE_WORD.match(piece):
+                    pieces[-1] += "," + piece
+                else:
+                    pieces.append(piece)
+        for name in pieces:
             if not name:
                 continue
             if not _JOB_TYPE.match(name):
@@ -114,7 +121,7 @@ KIT_SUBMIT_OPTIONS = {
 
 # a site's gres template: a generic resource spec with the count as {gpus} (more resources may follow after
 # a comma), or one of Slurm's GPU-count options
-GRES_TEMPLATE = re.compile(r"(?:--gres=)?[A-Za-z][A-Za-z0-9_]*(?::[A-Za-z0-9_.-]+)*:\{gpus\}(?:,[A-Za-z0-9_:.-]+)*"
+GRES_TEMPLATE = re.compile(r"(?:--gres=)?gpu(?::[A-Za-z0-9_.-]+)*:\{gpus\}(?:,[A-Za-z0-9_:.-]+)*"
                            r"|--gpus(?:-per-node)?=(?:[A-Za-z0-9_.-]+:)?\{gpus\}")
 
 
@@ -192,7 +199,8 @@ def shell_syntax_fault(text: str) -> str | None:
     if bash is None:
         return None
     done = subprocess.run([bash, "-n"], input=text, capture_output=True, text=True, timeout=30)
-    if done.returncode == 0:
+    # an unclosed here-document is only a warning to bash -n, but in the job it swallows the script's rest
+    if done.returncode == 0 and "here-document" not in done.stderr:
         return None
     said = [re.sub(r"^\S*bash: ", "", line).strip() for line in done.stderr.splitlines() if line.strip()]
     return "; ".join(said)[:300] or f"bash -n exited {done.returncode}"
@@ -361,7 +369,7 @@ class Site(BaseModel):
     def _gres(cls, v: str | None) -> str | None:
         # a GPU request and nothing else: --gres=<name>[:<type>]:{gpus}, --gpus={gpus} or --gpus-per-node={gpus}
         # (any other option here would pass kit's reserved-option rule, --time={gpus} or --array included)
-        if v is None or GRES_TEMPLATE.fullmatch(v.strip()):
+        if v is None or GRES_TEMPLATE.fullmatch(v):
             return v
         raise invalid(f"gres {v!r} is not a GPU request kit can fill in",
                       fix="write gres = \"gpu:{gpus}\", \"gpu:a100:{gpus}\", \"--gpus={gpus}\" or "
@@ -429,7 +437,7 @@ class Site(BaseModel):
     @classmethod
     def _sbatch_value(cls, v: str | None, info: ValidationInfo) -> str | None:
         pattern = SBATCH_CONSTRAINT if info.field_name == "constraint" else SBATCH_WORD
-        if v is not None and not pattern.match(v):
+        if v is not None and not pattern.fullmatch(v):
             raise invalid(f"{info.field_name} {v!r} cannot go into an #SBATCH line (sbatch splits it at spaces and "
                           "quotes)", fix=f"write the {info.field_name} as the scheduler lists it: letters, digits and "
                                      ". _ - : , = + @" + (" & | [ ] ( ) *" if info.field_name == "constraint" else ""))

@@ -22,6 +22,7 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kit.config.sites import Site
@@ -39,9 +40,14 @@ _COPIED = (".json", ".mllog", ".intoto.jsonl")
 # profile's "modules loaded") is skipped, and an absent folder is told apart from an empty one (a typo in
 # `results`, an unmounted file system), which would otherwise read as "nothing has run yet".
 _LISTING, _ABSENT, _STREAM = b"kit-listing-1\n", b"kit-absent-1\n", b"kit-tar-1\n"
-_LIST = ('[ -e "$1" ] || { printf "kit-absent-1\\n"; exit 0; }; cd "$1" || exit 3; printf "kit-listing-1\\n"; '
-         'find . -mindepth 2 -maxdepth 2 -type f \\( -name "*.json" -o -name "*.mllog" -o -name "*.intoto.jsonl" \\) '
-         '! -name ".*" -printf "%P\\0%s\\0%T@\\0"')
+# Every place a results tree holds a checkpoint (kit.results.store.iter_checkpoint_files): <file>,
+# <folder>/<file> and <batch>/<language>/<file>; hidden folders (kit's .superseded/) are left out. A
+# folder that is not there is told apart from one that cannot be reached: absent only when its parent
+# can be listed.
+_LIST = ('if [ ! -e "$1" ]; then p=$(dirname -- "$1"); [ -d "$p" ] && [ -r "$p" ] && [ -x "$p" ] || '
+         '{ echo "cannot reach $p" >&2; exit 3; }; printf "kit-absent-1\\n"; exit 0; fi; cd "$1" || exit 3; '
+         'printf "kit-listing-1\\n"; find . -mindepth 1 -maxdepth 3 -name ".*" -prune -o -type f '
+         '\\( -name "*.json" -o -name "*.mllog" -o -name "*.intoto.jsonl" \\) -printf "%P\\0%s\\0%T@\\0"')
 # a file that vanished between the listing and the copy (a job moving a stale checkpoint aside) is left
 # out of the stream, not a failure of the whole copy
 _TAR = 'cd "$1" || exit 3; printf "kit-tar-1\\n"; exec tar --ignore-failed-read --null -T - -czf -'
@@ -175,37 +181,43 @@ def _after_mark(answer: bytes, marks: tuple[bytes, ...], frontend: Frontend, wha
     return None if mark == _ABSENT else answer[at + len(mark):]
 
 
-def fetch_files(frontend: Frontend, remote: str, names: list[str]) -> dict[str, tuple[bytes, int]]:
-    """{name: (bytes, mtime)} of these files of `remote`, copied in one tar stream; a listed file that is gone
-    is missing from the answer. A SubmitError when the stream is cut short or damaged."""
+def fetch_files(frontend: Frontend, remote: str, names: list[str],
+                take: Callable[[str, bytes, int], None]) -> set[str]:
+    """Copy these files of `remote` in one tar stream, handing each to `take(name, bytes, mtime)` as it is
+    read (one file's bytes held at a time, not a tree's); the names taken (a listed file that is gone is
+    missing). A SubmitError when the stream is cut short or damaged: what was taken before stays taken."""
     if not names:
-        return {}
+        return set()
     answer = run_bytes(frontend, ["sh", "-c", _TAR, "sh", remote], "\0".join(names).encode("utf-8", "surrogateescape")
                        + b"\0")
     data = _after_mark(answer, (_STREAM,), frontend, "tar") or b""
-    wanted = set(names)
-    out: dict[str, tuple[bytes, int]] = {}
+    del answer
+    wanted, taken = set(names), set()
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r|gz") as tar:
             for member in tar:
                 name = member.name.removeprefix("./")
                 if member.isfile() and name in wanted:
                     source = tar.extractfile(member)
-                    out[name] = (source.read() if source is not None else b"", int(member.mtime))
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+                    take(name, source.read() if source is not None else b"", int(member.mtime))
+                    taken.add(name)
+    except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise SubmitError(f"{frontend.where}: the copy of {len(names)} file(s) from {remote} was cut short or "
-                          f"damaged on the way ({exc})", fix="retry; nothing here was changed") from None
-    return out
+                          f"damaged on the way ({exc}); {len(taken)} were copied whole before it",
+                          fix="retry; no file here was left half-written") from None
+    return taken
 
 
 def _local_files(dest: Path) -> dict[str, tuple[int, int]]:
+    """What the listing names, here: the files of the places a checkpoint lies, hidden folders left out."""
     out = {}
     if dest.is_dir():
-        for p in dest.glob("*/*"):
-            if p.is_file() and p.name.endswith(_COPIED) and not p.name.startswith(".") \
-                    and not p.parent.name.startswith("."):
-                st = p.stat()
-                out[p.relative_to(dest).as_posix()] = (st.st_size, int(st.st_mtime))
+        for pattern in ("*", "*/*", "*/*/*"):
+            for p in dest.glob(pattern):
+                rel = p.relative_to(dest)
+                if p.is_file() and p.name.endswith(_COPIED) and not any(part.startswith(".") for part in rel.parts):
+                    st = p.stat()
+                    out[rel.as_posix()] = (st.st_size, int(st.st_mtime))
     return out
 
 
@@ -220,21 +232,29 @@ def sync_tree(frontend: Frontend, remote: str, dest: Path, *, delete: bool) -> S
     theirs, report.skipped = listing if listing is not None else ({}, [])
     report.listed = len(theirs)
     ours = _local_files(dest)
+    if report.absent and delete and ours:   # an unmounted file system or a typo must not empty kit's copy
+        raise SubmitError(f"{report.source} does not exist on the frontend, though {len(ours)} file(s) were copied "
+                          f"from it before; the copy in {dest} is kept as it was",
+                          fix="check the site's `results` in sites.toml and that its file system is mounted there")
     changed = sorted(n for n, meta in theirs.items() if ours.get(n) != meta)
     for name in changed:
-        _check_place(dest, name)
-    fetched = fetch_files(frontend, remote, changed)
-    for name in changed:
-        if name not in fetched:
-            report.vanished.append(name)
-            continue
-        body, mtime = fetched[name]
+        _check_place(dest, name, keeps_aside=not delete)
+
+    def take(name: str, body: bytes, mtime: int) -> None:
         target = dest / name
         if not delete and _differs(target, body):
             report.kept_aside.append(str(_keep_aside(target)))
-        write_bytes_atomic(target, body)
-        os.utime(target, (mtime, mtime))
+        try:
+            write_bytes_atomic(target, body)
+            os.utime(target, (mtime, mtime))
+        except OSError as exc:   # a full or read-only disk: the earlier copy is whole (written beside, renamed in)
+            raise ConfigError(f"{target}: the copy cannot be written here ({exc.strerror}); {len(report.fetched)} "
+                              "file(s) were copied before it", fix="free space, or pull into another folder (--to); "
+                              "the earlier copy of this file is as it was") from None
         report.fetched.append(name)
+
+    taken = fetch_files(frontend, remote, changed, take)
+    report.vanished = [name for name in changed if name not in taken]
     if delete:
         for name in sorted(set(ours) - set(theirs)):
             (dest / name).unlink(missing_ok=True)
@@ -242,12 +262,13 @@ def sync_tree(frontend: Frontend, remote: str, dest: Path, *, delete: bool) -> S
     return report
 
 
-def _check_place(dest: Path, name: str) -> None:
+def _check_place(dest: Path, name: str, *, keeps_aside: bool) -> None:
     """A SubmitError unless the copy of `name` can be written at dest/name: no part of the way is a link
-    (nothing is written where a link points) and what stands there is a file or nothing."""
+    (nothing is written where a link points) and what stands there is a file or nothing; when an earlier
+    copy is kept aside (`keeps_aside`), its .superseded/ folder is a real folder or nothing."""
     parts = PurePosixPath(name).parts
-    if len(parts) != 2 or any(part in ("", ".", "..") for part in parts):
-        raise SubmitError(f"{name!r} is not a <language>/<file> name", fix="report this file on the frontend")
+    if not 1 <= len(parts) <= 3 or any(part in ("", ".", "..") or part.startswith(".") for part in parts):
+        raise SubmitError(f"{name!r} is not where a results tree keeps a checkpoint", fix="report this file on the frontend")
     way = dest
     for part in (None, *parts):
         way = way if part is None else way / part
@@ -256,6 +277,10 @@ def _check_place(dest: Path, name: str) -> None:
                               fix="remove the link or pull into another folder (--to)")
     if os.path.lexists(dest / name) and not (dest / name).is_file():
         raise ConfigError(f"{dest / name} is {what_stands(dest / name)}, not a file a copy can replace",
+                          fix="move it aside, or pull into another folder (--to)")
+    keep = (dest / name).parent / SUPERSEDED_DIR
+    if keeps_aside and os.path.lexists(keep) and (keep.is_symlink() or not keep.is_dir()):
+        raise ConfigError(f"{keep} is {what_stands(keep)}, not the folder kit keeps replaced copies in",
                           fix="move it aside, or pull into another folder (--to)")
 
 
@@ -315,7 +340,9 @@ def upload_inputs(frontend: Frontend, copies: dict[str, Path]) -> None:
     """Copy each local file or folder to its path on the frontend, unless it is already there."""
     for remote, local in copies.items():
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        # links followed: a link inside the benchmark may name a path of this machine (the files it
+        # reaches lie in the benchmark folder: kit.config.dataset.inside_benchmark)
+        with tarfile.open(fileobj=buf, mode="w:gz", dereference=True) as tar:
             tar.add(str(local), arcname="payload", recursive=True,
                     filter=lambda ti: None if PurePosixPath(ti.name).name.startswith(".") else ti)
         script = ('test -e "$1" && exit 0; tmp="$1.kit-tmp-$$"; mkdir -p "$tmp" && tar -xzf - -C "$tmp" '

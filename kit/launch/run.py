@@ -123,6 +123,11 @@ def prepare_kit_run(req: RunRequest, now: datetime | None = None) -> PreparedRun
     if plan.pending:
         from kit.launch.weights_check import preflight_weights
 
+        # every language file a job will read parses and matches its pin: refused now (one line naming the
+        # file and row), not by each job on its node
+        for language in sorted({pair.language for pair in plan.pending}):
+            project.benchmark.load_language(language)
+
         # every run's weights must be where its jobs read them: refused now, not after a night in the queue
         prepared.weights = preflight_weights(plan, runs, dry_run=req.dry_run, roster=req.roster,
                                              sites_file=req.sites_file)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.config.kinds.lrb.prompts import lrb_prompt_kind, prompt_kind
-from kit.config.names import run_from_stem
+from kit.config.names import run_from_stem, same_run
 from kit.errors import ConfigError
 from kit.results import keys
 from kit.results.keys import PairState
@@ -176,29 +176,26 @@ def select_runs(records: Sequence[CheckpointRecord], runs: Sequence[str] | None)
     if runs is None:
         return list(records)
     known = sorted({r.run for r in records if r.valid})
-    unknown = [run for run in runs if run not in known]
+    unknown = [run for run in runs if not any(same_run(run, name) for name in known)]
     if unknown:
         raise ConfigError(
             f"no complete checkpoint for run {unknown[0]!r}",
             fix=f"pick among: {', '.join(known) or '(none)'}",
         )
-    wanted = set(runs)
-    return [r for r in records if r.run in wanted]
+    return [r for r in records if any(same_run(run, r.run) for run in runs)]
 
 
 def check_comparable(records: Iterable[CheckpointRecord]) -> None:
     """Refuse (ConfigError) to report together checkpoints measured on different terms.
 
-    Complete checkpoints only are compared: one manifest_sha256 where recorded (lrb files
-    have none; they are held to the benchmark_sha256 rule), one benchmark_sha256 per
-    language, one prompt_sha256 per prompt kind (lrb asks zero-shot classifiers and masked LMs
+    Complete checkpoints only are compared: one benchmark_sha256 per language (the data each
+    was measured on, as status and run hold a pair to it: the manifest's digest changes with any
+    language's file, so checkpoints of unchanged languages keep an older one), one prompt_sha256 per prompt kind (lrb asks zero-shot classifiers and masked LMs
     with prompts of their own; an lrb scoring file whose decision rule does not tell its kind is
     held to none), one (decoding, max_new_tokens) among generate runs.
     """
     valid = sorted((r for r in records if r.valid), key=lambda r: (r.run, r.language, r.name))
     _once_each(valid)
-    with_manifest = [r for r in valid if r.metadata.get(keys.MANIFEST_SHA256) is not None]
-    _same(with_manifest, keys.MANIFEST_SHA256, lambda r: r.metadata[keys.MANIFEST_SHA256], "")
     for language, group in groups(valid, lambda r: r.language):
         _same(group, keys.BENCHMARK_SHA256, lambda r: r.metadata.get(keys.BENCHMARK_SHA256), f" for language {language!r}")
     # an lrb scoring file whose rule does not tell its prompt kind is held to none (lrb's own card lists
@@ -234,7 +231,9 @@ def _same(records: Sequence[CheckpointRecord], what: str, value, where: str) -> 
             raise ConfigError(
                 f"cannot report {first.run!r} ({first.name}) with {other.run!r} ({other.name}): "
                 f"{what} differs{where} ({_short(value(first))} vs {_short(value(other))})",
-                fix=SEPARATE.format(a=first.run, b=other.run),
+                fix=SEPARATE.format(a=first.run, b=other.run) if first.run != other.run else
+                f"rerun the pairs of {first.run} measured otherwise (kit status lists them as stale), or move "
+                "one of the two files out of the results folder",
             )
 
 

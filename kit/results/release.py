@@ -40,6 +40,7 @@ from kit.results.kinds.lrb import LRB
 from kit.results.records import recorded_task
 from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_card
 from kit.results.tables import csv_cell
+from kit.results.store import collection_of, left_out_note, unread_files
 from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text, unplanned_statuses
 
 _WORDS = {True: "true", False: "false"}
@@ -60,12 +61,14 @@ class ReleaseOutcome:
     coverage: list[Coverage]
     left_out: dict[str, list[str]] = field(default_factory=dict)   # stale checkpoint -> reasons
     outside: dict[str, str] = field(default_factory=dict)   # checkpoint of a pair the roster does not plan -> state
+    in_batches: dict[str, str] = field(default_factory=dict)   # checkpoint of an lrb batch folder -> the batch
+    not_counted: str | None = None   # the archive and deeper files left out (kit.results.store.left_out_note)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form for --json."""
         return {"release": str(self.release), "status": "complete" if self.complete else "in progress",
                 "files": self.files, "coverage": [c.as_dict() for c in self.coverage], "left_out": self.left_out,
-                "outside_the_plan": self.outside}
+                "outside_the_plan": self.outside, "in_batches": self.in_batches, "not_counted": self.not_counted}
 
 
 # a licence id as the Hub's card metadata takes it (mit, cc-by-4.0, apache-2.0, other)
@@ -85,11 +88,23 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
                           fix="write the Hub's id of the licence: letters, digits and . + - (mit, cc-by-4.0, "
                               "apache-2.0, other)")
     _check_places(results, release, force)
+    unread = unread_files(results)
+    if unread:   # a release must not lose a site's results without a word (as kit collect refuses them)
+        raise ConfigError(f"{unread[0]}: lies deeper than a checkpoint lies ({len(unread)} such file(s) under "
+                          f"{results}), and a release would leave it out", fix="move such files out of the results "
+                          "folder, or release the folder that holds their language folders on its own")
     states, planned, outside = _read_states(results, benchmark, runs)
+    # a release is the tree's own leaderboard, as lrb's active one: an lrb batch folder is a collection of its
+    # own (kit report's batches/), never a second copy of a pair in the card, its items or checkpoints/
+    in_batches = {s.path: batch for s in states if (batch := collection_of(results, s.path, s.pair.language))}
+    states = [s for s in states if s.path not in in_batches]
     complete = [s for s in states if s.state == PairState.COMPLETE]
     if not complete:
-        raise ConfigError(f"{results}: no complete checkpoint to release",
-                          fix="run `kit status` on it; point at the folder holding <language>/<run>.json")
+        batches = sorted(set(in_batches.values()))
+        raise ConfigError(f"{results}: no complete checkpoint to release" + (
+                          f" outside its batch folders ({', '.join(batches[:5])})" if batches else ""),
+                          fix=f"release a batch folder on its own (kit release {results}/{batches[0]} -o ...)"
+                          if batches else "run `kit status` on it; point at the folder holding <language>/<run>.json")
     _refuse_links(results, complete)
     # each file read on its own, twice (checked, then written): a release of 20,000 pairs is never held
     checked = _check_files(complete)
@@ -108,7 +123,8 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
               benchmark, runs)
         files = regular_files(out.stage)
     left = {str(s.path): list(s.reasons) for s in states if s.state == PairState.STALE}
-    return ReleaseOutcome(release, files, done, covered, left, {str(s.path): s.state for s in outside})
+    return ReleaseOutcome(release, files, done, covered, left, {str(s.path): s.state for s in outside},
+                          {str(path): batch for path, batch in in_batches.items()}, left_out_note(results))
 
 
 def _check_places(results: Path, release: Path, force: bool) -> None:
@@ -133,8 +149,9 @@ def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple
         states = pair_states(results, select_pairs(runs, benchmark, None), expect, validate_all)
         planned_paths, planned = {s.path for s in states}, {(s.pair.run, s.pair.language) for s in states}
         extra = [s for s in scan_results(results, validate_all, expect) if s.path not in planned_paths]
-        # another copy of a planned pair (lrb's batch folders) goes with it; a pair the roster does not plan
-        # is no part of this release, and is named rather than counted against the planned pairs
+        # another copy of a planned pair (lrb's batch folders) is named with its batch by build_release; a pair
+        # the roster does not plan is no part of this release, and is named rather than counted against the
+        # planned pairs
         _refuse_invalid(states + extra)   # anywhere in the tree: an invalid file stops a release
         outside = [s for s in extra if (s.pair.run, s.pair.language) not in planned]
         kept = [s for s in extra if (s.pair.run, s.pair.language) in planned]

@@ -13,7 +13,7 @@ from kit.results.attest import AFTER_THE_FACT, sign_result, signature_reasons
 from kit.results.checkpoint import validate_sealed
 from kit.results.keys import PairState
 from kit.signing import SigningKey
-from kit.results.store import ENVELOPE_SUFFIX, envelope_path, iter_checkpoint_files
+from kit.results.store import ENVELOPE_SUFFIX, envelope_path, iter_checkpoint_files, left_out_note
 
 
 @dataclass
@@ -23,6 +23,7 @@ class SignOutcome:
     signed: list[Path] = field(default_factory=list)
     already: list[Path] = field(default_factory=list)
     refused: dict[Path, list[str]] = field(default_factory=dict)
+    not_counted: str | None = None   # the archive and deeper files not signed (kit.results.store.left_out_note)
 
 
 def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOutcome:
@@ -35,7 +36,7 @@ def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOut
     files = iter_checkpoint_files(results)
     if not files:
         raise ConfigError(f"{results}: no checkpoint files", fix="pass the results folder of a sweep")
-    out = SignOutcome()
+    out = SignOutcome(not_counted=left_out_note(results))
     for path in files:
         envelope = envelope_path(path)
         try:   # its statement's name is longer still: a name longer than kit makes has no room for it

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.errors import ConfigError
+from kit.config.names import same_language, same_run
 from kit.plan import PAIR_ORDER, Pair
 from kit.results import keys
 from kit.results.keys import PairState
@@ -88,19 +89,18 @@ def select_found(statuses: list[PairStatus], runs: Iterable[str], languages: Ite
     """The pairs found by scan_results of these runs (every one when none is given) and languages (every
     one when None); a ConfigError for a run or language that no checkpoint found has, naming those found."""
     out = statuses
-    for asked, of, what in ((list(runs), lambda s: s.pair.run, "run"),
-                            (list(languages or ()), lambda s: s.pair.language, "language")):
+    for asked, of, what, same in ((list(runs), lambda s: s.pair.run, "run", same_run),
+                                  (list(languages or ()), lambda s: s.pair.language, "language", same_language)):
         if not asked:
             continue
         found = sorted({of(s) for s in statuses})
-        missing = [name for name in asked if name not in found]
+        missing = [name for name in asked if not any(same(name, f) for f in found)]
         if missing:
             listed = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
             raise ConfigError(f"no checkpoint in {results} is of {what} {missing[0]!r}",
                               fix=f"pick among: {listed or '(none found)'}, or give the roster that plans it "
                                   "(--roster)")
-        wanted = set(asked)
-        out = [s for s in out if of(s) in wanted]
+        out = [s for s in out if any(same(name, of(s)) for name in asked)]
     return out
 
 

@@ -156,11 +156,22 @@ def iter_checkpoint_files(results: Path) -> list[Path]:
 
 
 def json_files(root: Path, skip_dirs: frozenset[str] | set[str]) -> list[Path]:
-    """Every *.json file under root (at any depth, in path order), except hidden files and what lies
-    under a folder named in skip_dirs. os.walk on strings: a release tree holds thousands of files."""
+    """Every *.json file under root (at any depth, in path order), except hidden files and folders (kit's
+    .superseded/ copies) and what lies under a folder named in skip_dirs. A linked folder is read through,
+    as status reads it, each real folder once. os.walk on strings: a release tree holds thousands of files."""
     found: list[tuple[tuple[str, ...], str]] = []
-    for top, dirs, names in os.walk(root, onerror=_unlisted):
-        dirs[:] = [d for d in dirs if d not in skip_dirs]
+    seen: set[tuple[int, int]] = set()
+    for top, dirs, names in os.walk(root, onerror=_unlisted, followlinks=True):
+        try:
+            st = os.stat(top)
+        except OSError:
+            dirs[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:   # a loop of links, or one folder reached twice
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        dirs[:] = [d for d in dirs if d not in skip_dirs and not d.startswith(".")]
         parts = tuple(Path(top).relative_to(root).parts)
         # a folder named *.json is listed too (validated as "not a regular file"), as a glob would
         found += [(parts + (name,), os.path.join(top, name)) for name in (*names, *dirs)

@@ -14,11 +14,14 @@ from kit.errors import ConfigError
 from kit.results.benchmark_rule import validate_held
 from kit.results.checkpoint import CheckpointState, without_predictions
 from kit.results.identity import PlanExpectations
-from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS, json_files
+from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS, json_files, unread_files
 from kit.results.tree import ResultsTree
 
 # the notice of a file verified under a tree's archive/ folder
 ARCHIVED_NOTICE = "archived: lrb's discovery, and kit's status, report and export of this tree, leave archive/ out"
+# the notice of a file verified where no checkpoint lies (deeper than a batch's language folders)
+DEEPER_NOTICE = ("deeper than a checkpoint lies: kit's status, report, export and sign of this tree do not read it, "
+                 "and collect and release refuse the tree")
 
 
 def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tuple[Path, CheckpointState]]:
@@ -28,11 +31,13 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
     tree's archive/ are verified and say so. A ConfigError when no file is found."""
     files: list[Path] = []
     roots: dict[Path, Path] = {}     # file -> the results tree its cache is kept for
+    deeper: set[Path] = set()   # files no other command reads (kit.results.store.unread_files)
     for p in paths:
         if p.is_dir():
             found = json_files(p, NON_LANGUAGE_DIRS)
             files.extend(found)
             roots.update((q, p) for q in found)
+            deeper.update(unread_files(p))
         else:
             files.append(p)
             roots[p] = p.parent.parent
@@ -72,7 +77,8 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
             if name != ARCHIVE_DIR:   # (else its own name decides, at the top of the tree)
                 archived[(id(root), folder)] = inside
         st = without_predictions(st)
-        out.append((path, replace(st, notices=[*st.notices, ARCHIVED_NOTICE]) if inside else st))
+        notices = [*st.notices, *([ARCHIVED_NOTICE] if inside else []), *([DEEPER_NOTICE] if path in deeper else [])]
+        out.append((path, replace(st, notices=notices) if notices != st.notices else st))
     return out
 
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from e2e_helpers import kit
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
+from conftest_checkpoints import seal  # noqa: E402
 
 from kit.demo.run import DEMO_VERSION
 from kit.results.metrics import compute_metrics
@@ -46,6 +51,7 @@ def test_altered_prediction_is_different_and_named(work):
     victim["parse_mode"] = "exact"
     data["metrics"] = compute_metrics(data["predictions"])
     p.write_text(json.dumps(data))
+    seal(p)   # as its job would have logged it: reproduce holds a result to its log first
     r = kit("reproduce", RESULT, "--json", cwd=d, env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     env_json = json.loads(r.stdout)
@@ -70,6 +76,7 @@ def test_unknown_image_digest_is_a_clear_error(work):
     data["provenance"]["image"].update({"digest": digest, "artifact": "oci"})
     data["provenance"]["job"]["runtime"] = "docker"
     p.write_text(json.dumps(data))
+    seal(p)   # as its job would have logged it: reproduce holds a result to its log first
     r = kit("reproduce", RESULT, "--runtime", "docker", cwd=d, env=env)
     assert r.returncode == 2
     assert digest in r.stderr and "fix:" in r.stderr and "docker load" in r.stderr

@@ -158,6 +158,8 @@ def test_a_run_keeps_a_task_its_backend_runs(tmp_path):
     ('[site.x]\nscheduler = "oar"\nsetup = ["module load cuda && echo \'loaded"]\n',
      ["site.x.setup", ":3:", "not valid shell", "unexpected EOF"]),
     ('[site.x]\nscheduler = "oar"\nsetup = ["if true; then", "module load x"]\n', ["site.x.setup", "not valid shell"]),
+    ('[site.x]\nscheduler = "oar"\nsetup = ["cat <<EOF", "module load x"]\n', ["site.x.setup", "here-document"]),
+    ('[site.x]\nscheduler = "slurm"\npartition = "gpu\\n"\n', ["site.x.partition", "#SBATCH"]),
     ('[site.x]\nscheduler = "slurm"\ncpus_per_task = 8\nsubmit_args = ["--cpus-per-gpu=8"]\n',
      ["--cpus-per-gpu=8", "cpus_per_task", "refuses"]),
     ('[site.x]\nscheduler = "slurm"\nsubmit_args = ["--gpus-per-task=2"]\n', ["submit_args", "--gpus-per-task"]),
@@ -404,6 +406,8 @@ def test_an_oar_job_type_with_a_value_keeps_its_commas():
 
     assert split_job_types(["night,timesharing=user,*", "exotic container=42"]) == (
         "night", "timesharing=user,*", "exotic", "container=42")
+    assert split_job_types(["timesharing=user,*,night"]) == ("timesharing=user,*", "night")
+    assert split_job_types(["container=42,night"]) == ("container=42", "night")
 
 
 def test_params_of_a_mixture_of_experts_is_its_total_as_in_a_model_id():

@@ -43,7 +43,7 @@ def test_a_mirror_gets_new_and_changed_files_and_loses_deleted_ones(tmp_path):
                                   "report/x.csv": "c", "top.json": "t"})
     dest = tmp_path / "mirror"
     first = sync_tree(LOCAL, str(src), dest, delete=True)
-    assert sorted(first.fetched) == ["en/a.json", "fr/a.json", "fr/a.mllog"]
+    assert sorted(first.fetched) == ["en/a.json", "fr/a.json", "fr/a.mllog", "top.json"]   # lrb's top-level file too
     assert (dest / "fr" / "a.json").read_text() == "2"
     assert sync_tree(LOCAL, str(src), dest, delete=True).fetched == []          # nothing changed
     (src / "en" / "a.json").write_text("1 changed")
@@ -174,3 +174,60 @@ def test_several_sites_give_one_row_per_pair_the_most_advanced_state_wins():
     got = {s.pair.language: (s.state, s.job, s.reasons[0].split("]")[0] + "]") for s in merged}
     assert got == {"de": ("complete", "1", "[nancy]"), "en": ("running", "6", "[grenoble]"),
                    "fr": ("unclaimed", None, "[nancy]"), "ja": ("queued", "4", "[nancy]")}
+
+
+def test_a_pull_copies_every_place_a_checkpoint_lies_and_no_hidden_folder(tmp_path):
+    """lrb's top-level files and a batch's language folders come along; kit's .superseded/ copies and a
+    hidden folder's files do not (and are not copied again on every pull)."""
+    src = tree(tmp_path / "src", {"en/a.json": "1", "top.json": "2", "batch/fr/c.json": "3", ".trash/x.json": "4",
+                                  "en/.superseded/a.json.1": "5", "en/.superseded/old.json": "6"})
+    first = sync_tree(LOCAL, str(src), tmp_path / "m", delete=False)
+    assert sorted(first.fetched) == ["batch/fr/c.json", "en/a.json", "top.json"]
+    assert sync_tree(LOCAL, str(src), tmp_path / "m", delete=False).fetched == []
+
+
+def test_a_mirror_is_kept_when_its_remote_folder_is_gone(tmp_path):
+    """An unmounted file system or a typo in `results` must not empty kit's copy (status would then call
+    every pair unclaimed, and run would submit them again)."""
+    from kit.errors import SubmitError
+
+    src = tree(tmp_path / "src", {"en/a.json": "1"})
+    sync_tree(LOCAL, str(src), tmp_path / "m", delete=True)
+    src.rename(tmp_path / "gone")
+    with pytest.raises(SubmitError, match="does not exist on the frontend, though 1 file"):
+        sync_tree(LOCAL, str(src), tmp_path / "m", delete=True)
+    assert (tmp_path / "m" / "en" / "a.json").read_text() == "1"
+
+
+def test_a_folder_that_cannot_be_reached_is_not_called_absent(tmp_path):
+    from kit.errors import SubmitError
+
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    (parent / "results").mkdir()
+    if os.geteuid() == 0:   # root lists any folder: a parent that is a file stands for one it cannot list
+        (tmp_path / "file").write_text("x")
+        with pytest.raises(SubmitError, match="cannot reach"):
+            sync_tree(LOCAL, str(tmp_path / "file" / "results"), tmp_path / "m", delete=True)
+        return
+    parent.chmod(0o000)
+    try:
+        with pytest.raises(SubmitError, match="cannot reach"):
+            sync_tree(LOCAL, str(parent / "results"), tmp_path / "m", delete=True)
+    finally:
+        parent.chmod(0o755)
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_a_pull_never_keeps_a_copy_aside_through_a_link_or_into_a_file(tmp_path, kind):
+    src = tree(tmp_path / "src", {"en/a.json": "site's"})
+    dest = tree(tmp_path / "dest", {"en/a.json": "mine"})
+    keep = dest / "en" / ".superseded"
+    if kind == "link":
+        (tmp_path / "elsewhere").mkdir()
+        keep.symlink_to(tmp_path / "elsewhere")
+    else:
+        keep.write_text("not a folder")
+    with pytest.raises(ConfigError, match="not the folder kit keeps replaced copies in"):
+        sync_tree(LOCAL, str(src), dest, delete=False)
+    assert (dest / "en" / "a.json").read_text() == "mine" and not any((tmp_path / "elsewhere").glob("*"))

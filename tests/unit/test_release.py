@@ -215,9 +215,10 @@ def test_publish_uploads_to_a_hub_server(release, monkeypatch):
 
 
 def test_an_lrb_file_comes_into_the_release_as_lrb_wrote_it_in_its_place(sweep):
-    """A release of a tree holding lrb's own single-language files: each comes into the release byte for
-    byte at its place (lrb's top level, a batch folder), as `kit export lrb` writes it, never under an
-    invented language; kit's checkpoints are converted as before."""
+    """A release of a tree holding lrb's own single-language files: the top level's comes into the release
+    byte for byte at its place, as `kit export lrb` writes it, never under an invented language; a batch
+    folder's copy is a collection of its own (as kit report's batches/), left out and named, never a second
+    copy of the pair in the card; kit's checkpoints are converted as before."""
     import hashlib
 
     import lrb_schema as lrb
@@ -238,8 +239,11 @@ def test_an_lrb_file_comes_into_the_release_as_lrb_wrote_it_in_its_place(sweep):
     r = run_kit("release", "results", "-o", "release", "--benchmark", "data", cwd=sweep.root)
     assert r.exit_code == 0, r.stderr
     out = sweep.root / "release"
-    for path in made:
-        assert (out / path.relative_to(sweep.results)).read_bytes() == path.read_bytes()
+    top, batch = made
+    assert (out / top.relative_to(sweep.results)).read_bytes() == top.read_bytes()
+    assert not (out / "strict-8-tokens").exists()
+    assert f"left out (lrb's batch folder strict-8-tokens, a collection of its own: release it on its own): " \
+           f"{Path('results') / 'strict-8-tokens' / batch.name}" in r.stdout, r.stdout
     assert not (out / "und").exists() and (out / "en" / "kit-demo__tiny-llama.json").is_file()
     card = (out / "README.md").read_text(encoding="utf-8")   # lrb's files name their run by model_id
     runs = [line for line in card.splitlines() if line.startswith("Runs: ")]
@@ -418,3 +422,27 @@ def test_check_and_collect_narrowed_by_model_or_language_leave_the_rest_out_and_
     seal(stray)
     r = run_kit("check", "results", "--model", LLM[0], cwd=sweep.root)
     assert r.exit_code == 1 and "other-org__model.json: -: checkpoint of a pair outside the plan" in r.stdout, r.stdout
+
+
+def test_a_pair_copied_into_a_batch_folder_is_released_once_and_deeper_files_stop_a_release(sweep):
+    """A copy of a kit checkpoint in a batch folder (new-models/en/) is no second copy of the pair in the
+    card, its items or checkpoints/: the tree's own file is the one released; a file deeper than any
+    checkpoint lies stops the release, as it stops kit collect."""
+    import shutil
+
+    own = sweep.results / "en" / "kit-demo__tiny-llama.json"
+    (sweep.results / "new-models" / "en").mkdir(parents=True)
+    for suffix in (".json", ".mllog"):
+        shutil.copy(own.with_suffix(suffix), sweep.results / "new-models" / "en" / own.with_suffix(suffix).name)
+    r = run_kit("release", "results", "-o", "release", "--json", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    assert list(data["in_batches"].values()) == ["new-models"]
+    assert (sweep.root / "release" / "checkpoints" / "en" / own.name).read_bytes() == own.read_bytes()
+    rows = list(csv.DictReader((sweep.root / "release" / "data" / "train.csv").open(encoding="utf-8")))
+    counts = {lang: sum(1 for row in rows if row["language"] == lang) for lang in {row["language"] for row in rows}}
+    assert len(set(counts.values())) == 1, counts   # en not twice
+    (sweep.results / "en" / "old").mkdir()
+    shutil.copy(own, sweep.results / "en" / "old" / own.name)
+    r = run_kit("release", "results", "-o", "release2", cwd=sweep.root)
+    assert r.exit_code == 2 and "lies deeper than a checkpoint lies" in r.stderr and not (sweep.root / "release2").exists()

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kit import safejson
-from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
+from kit.config.dataset import LanguageData, Prompt, inside_benchmark, whole_set_sha256
 from kit.config.loading import config_error_from, invalid, load_model
 from kit.config.kinds.lrb.prompts import PromptChoice, PromptFiles, found_prompts, named_prompts
+from kit.config.names import language_key
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -94,6 +95,13 @@ class Manifest(BaseModel):
         dupes = sorted({lang for lang in v if v.count(lang) > 1})
         if dupes:
             raise invalid(f"languages lists {', '.join(dupes)} twice", fix="list each language once")
+        # pt-BR and pt-br are one language to a person, to --languages and to a case-blind disk's folders
+        spelled: dict[str, str] = {}
+        for lang in v:
+            other = spelled.setdefault(language_key(lang), lang)
+            if other != lang:
+                raise invalid(f"languages lists {other!r} and {lang!r}, one code spelled two ways",
+                              fix="keep one spelling of each language")
         return v
 
     @field_validator("whole_set_sha256")
@@ -237,7 +245,10 @@ class Benchmark:
         path = self.language_path(language)
         entry = self.manifest.files[language]
         if not path.is_file():
-            raise ConfigError(f"{path}: file for language {language!r} not found", fix=f"copy it from dataset revision {self.manifest.revision}")
+            what = "is a folder, not" if path.is_dir() else "not found: no"
+            raise ConfigError(f"{path}: {what} the file for language {language!r}",
+                              fix=f"copy it from dataset revision {self.manifest.revision}")
+        inside_benchmark(self.root, path, f"file of language {language!r}")
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         if digest != entry.sha256:
@@ -272,6 +283,10 @@ class Benchmark:
                 )
             if row[label_at] not in LABELS:
                 raise ConfigError(f"{path}: row {n} (line {line}) has label {row[label_at]!r}", fix="write yes or no")
+            if not row[sentence_at].strip() or "\0" in row[sentence_at]:   # a model would be asked about nothing
+                what = "an empty sentence" if not row[sentence_at].strip() else "a NUL character in its sentence"
+                raise ConfigError(f"{path}: row {n} (line {line}) has {what}",
+                                  fix="write the sentence, or restore the file")
             sid = row[sid_at]
             items.append(Item(ids[n - 1] if ids is not None else item_id(sid, language), sid, row[sentence_at],
                               row[label_at]))
@@ -333,7 +348,8 @@ def _read_rows(path: Path, data: bytes) -> tuple[dict[str, int], list[tuple[int,
     """Parse a language CSV into its header (column name -> index; a repeated name: its last column) and
     (line number, fields) rows, blank lines skipped; malformed files are a ConfigError."""
     try:
-        text = data.decode("utf-8")
+        # utf-8-sig: the byte order mark a spreadsheet's "CSV UTF-8" export writes is not part of the header
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})", fix="save the file as UTF-8") from None
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -342,9 +358,16 @@ def _read_rows(path: Path, data: bytes) -> tuple[dict[str, int], list[tuple[int,
         header = next(reader, [])
         missing = [c for c in REQUIRED_COLUMNS if c not in header]
         if missing:
+            padded = [name for name in header if name.strip() in missing and name != name.strip()]
             raise ConfigError(
-                f"{path}: header lacks column {', '.join(missing)}", fix=f"the header row must name {','.join(CSV_COLUMNS)}"
-            )
+                f"{path}: header lacks column {', '.join(missing)}"
+                + (f" (it names {', '.join(map(repr, padded))}, with spaces around)" if padded else ""),
+                fix=f"the header row must name {','.join(CSV_COLUMNS)}, each without spaces around it")
+        for name in REQUIRED_COLUMNS:   # which copy of a repeated column is the data: none can say
+            at = [i + 1 for i, given in enumerate(header) if given == name]
+            if len(at) > 1:
+                raise ConfigError(f"{path}: the header names {name!r} twice (columns {at[0]} and {at[1]})",
+                                  fix="rename or remove one of them")
         for row in reader:
             if not row:
                 continue
@@ -355,7 +378,10 @@ def _read_rows(path: Path, data: bytes) -> tuple[dict[str, int], list[tuple[int,
                 )
             rows.append((reader.line_num, row))
     except csv.Error as exc:
-        raise ConfigError(f"{path}: line {reader.line_num}: malformed CSV: {exc}", fix="restore the file") from None
+        too_long = "field larger than field limit" in str(exc)
+        raise ConfigError(f"{path}: line {reader.line_num}: malformed CSV: {exc}",
+                          fix="shorten that field (a benchmark item is one sentence)" if too_long else
+                          "close its quotes and keep one row per line, or restore the file") from None
     return {name: i for i, name in enumerate(header)}, rows
 
 
@@ -383,6 +409,8 @@ def load_lrb(root: Path, config: Path | None) -> Benchmark:
 def _from_config(root: Path, config: Path) -> Benchmark:
     spec = load_model(BenchmarkFile, config, "benchmark")
     manifest_path = root / spec.manifest
+    if manifest_path.is_file():
+        inside_benchmark(root, manifest_path, "manifest")
     if not manifest_path.is_file():
         raise ConfigError(
             f"{config}: manifest: {manifest_path} not found",

@@ -283,3 +283,21 @@ def test_sign_leaves_only_an_envelope_that_still_names_the_files_it_sits_beside(
     for extra in ((), ("--force",)):
         r = kit("sign", "results", *extra, cwd=sweep, env=env)
         assert r.returncode == 1 and f"{de_envelope.name} is not a regular file" in r.stdout and de_envelope.is_dir()
+
+
+def test_sign_and_verify_say_which_files_other_commands_leave_out(sweep):
+    """A copy of a checkpoint deeper than any checkpoint lies is signed by no one: sign says so, and verify
+    (which reads every file) marks it rather than pass it as one the tree's readers count."""
+    import shutil
+
+    deeper = sweep / "results" / "en" / "old" / "org__model-a.json"
+    deeper.parent.mkdir()
+    shutil.copy(sweep / EN, deeper)
+    env = signer(sweep, "alice")
+    r = kit("sign", "results", "--json", cwd=sweep, env=env)
+    note = json.loads(r.stdout)["data"]["not_counted"]
+    assert note and "not read" in note and "en/old" in note, r.stdout
+    r = kit("verify", "results", "--json", cwd=sweep, env=env)
+    files = {f["path"]: f for f in json.loads(r.stdout)["data"]}
+    said = [n for f in files.values() if f["path"].endswith("en/old/org__model-a.json") for n in f["notices"]]
+    assert any("deeper than a checkpoint lies" in n for n in said), files

@@ -358,3 +358,91 @@ def test_format_prompt_keeps_other_braces(demo: Path):
     bench = load_benchmark(demo)
     out = format_prompt(bench.prompt("generate"), "A sentence with {braces} and {}.")
     assert out == 'Reply as JSON {"answer": "yes|no"}.\nText: A sentence with {braces} and {}.\n'
+
+
+# --- data as users' tools write it --------------------------------------------------
+
+
+def _edit_rows(demo: Path, language: str, edit) -> Path:
+    """Rewrite a language file's rows through `edit(rows)` (a csv module round trip) and record its digest."""
+    import csv
+    import io
+
+    path = demo / f"translations/{language}/v3-final-{language}.csv"
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+    edit(rows)
+    out = io.StringIO(newline="")
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    path.write_text(out.getvalue(), encoding="utf-8", newline="")
+    record_file_digest(demo / "translations/manifest.json", language)
+    return path
+
+
+def test_a_byte_order_mark_from_a_spreadsheet_is_no_part_of_the_header(demo: Path):
+    path = demo / "translations/de/v3-final-de.csv"
+    before = load_benchmark(demo).load_language("de").items
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    record_file_digest(demo / "translations/manifest.json", "de")
+    assert load_benchmark(demo).load_language("de").items == before
+
+
+@pytest.mark.parametrize("column", ["label", "sentence", "source_item_id"])
+def test_a_repeated_column_is_refused_not_read_from_its_last_copy(demo: Path, column: str):
+    def repeat(rows):
+        at = rows[0].index(column)
+        for row in rows:
+            row.append(row[at] if row is not rows[0] else column)
+
+    _edit_rows(demo, "de", repeat)
+    with pytest.raises(ConfigError, match=rf"header names '{column}' twice \(columns \d+ and \d+\); fix: rename"):
+        load_benchmark(demo).load_language("de")
+
+
+def test_a_header_name_with_spaces_around_it_is_said(demo: Path):
+    _edit_rows(demo, "de", lambda rows: rows[0].__setitem__(rows[0].index("label"), " label"))
+    with pytest.raises(ConfigError, match=r"lacks column label \(it names ' label', with spaces around\)"):
+        load_benchmark(demo).load_language("de")
+
+
+@pytest.mark.parametrize("sentence,said", [("   ", "an empty sentence"), ("a\0b", "a NUL character")])
+def test_a_sentence_a_model_cannot_be_asked_about_is_refused_with_its_row(demo: Path, sentence: str, said: str):
+    def blank(rows):
+        rows[2][rows[0].index("sentence")] = sentence
+
+    _edit_rows(demo, "de", blank)
+    with pytest.raises(ConfigError, match=rf"row 2 \(line 3\) has {said}"):
+        load_benchmark(demo).load_language("de")
+
+
+def test_a_benchmark_file_outside_its_folder_is_refused(demo: Path, tmp_path: Path):
+    """A job is given the benchmark folder alone: a language file or prompt that is a link out of it, or a
+    prompt benchmark.toml names outside it, would be missing where the pairs run."""
+    outside = tmp_path / "shared-de.csv"
+    language = demo / "translations/de/v3-final-de.csv"
+    outside.write_bytes(language.read_bytes())
+    language.unlink()
+    language.symlink_to(outside)
+    with pytest.raises(ConfigError, match="lies outside the benchmark folder"):
+        load_benchmark(demo).load_language("de")
+    language.unlink()
+    language.write_bytes(outside.read_bytes())
+    prompt = demo / "prompt_generate.txt"   # the one the demo's benchmark.toml names
+    (tmp_path / "prompt.txt").write_bytes(prompt.read_bytes())
+    prompt.unlink()
+    prompt.symlink_to(tmp_path / "prompt.txt")
+    with pytest.raises(ConfigError, match="prompt file lies outside the benchmark folder"):
+        load_benchmark(demo)
+
+
+def test_language_codes_are_matched_as_people_write_them(demo: Path):
+    """pt-BR, pt_br, PT-br name one language: --languages and a roster's list pick the benchmark's
+    spelling; a manifest listing one code twice in two spellings is refused."""
+    from kit.plan import as_benchmark_languages
+
+    bench = load_benchmark(demo)
+    assert as_benchmark_languages(bench, ["DE", "en", "xx"]) == ["de", "en", "xx"]
+    manifest = demo / "translations/manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    rewrite_manifest(manifest, languages=[*data["languages"], "pt-BR", "pt_br"])
+    with pytest.raises(ConfigError, match="'pt-BR' and 'pt_br', one code spelled two ways"):
+        load_benchmark(demo)

@@ -438,6 +438,11 @@ def test_a_model_id_holding_two_underscores_is_named_by_its_metadata(archive: Pa
     for asked in (model, "my-org__lfm__sft-v2"):
         assert compare_runs(tree, asked, tree, "LiquidAI/LFM2.5-350M").run_a == model
     assert model in _f1_of(report.write_report(tree, tmp_path / "out").files["leaderboard"])
+    for asked in (model, "my-org__lfm__sft-v2"):   # --model in either spelling
+        picked = report.write_report(tree, tmp_path / f"out-{asked.replace('/', '_')}", runs=[asked])
+        assert list(_f1_of(picked.files["leaderboard"])) == [model]
+    from kit.results.status import select_found
+    assert [s.pair.run for s in select_found(scan_results(tree), ["my-org__lfm__sft-v2"], None, tree)] == [model]
 
 
 def test_export_says_what_it_leaves_out_of_an_lrb_file_it_converts(archive: Path, tmp_path: Path) -> None:

@@ -165,3 +165,30 @@ def test_every_scheduler_and_runtime_pair_plans_a_valid_script_or_is_refused_by_
     r = subprocess.run(["bash", "-n"], input=job.script_text, text=True, capture_output=True)
     assert r.returncode == 0, r.stderr
     assert job.submit_argv and str(job.script_path) in " ".join(job.submit_argv) + job.script_text
+
+
+def test_a_language_file_a_job_would_fail_on_is_refused_before_anything_is_submitted(sweep, fake_oar):
+    """kit run reads every language file of its pending pairs first: a file that matches its pin but
+    cannot be read (here an empty sentence) is one line naming it, not a job that fails on its node."""
+    import hashlib
+
+    from kit.config.dataset import whole_set_sha256
+
+    (sweep / "sites.toml").write_text(SITES.format(runtime="apptainer"))
+    path = sweep / "data" / "translations" / "en" / "v3-final-en.csv"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    row = lines[1].rstrip("\n").split(",")
+    row[header.index("sentence")] = ""
+    lines[1] = ",".join(row) + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    manifest = sweep / "data" / "translations" / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["files"]["en"]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    data["whole_set_sha256"] = whole_set_sha256({lang: f["sha256"] for lang, f in data["files"].items()})
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    env = {"KIT_IMAGES_LOCK": str(sweep / "images.lock.json"), "PATH": f"{fake_oar.bin}:/usr/bin:/bin",
+           **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "box", "--dry-run", "--allow-unpinned"],
+                       cwd=sweep, capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "v3-final-en.csv: row 1 (line 2) has an empty sentence" in r.stderr, r.stderr

@@ -86,6 +86,18 @@ def path_from(base: Path, value: str | Path) -> Path:
     return Path(base) / Path(value).expanduser()
 
 
+def _toml_fix(text: bytes, message: str) -> str:
+    """The fix of a TOML syntax error: a duration written unquoted (walltime = 48:00:00, which TOML reads as
+    a time of day, up to 23:59:59) is to be quoted; anything else, corrected at its line."""
+    m = re.search(r"at line (\d+)", message)
+    lines = text.decode("utf-8-sig", errors="replace").splitlines()
+    line = lines[int(m.group(1)) - 1] if m and 0 < int(m.group(1)) <= len(lines) else ""
+    bare = re.match(r"\s*([A-Za-z0-9_.-]+)\s*=\s*(\d+:\d\d(?::\d\d)?)\s*(?:#.*)?$", line)
+    if bare:
+        return f'quote it: {bare.group(1)} = "{bare.group(2)}" (unquoted, TOML reads it as a time of day)'
+    return "correct the syntax at that line"
+
+
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """Parse a TOML file; a missing file or a syntax error is a ConfigError."""
     path = Path(path)
@@ -99,7 +111,7 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: {what} file cannot be read ({exc.strerror})",
                           fix="pass the TOML file itself, readable, not a broken link") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}", fix="correct the syntax at that line") from None
+        raise ConfigError(f"{path}: invalid TOML: {exc}", fix=_toml_fix(text, str(exc))) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text", fix="save the file as UTF-8") from None
     except (ValueError, RecursionError) as exc:   # an integer of thousands of digits; arrays nested thousands deep

@@ -65,7 +65,7 @@ class SyncReport:
     fetched: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     absent: bool = False                                   # the remote folder does not exist
-    skipped: list[str] = field(default_factory=list)       # names no results tree holds (control characters)
+    skipped: list[str] = field(default_factory=list)       # names no results tree holds (control characters, not UTF-8)
     vanished: list[str] = field(default_factory=list)      # listed, gone before they were copied
     kept_aside: list[str] = field(default_factory=list)    # earlier local copies moved into .superseded/
 
@@ -76,8 +76,8 @@ class SyncReport:
             out.append(f"{self.source} does not exist on the frontend: nothing to copy (no job has written there "
                        "yet, or the site's `results` is not where its jobs write)")
         if self.skipped:
-            out.append(f"{len(self.skipped)} file name(s) there hold control characters and were not copied "
-                       f"(such as {visible(self.skipped[0])}): no checkpoint kit writes is named so")
+            out.append(f"{len(self.skipped)} file name(s) there hold control characters or bytes that are not UTF-8 "
+                       f"and were not copied (such as {visible(self.skipped[0])}): no checkpoint kit writes is named so")
         if self.vanished:
             out.append(f"{len(self.vanished)} file(s) were moved or removed there while being copied "
                        f"(such as {self.vanished[0]}): pull again to copy what stands now")

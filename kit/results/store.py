@@ -265,10 +265,14 @@ def left_out_note(results: Path) -> str | None:
         root = Path(results)
         folders = sorted({p.parent.relative_to(root).as_posix() for p in unread})
         shown = ", ".join(folders[:3]) + (f" and {len(folders) - 3} more" if len(folders) > 3 else "")
-        nearer = (root / unread[0].relative_to(root).parts[0]).as_posix()
+        first = unread[0].relative_to(root).parts[0]
+        # a batch folder read on its own makes its folders languages; a language folder's own subfolder
+        # would then be taken for one
+        how = ("move them out of the results folder, or into a results tree of their own"
+               if _LANGUAGE_CODE.fullmatch(first) else
+               f"point the command at a folder nearer them (such as {(root / first).as_posix()}) to read them")
         lines.append(f"{len(unread)} .json file(s) under {root.as_posix()}/ not read: they lie deeper than a "
-                     f"checkpoint lies (in {shown}); point the command at a folder nearer them (such as {nearer}) "
-                     "to read them")
+                     f"checkpoint lies (in {shown}); {how}")
     return "; ".join(lines) or None
 
 

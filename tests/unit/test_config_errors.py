@@ -376,6 +376,10 @@ def test_toml_s_own_values_are_read_as_meant_or_refused_with_the_spelling_to_use
     p.write_text('[site.x]\nscheduler = "oar"\nwalltime = 02:00:00\ngpu_compute_capability = 9\n')
     site = load_sites(p).site["x"]
     assert (site.walltime, site.walltime_s, site.gpu_compute_capability) == ("02:00:00", 7200, ("9.0",))
+    p.write_text('[site.x]\nscheduler = "slurm"\nwalltime = 48:00:00\n')   # no time of day: a TOML syntax error
+    with pytest.raises(ConfigError) as caught:
+        load_sites(p)
+    assert caught.value.fix.startswith('quote it: walltime = "48:00:00"'), caught.value.one_line()
     p.write_text('[site.x]\nscheduler = "oar"\npolicy_checks = "usagepolicycheck -t"\n')
     with pytest.raises(ConfigError) as caught:
         load_sites(p)

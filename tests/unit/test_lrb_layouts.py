@@ -340,6 +340,14 @@ def test_compare_reads_lrb_s_files_as_every_command_counts_them(archive: Path, t
     runs = _runs_in(batch)
     result = compare_runs(archive, runs[0], archive, runs[1])
     assert [lang.language for lang in result.languages] == [f"{UNDETERMINED_LANGUAGE} (recent-models-20260913)"]
+    # both runs also copied into a batch folder: the tree's own files are compared, the batch's are named,
+    # never pooled into the macro with them
+    (tree / "new-models").mkdir()
+    for name in (TOP_FILE, other.name):
+        shutil.copy(tree / name, tree / "new-models" / name)
+    result = compare_runs(tree, "LiquidAI/LFM2.5-350M", tree, run_b)
+    assert [lang.language for lang in result.languages] == [UNDETERMINED_LANGUAGE]
+    assert "compare that folder on its own" in result.not_compared[f"{UNDETERMINED_LANGUAGE} (new-models)"]
 
 
 def test_a_metric_lrb_does_not_compute_is_left_out_as_lrb_s_loader_leaves_it(archive: Path, tmp_path: Path) -> None:
@@ -393,6 +401,7 @@ def test_a_batch_given_as_lrb_s_output_folder_is_read_with_its_language_folders(
     assert unread_files(tree) == [deeper]
     note = left_out_note(tree)
     assert note is not None and "1 .json file(s)" in note and "old/x/fr" in note
+    assert "move them out" in note   # 'old' reads as a language (lrb's own rule): pointing at it would not help
     statuses = scan_results(tree)
     assert [(s.pair.language, s.state) for s in statuses] == [("fr", PairState.COMPLETE)] * 2
     done = report.write_report(tree, tmp_path / "out")

@@ -20,6 +20,7 @@ not compared, with why.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -144,7 +145,13 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resam
     # org__model and org/model name one run; its files say its name (a model id may hold "__")
     run_a, found_a, bad_a = _run_predictions(results_a, run_a, benchmark)
     run_b, found_b, bad_b = _run_predictions(results_b, run_b, benchmark)
+    # one collection compared: the tree's own files, or the one batch folder both runs lie in; a batch's
+    # copy of a language is never pooled into the macro with the tree's own (kit report keeps batches apart)
+    chosen, aside = _one_collection(found_a, found_b)
+    found_a = {lang: data for lang, data in found_a.items() if _collection(lang) == chosen}
+    found_b = {lang: data for lang, data in found_b.items() if _collection(lang) == chosen}
     not_compared = {lang: f"A's checkpoint is not counted: {why}" for lang, why in bad_a.items()}
+    not_compared.update(aside)
     not_compared.update({lang: f"B's checkpoint is not counted: {why}" for lang, why in bad_b.items()
                          if lang not in not_compared})
     for lang in sorted(set(found_a) ^ set(found_b)):
@@ -324,6 +331,26 @@ def _run_predictions(results: Path, run: str, benchmark: "PlanExpectations | Non
                           fix="name the run as the roster does (org/model) or by its file name (org__model); "
                               "`kit status` lists them")
     return (names[0] if names else run_from_stem(stem)), found, bad
+
+
+def _collection(language: str) -> str:
+    """The batch folder of a compared language key ("en (new-models)" -> "new-models"; "en" -> "")."""
+    m = re.fullmatch(r".+ \((.+)\)", language)
+    return m.group(1) if m else ""
+
+
+def _one_collection(found_a: Mapping[str, Any], found_b: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """(the collection compared, {language key: why not compared} for the others): the tree's own when
+    both runs have files there, else the one batch folder both lie in."""
+    of_a, of_b = {_collection(k) for k in found_a}, {_collection(k) for k in found_b}
+    shared = sorted(of_a & of_b)
+    chosen = "" if "" in shared or len(shared) != 1 else shared[0]
+    what = f"the batch folder {chosen}" if chosen else "the tree's own files"
+    aside = {lang: f"in the batch folder {_collection(lang)}, while {what} are compared: compare that folder on its "
+                   f"own (--results RESULTS/{_collection(lang)})" if _collection(lang) else
+                   f"in the tree's own files, while {what} are compared"
+             for lang in (*found_a, *found_b) if _collection(lang) != chosen}
+    return chosen, aside
 
 
 def _kind(data: Mapping[str, Any]) -> object:

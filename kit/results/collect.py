@@ -25,8 +25,8 @@ from kit.results.checkpoint import read_checkpoint, validate_checkpoint
 from kit.results.evidence import evidence_reasons
 from kit.results.identity import Expected
 from kit.results.records import file_run
-from kit.results.store import (SYSTEMS_DIR, checkpoint_path, file_language, iter_checkpoint_files, linked_part,
-                               mllog_path, unread_files)
+from kit.results.store import (SYSTEMS_DIR, checkpoint_path, collection_of, file_language, iter_checkpoint_files,
+                               linked_part, mllog_path, unread_files)
 
 
 @dataclass
@@ -82,6 +82,11 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
                 continue
             pair = _pair_of(root, path, read_checkpoint(path).data)
             if pair in skipped:
+                continue
+            batch = collection_of(root, path, pair.language)
+            if batch:   # a collection of its own (kit report's batches/): never a second copy of a planned pair
+                plan.problems.append(f"in a batch folder: {site}: {path}: lrb's batch {batch!r} is a collection of its "
+                                     f"own; collect it on its own (--from {site}={Path(root) / batch})")
                 continue
             st = validate_checkpoint(path, language=pair.language, expect=expect(pair) if pair in wanted else None)
             if st.state != PairState.COMPLETE:

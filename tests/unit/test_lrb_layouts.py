@@ -419,6 +419,12 @@ def test_collect_refuses_a_site_tree_with_files_it_would_not_read(archive: Path,
     _as_lrb_writes(_top_file(archive), site / "old" / "x" / "fr" / TOP_FILE)
     plan = plan_collect([("a", site)], [], lambda pair: None)
     assert any(p.startswith("not read: a: 1 .json file(s)") for p in plan.problems), plan.problems
+    # a batch folder's file is a collection of its own, never taken as the tree's own copy of its pair
+    batched = tmp_path / "batched"
+    _as_lrb_writes(_top_file(archive), batched / "new-models" / "fr" / TOP_FILE)
+    plan = plan_collect([("b", batched)], [], lambda pair: None)
+    assert any(p.startswith("in a batch folder: b:") and "--from b=" in p for p in plan.problems), plan.problems
+    assert not plan.chosen
 
 
 def test_an_extra_cell_in_the_confusion_counts_is_left_out_as_lrb_s_loader_leaves_it(archive: Path,

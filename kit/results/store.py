@@ -191,9 +191,22 @@ def unread_files(results: Path) -> list[Path]:
     results = Path(results)
     if not results.is_dir():
         return []
+    return unread_among(results, json_files(results, NON_LANGUAGE_DIRS | {ARCHIVE_DIR}))
+
+
+def unread_among(results: Path, found: list[Path]) -> list[Path]:
+    """Those of `found` (json_files of RESULTS) that unread_files names: no checkpoint's place, not under
+    RESULTS/archive/ (which archive_note counts). For a command that has walked the tree already."""
+    results = Path(results)
     listed = set(iter_checkpoint_files(results))
-    return [p for p in json_files(results, NON_LANGUAGE_DIRS | {ARCHIVE_DIR}) if p not in listed
-            and not any(part.startswith(".") for part in p.relative_to(results).parts)]
+    out = []
+    for path in found:
+        if path in listed:
+            continue
+        parts = path.relative_to(results).parts
+        if parts[0] != ARCHIVE_DIR and not any(part.startswith(".") for part in parts):
+            out.append(path)
+    return out
 
 
 def _listed(folder: Path) -> list[os.DirEntry[str]]:

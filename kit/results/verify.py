@@ -14,7 +14,7 @@ from kit.errors import ConfigError
 from kit.results.benchmark_rule import validate_held
 from kit.results.checkpoint import CheckpointState, without_predictions
 from kit.results.identity import PlanExpectations
-from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS, json_files, unread_files
+from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS, json_files, unread_among
 from kit.results.tree import ResultsTree
 
 # the notice of a file verified under a tree's archive/ folder
@@ -37,7 +37,7 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
             found = json_files(p, NON_LANGUAGE_DIRS)
             files.extend(found)
             roots.update((q, p) for q in found)
-            deeper.update(unread_files(p))
+            deeper.update(unread_among(p, found))
         else:
             files.append(p)
             roots[p] = p.parent.parent

@@ -43,8 +43,8 @@ _MODELS: tuple[tuple[str, Capability], ...] = (
 _MODEL_RES = tuple((re.compile(p, re.IGNORECASE), cc) for p, cc in _MODELS)
 # every capability of the table: the GPUs an OAR filter can meet
 KNOWN: tuple[Capability, ...] = tuple(sorted({cc for _, cc in _MODELS}))
-_CC = re.compile(r"^\s*(\d{1,2})\.(\d)\s*$")
-_CMAKE_ARCH = re.compile(r"^(\d{2,3})([af]?)(-real|-virtual)?$")
+_CC = re.compile(r"^\s*(\d{1,2})\.(\d)\s*\Z")
+_CMAKE_ARCH = re.compile(r"^(\d{2,3})([af]?)(-real|-virtual)?\Z")
 _TORCH_ARCH = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$", re.IGNORECASE)
 
 
@@ -145,7 +145,7 @@ def parse_torch_archs(text: str) -> GpuArchs:
     return _read_list(text, _TORCH_ARCH, "TORCH_CUDA_ARCH_LIST's form, e.g. 7.5;8.0;8.6;9.0;12.0+PTX", _torch_part)
 
 
-_FLAG = re.compile(r"^(sm|compute)_(\d{2,3})([af]?)$")
+_FLAG = re.compile(r"^(sm|compute)_(\d{2,3})([af]?)\Z")
 
 
 def _flag_part(m: re.Match) -> tuple[Capability, str]:

@@ -42,7 +42,7 @@ def check(results: Path, roster: Path, benchmark: Path | None, models: tuple[str
       checkpoints_current     recorded for the roster's runs and data as they are now
       log_matches_checkpoint  each checkpoint is the file its job logged (sha256 in run_stop)
       one_prompt_digest       each run's prompt digest is the one the benchmark gives it
-      dataset_digests         dataset file and manifest digests match the manifest
+      dataset_digests         each dataset file digest matches the manifest; the manifest digest is recorded
       images_locked           every image digest appears in the image lock
       revisions_pinned        no pair ran with an unpinned revision
       weights_recorded        the pairs of a run loaded the same weights; with --weights DIR,

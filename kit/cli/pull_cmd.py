@@ -36,6 +36,7 @@ def pull(site_name: str, dest: Path | None, sites_file: Path, as_json: bool) -> 
     from kit.launch.remote import check_remote_paths, sync_tree
     from kit.launch.site import load_site
     from kit.results.status import count_states, scan_results
+    from kit.results.store import left_out_note
 
     site = load_site(sites_file, site_name)
     if site.is_remote:
@@ -47,14 +48,17 @@ def pull(site_name: str, dest: Path | None, sites_file: Path, as_json: bool) -> 
     invalid = [s for s in statuses if s.state != "complete"]
     data = {"site": site.name, "source": report.source, "dest": str(dest), "listed": report.listed,
             "copied": report.fetched, "counts": counts, "invalid": [s.as_dict() for s in invalid],
-            "kept_aside": report.kept_aside, "notes": report.notes()}
-    render(Outcome("pull", data, _lines(report, dest, statuses, counts, invalid), failed=bool(invalid)), as_json)
+            "kept_aside": report.kept_aside, "notes": report.notes(), "not_counted": left_out_note(dest)}
+    render(Outcome("pull", data, _lines(report, dest, statuses, counts, invalid, data["not_counted"]),
+                   failed=bool(invalid)), as_json)
 
 
-def _lines(report, dest: Path, statuses: list, counts: dict[str, int], invalid: list):
-    """What was copied, each invalid checkpoint, and the count of checkpoints by state."""
+def _lines(report, dest: Path, statuses: list, counts: dict[str, int], invalid: list, not_counted: str | None):
+    """What was copied, each invalid checkpoint, the count of checkpoints by state, and what was not counted."""
     yield f"pulled {report.source} -> {dest}: {report.listed} files there, {len(report.fetched)} copied (new or changed)"
     yield from report.notes()
     for s in invalid:
         yield f"  INVALID {s.path}: {'; '.join(s.reasons)}"
     yield f"{len(statuses)} checkpoints: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "none")
+    if not_counted:
+        yield not_counted

@@ -105,3 +105,20 @@ def inside_benchmark(root: Path, path: Path, what: str) -> Path:
                           "given that folder alone", fix="copy the file into the benchmark folder (not a link to it) "
                                                         "and name it relative to that folder")
     return Path(path)
+
+
+def job_inputs_outside(benchmark: "Dataset", languages: list[str], runs: list["Run"]) -> None:
+    """A ConfigError for the first file jobs of these languages and runs would read that lies outside the
+    benchmark folder (inside_benchmark): its manifest, the languages' files, the runs' prompts. Asked by
+    `kit run` only: this machine's commands read such a file where it is."""
+    root = benchmark.root
+    manifest = getattr(benchmark, "manifest_path", None)
+    if manifest is not None:
+        inside_benchmark(root, manifest, "manifest")
+    language_path = getattr(benchmark, "language_path", None)
+    for language in languages if language_path is not None else ():
+        inside_benchmark(root, language_path(language), f"file of language {language!r}")
+    for run in runs:
+        prompt = benchmark.prompt_for(run)
+        if getattr(prompt, "path", None) is not None:
+            inside_benchmark(root, prompt.path, f"prompt file of run {run.name!r}")

@@ -17,12 +17,12 @@ from kit.config.loading import config_error_from, invalid, read_toml
 from kit.config.names import run_file_stem
 from kit.errors import ConfigError
 
-HEX40 = re.compile(r"^[0-9a-f]{40}$")
-_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
-_VARIANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+HEX40 = re.compile(r"^[0-9a-f]{40}\Z")
+_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?\Z")
+_VARIANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 # What ends the Hub id in a run name: kit's '@variant' or lrb's '+Variant' ('+DSpark'); a Hub id holds neither.
 _VARIANT_START = re.compile(r"[@+]")
-_LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?$")
+_LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]+)?\Z")
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT]?)\s*$", re.IGNORECASE)
 _EXPERT_SIZE = re.compile(r"([0-9]+)\s*[xX]\s*([0-9]+(?:\.[0-9]+)?)\s*([KMBT])", re.IGNORECASE)   # "8x7B": experts x size
 _SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}

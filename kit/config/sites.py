@@ -28,16 +28,16 @@ FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)"
 # the hardware it may reserve, which Lyon's sirius requires) stay whatever --job-type says
 WHEN_JOB_TYPES = ("night", "besteffort", "day")
 # an OAR job type: a word, or a word with its value (timesharing=user,*; container=42)
-_JOB_TYPE = re.compile(r"^[a-z][a-z0-9_.-]*(?:=[A-Za-z0-9_.,*-]+)?$")
-_TYPE_WORD = re.compile(r"^[a-z][a-z0-9_.-]*(?:=.*)?$")   # a piece that starts a job type of its own
-_SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_JOB_TYPE = re.compile(r"^[a-z][a-z0-9_.-]*(?:=[A-Za-z0-9_.,*-]+)?\Z")
+_TYPE_WORD = re.compile(r"^[a-z][a-z0-9_.-]*(?:=.*)?\Z")   # a piece that starts a job type of its own
+_SITE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 SITE_NAME_MAX = 40
-_FEATURE = re.compile(r"^[A-Za-z0-9_.-]+$")     # a Slurm node feature name
-_SCHEDULER_WORD = re.compile(r"^[A-Za-z0-9_.@+-]+$")   # an OAR queue or project, a Slurm account
+_FEATURE = re.compile(r"^[A-Za-z0-9_.-]+\Z")     # a Slurm node feature name
+_SCHEDULER_WORD = re.compile(r"^[A-Za-z0-9_.@+-]+\Z")   # an OAR queue or project, a Slurm account
 # what may stand in an #SBATCH line's value: sbatch splits those lines itself, so values are checked,
 # never quoted (a partition, QoS or reservation; a constraint, with Slurm's feature operators)
-SBATCH_WORD = re.compile(r"^[A-Za-z0-9_.,:=+@-]+$")
-SBATCH_CONSTRAINT = re.compile(r"^[A-Za-z0-9_.,:=+@&|\[\]()*-]+$")   # a100&ib, [rack1|rack2], (a|b)&ib
+SBATCH_WORD = re.compile(r"^[A-Za-z0-9_.,:=+@-]+\Z")
+SBATCH_CONSTRAINT = re.compile(r"^[A-Za-z0-9_.,:=+@&|\[\]()*-]+\Z")   # a100&ib, [rack1|rack2], (a|b)&ib
 
 
 def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
@@ -50,7 +50,9 @@ def split_job_types(values: Iterable[str]) -> tuple[str, ...]:
         pieces: list[str] = []
         for word in (w for w in re.split(r"\s+", str(value).strip()) if w):
             for piece in word.split(","):
-                if pieces and "=" in pieces[-1] and not _TYPE_WORD.match(piece):
+                # timesharing's value is two words (user,*; *,name): its second is never a type of its own
+                two_words = bool(pieces) and pieces[-1].startswith("timesharing=") and "," not in pieces[-1]
+                if pieces and "=" in pieces[-1] and (two_words or not _TYPE_WORD.match(piece)):
                     pieces[-1] += "," + piece
                 else:
                     pieces.append(piece)
@@ -121,7 +123,7 @@ KIT_SUBMIT_OPTIONS = {
 
 # a site's gres template: a generic resource spec with the count as {gpus} (more resources may follow after
 # a comma), or one of Slurm's GPU-count options
-GRES_TEMPLATE = re.compile(r"(?:--gres=)?gpu(?::[A-Za-z0-9_.-]+)*:\{gpus\}(?:,[A-Za-z0-9_:.-]+)*"
+GRES_TEMPLATE = re.compile(r"(?:--gres=)?gpu(?::[A-Za-z0-9_.-]+)*:\{gpus\}(?:,(?!gpu\b)[A-Za-z0-9_:.-]+)*"
                            r"|--gpus(?:-per-node)?=(?:[A-Za-z0-9_.-]+:)?\{gpus\}")
 
 
@@ -198,7 +200,8 @@ def shell_syntax_fault(text: str) -> str | None:
     bash = shutil.which("bash")
     if bash is None:
         return None
-    done = subprocess.run([bash, "-n"], input=text, capture_output=True, text=True, timeout=30)
+    # extglob: a setup line may enable it (shopt -s extglob) and use it; bash -n parses before running it
+    done = subprocess.run([bash, "-O", "extglob", "-n"], input=text, capture_output=True, text=True, timeout=30)
     # an unclosed here-document is only a warning to bash -n, but in the job it swallows the script's rest
     if done.returncode == 0 and "here-document" not in done.stderr:
         return None
@@ -329,7 +332,7 @@ class Site(BaseModel):
     @classmethod
     def _gpu_features(cls, v: dict[str, str]) -> dict[str, str]:
         for feature, gpu in v.items():
-            if not _FEATURE.match(feature):
+            if not _FEATURE.fullmatch(feature):
                 raise invalid(f"gpu_features key {feature!r} is not a Slurm node feature name",
                               fix="name features as sinfo -o '%N %f' lists them (letters, digits, _ . -)")
             if _gpu_capability(gpu) is None:
@@ -447,7 +450,7 @@ class Site(BaseModel):
     @classmethod
     def _scheduler_word(cls, v: str | None, info: ValidationInfo) -> str | None:
         # one word of the scheduler's own names: oarsub -q/--project and #SBATCH --account take nothing else
-        if v is not None and not _SCHEDULER_WORD.match(v):
+        if v is not None and not _SCHEDULER_WORD.fullmatch(v):
             raise invalid(f"{info.field_name} {v!r} is not a name the scheduler knows (spaces, quotes or ; are not "
                           "part of one)", fix=f"write the {info.field_name} as the scheduler lists it: letters, digits "
                                               "and . _ - (e.g. default, besteffort, my-project)")

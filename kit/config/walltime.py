@@ -17,8 +17,8 @@ from kit.config.loading import invalid
 
 # the longest walltime kit accepts: beyond any cluster's limit, and far from datetime's
 MAX_WALLTIME_S = 366 * 24 * 3600
-_UNITS = re.compile(r"^(?:(\d{1,18})d)?(?:(\d{1,18})h)?(?:(\d{1,18})m)?(?:(\d{1,18})s)?$")
-_DIGITS = re.compile(r"^\d{1,18}$")   # longer is no walltime; bounded, so int() stays cheap
+_UNITS = re.compile(r"^(?:(\d{1,18})d)?(?:(\d{1,18})h)?(?:(\d{1,18})m)?(?:(\d{1,18})s)?\Z")
+_DIGITS = re.compile(r"^\d{1,18}\Z")   # longer is no walltime; bounded, so int() stays cheap
 GRAMMAR = {
     "slurm": "Slurm's M, M:S, H:M:S or D-H[:M[:S]]",
     "oar": "OAR's H, H:M or H:M:S",

@@ -29,7 +29,7 @@ from kit.launch.site import ResolvedSite
 FORM_OF_RUNTIME = {"apptainer": "sif", "pyxis": "sqsh", "enroot": "sqsh"}
 PARTS = ".kit-parts"
 # kit.images.convert.artifact_name: kit-<backend>[-<variant>]-<12 hex of the image id>.<form>
-_ARTIFACT_NAME = re.compile(r"^kit-(?P<stem>.+)-(?P<id>[0-9a-f]{12})\.(?P<form>sif|sqsh)$")
+_ARTIFACT_NAME = re.compile(r"^kit-(?P<stem>.+)-(?P<id>[0-9a-f]{12})\.(?P<form>sif|sqsh)\Z")
 
 _PROBE = r'''root=$1
 d=$root; while [ ! -d "$d" ]; do d=$(dirname "$d"); done

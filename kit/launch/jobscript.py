@@ -15,7 +15,7 @@ from kit.credentials import credential_shape
 from kit.errors import ConfigError
 
 
-_EXPAND_SAFE = re.compile(r"^[A-Za-z0-9_${}:./@=+-]*$")
+_EXPAND_SAFE = re.compile(r"^[A-Za-z0-9_${}:./@=+-]*\Z")
 
 
 class Expand(str):

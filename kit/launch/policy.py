@@ -173,7 +173,9 @@ def describe(site: Site, walltime_s: int, now: datetime) -> list[str]:
     """What the gates would do, for --dry-run (no command runs)."""
     lines = [f"policy checks on {Frontend(site.frontend).where}: " + ("; ".join(policy_commands(site)) or "none")]
     if not day_window_applies(site):
-        return lines + ["day window: job type night (or not an OAR site): no rule"]
+        why = ("not an OAR site" if site.scheduler != "oar" else f"job type {NIGHT_TYPE}" if NIGHT_TYPE in site.job_types
+               else f"job type {BESTEFFORT_TYPE}" if BESTEFFORT_TYPE in site.job_types else f"queue {site.queue}")
+        return lines + [f"day window: {why}: no rule"]
     try:
         check_day_window(site, walltime_s, now)
         verdict = "not of type night, and fits between the boundaries"

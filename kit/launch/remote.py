@@ -43,10 +43,10 @@ _LISTING, _ABSENT, _STREAM = b"kit-listing-1\n", b"kit-absent-1\n", b"kit-tar-1\
 # Every place a results tree holds a checkpoint (kit.results.store.iter_checkpoint_files): <file>,
 # <folder>/<file> and <batch>/<language>/<file>; hidden folders (kit's .superseded/) are left out. A
 # folder that is not there is told apart from one that cannot be reached: absent only when its parent
-# can be listed.
+# can be listed. Linked folders are read through (-L), as every reader of a tree reads them.
 _LIST = ('if [ ! -e "$1" ]; then p=$(dirname -- "$1"); [ -d "$p" ] && [ -r "$p" ] && [ -x "$p" ] || '
          '{ echo "cannot reach $p" >&2; exit 3; }; printf "kit-absent-1\\n"; exit 0; fi; cd "$1" || exit 3; '
-         'printf "kit-listing-1\\n"; find . -mindepth 1 -maxdepth 3 -name ".*" -prune -o -type f '
+         'printf "kit-listing-1\\n"; find -L . -mindepth 1 -maxdepth 3 -name ".*" -prune -o -type f '
          '\\( -name "*.json" -o -name "*.mllog" -o -name "*.intoto.jsonl" \\) -printf "%P\\0%s\\0%T@\\0"')
 # a file that vanished between the listing and the copy (a job moving a stale checkpoint aside) is left
 # out of the stream, not a failure of the whole copy
@@ -209,16 +209,34 @@ def fetch_files(frontend: Frontend, remote: str, names: list[str],
 
 
 def _local_files(dest: Path) -> dict[str, tuple[int, int]]:
-    """What the listing names, here: the files of the places a checkpoint lies, hidden folders left out."""
-    out = {}
-    if dest.is_dir():
-        for pattern in ("*", "*/*", "*/*/*"):
-            for p in dest.glob(pattern):
-                rel = p.relative_to(dest)
-                if p.is_file() and p.name.endswith(_COPIED) and not any(part.startswith(".") for part in rel.parts):
-                    st = p.stat()
-                    out[rel.as_posix()] = (st.st_size, int(st.st_mtime))
+    """What the listing names, here: the regular files of the places a checkpoint lies, hidden folders left
+    out, and nothing reached through a link (a mirror's refresh removes what it lists)."""
+    out: dict[str, tuple[int, int]] = {}
+    if not dest.is_dir() or dest.is_symlink():
+        return out
+
+    def walk(folder: Path, rel: tuple[str, ...]) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(".") or entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if len(rel) < 2:
+                        walk(Path(entry.path), (*rel, entry.name))
+                elif entry.is_file(follow_symlinks=False) and entry.name.endswith(_COPIED):
+                    st = entry.stat(follow_symlinks=False)
+                    out["/".join((*rel, entry.name))] = (st.st_size, int(st.st_mtime))
+
+    walk(dest, ())
     return out
+
+
+def _refuse_linked_dest(dest: Path) -> None:
+    """A ConfigError when the folder copied into is a link or lies under one inside a mirror: a refresh
+    that removes files must never remove them where a link points."""
+    if dest.is_symlink():
+        raise ConfigError(f"{dest} is a link: kit writes (and a mirror removes) the site's files in a folder of "
+                          "its own, never where a link points", fix="remove the link, or copy into another folder")
 
 
 def sync_tree(frontend: Frontend, remote: str, dest: Path, *, delete: bool) -> SyncReport:
@@ -227,6 +245,7 @@ def sync_tree(frontend: Frontend, remote: str, dest: Path, *, delete: bool) -> S
     earlier copy whole); without delete (a user's folder), an earlier copy that differs is first kept in
     <language>/.superseded/. Nothing is written through a link or when a copy arrives damaged."""
     dest = Path(dest)
+    _refuse_linked_dest(dest)
     listing = list_tree(frontend, remote)
     report = SyncReport(f"{frontend.host}:{remote}", dest, absent=listing is None)
     theirs, report.skipped = listing if listing is not None else ({}, [])
@@ -270,11 +289,14 @@ def _check_place(dest: Path, name: str, *, keeps_aside: bool) -> None:
     if not 1 <= len(parts) <= 3 or any(part in ("", ".", "..") or part.startswith(".") for part in parts):
         raise SubmitError(f"{name!r} is not where a results tree keeps a checkpoint", fix="report this file on the frontend")
     way = dest
-    for part in (None, *parts):
+    for at, part in enumerate((None, *parts)):
         way = way if part is None else way / part
         if way.is_symlink():
             raise ConfigError(f"{way} is a link: kit writes the site's files here, never where a link points",
                               fix="remove the link or pull into another folder (--to)")
+        if at < len(parts) and os.path.lexists(way) and not way.is_dir():   # a folder of the way
+            raise ConfigError(f"{way} is {what_stands(way)}, where the copy needs a folder",
+                              fix="move it aside, or pull into another folder (--to)")
     if os.path.lexists(dest / name) and not (dest / name).is_file():
         raise ConfigError(f"{dest / name} is {what_stands(dest / name)}, not a file a copy can replace",
                           fix="move it aside, or pull into another folder (--to)")

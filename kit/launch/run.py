@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kit.config.dataset import job_inputs_outside
 from kit.config.project import Project
 from kit.config.roster import Run
 from kit.config.sites import Site
@@ -125,8 +126,13 @@ def prepare_kit_run(req: RunRequest, now: datetime | None = None) -> PreparedRun
 
         # every language file a job will read parses and matches its pin: refused now (one line naming the
         # file and row), not by each job on its node
-        for language in sorted({pair.language for pair in plan.pending}):
+        languages = sorted({pair.language for pair in plan.pending})
+        for language in languages:
             project.benchmark.load_language(language)
+        # and it lies in the benchmark folder, which is all a job is given (bound into its container, or
+        # copied to a remote site)
+        pending_runs = {pair.run for pair in plan.pending}
+        job_inputs_outside(project.benchmark, languages, [r for r in runs if r.name in pending_runs])
 
         # every run's weights must be where its jobs read them: refused now, not after a night in the queue
         prepared.weights = preflight_weights(plan, runs, dry_run=req.dry_run, roster=req.roster,

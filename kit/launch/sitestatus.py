@@ -6,6 +6,7 @@ submission planned it)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kit.launch.site import ResolvedSite
@@ -95,6 +96,7 @@ def site_pair_status(project, site: ResolvedSite, runs, languages) -> list[PairS
         except KitError as exc:
             return [PairStatus(p, PairState.UNKNOWN, Path(site.config.results), [f"{NOT_READ}: {exc.one_line()}"])
                     for p in sorted(pairs)]
+    said_if_absent(site)
     with ResultsTree(site.checkpoints) as tree:
         statuses = tree.pair_states(pairs, PlanExpectations(project.benchmark, runs))
     records = load_records(site.state_dir, site.name)
@@ -160,12 +162,26 @@ def unread_reasons(statuses: list[PairStatus]) -> list[str]:
     return sorted({r for st in statuses for r in st.reasons if r.startswith(NOT_READ)})
 
 
+def said_if_absent(site: ResolvedSite) -> None:
+    """A warning when a local site's results folder does not exist though jobs were submitted there: its
+    `results` is not where its jobs write (an unmounted file system, a typo), which would otherwise read as
+    "nothing has run" without a word (a remote site's mirror says so when it is refreshed)."""
+    from kit.errors import warn
+    from kit.launch.tracking import records_file
+
+    # a first sweep has no folder yet: said only once jobs were submitted to the site
+    if not site.is_remote and not os.path.lexists(site.checkpoints) and records_file(site.state_dir, site.name).exists():
+        warn(f"site {site.name}: its results folder {site.checkpoints} does not exist, though jobs were submitted "
+             "there (its file system is not mounted, or the site's `results` is not where its jobs write)")
+
+
 def checkpoint_states(project, sites: list[ResolvedSite], pairs) -> list[PairStatus]:
     """Checkpoint state of each pair over the sites' results trees, as of now (no ssh): complete
     anywhere wins, then invalid; a remote site never synced counts as having nothing yet."""
     per_site = {}
     expect = PlanExpectations(project.benchmark, list(project.roster.run))
     for site in sites:
+        said_if_absent(site)
         with ResultsTree(site.checkpoints) as tree:
             per_site[site.name] = tree.pair_states(pairs, expect)
     return merge_sites(per_site)

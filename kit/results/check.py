@@ -143,7 +143,8 @@ def one_prompt_digest(inp: CheckInput) -> list[Finding]:
 
 
 def dataset_digests(inp: CheckInput) -> list[Finding]:
-    """Each checkpoint read the language file and manifest the benchmark declares."""
+    """Each checkpoint read the language file the benchmark declares, and records the manifest it was run
+    under."""
     out = []
     for path, data in inp.complete():
         meta = _meta(data)
@@ -157,10 +158,9 @@ def dataset_digests(inp: CheckInput) -> list[Finding]:
             out.append(Finding("dataset_digests", str(path), "metadata.manifest_sha256",
                                "not recorded, so the file cannot be tied to the benchmark manifest: "
                                "rerun the pair with kit, which records it"))
-        elif recorded != inp.benchmark.manifest_sha256:
-            out.append(Finding("dataset_digests", str(path), "metadata.manifest_sha256",
-                               f"{str(recorded)[:16]} differs from the benchmark manifest's sha256 "
-                               f"({str(inp.benchmark.manifest_sha256)[:16]})"))
+        # a manifest digest other than today's is no fault by itself: a fix of another language's file changes
+        # it, and this file's own language digest (above) is what the pair was measured on, as status, run
+        # and report hold it
     return out
 
 
@@ -266,7 +266,8 @@ RULES = (
     Rule("log_matches_checkpoint", "each checkpoint is the file its job logged (sha256 in run_stop)",
          log_matches_checkpoint),
     Rule("one_prompt_digest", "each run's prompt digest is the one the benchmark gives it", one_prompt_digest),
-    Rule("dataset_digests", "dataset file and manifest digests match the manifest", dataset_digests),
+    Rule("dataset_digests", "each dataset file digest matches the manifest, and the manifest digest is recorded",
+         dataset_digests),
     Rule("images_locked", "every image digest appears in the image lock", images_locked),
     Rule("revisions_pinned", "no pair ran with an unpinned revision", revisions_pinned),
     Rule("weights_recorded", "each run's pairs loaded the same weights (and, with --weights, the manifest's)",

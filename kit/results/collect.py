@@ -86,7 +86,8 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
             batch = collection_of(root, path, pair.language)
             if batch:   # a collection of its own (kit report's batches/): never a second copy of a planned pair
                 plan.problems.append(f"in a batch folder: {site}: {path}: lrb's batch {batch!r} is a collection of its "
-                                     f"own; collect it on its own (--from {site}={Path(root) / batch})")
+                                     f"own, never the tree's own copy of a pair; move {Path(root) / batch} out of the "
+                                     "site's tree (and collect it apart, as a site of its own)")
                 continue
             st = validate_checkpoint(path, language=pair.language, expect=expect(pair) if pair in wanted else None)
             if st.state != PairState.COMPLETE:

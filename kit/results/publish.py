@@ -22,7 +22,7 @@ from typing import Any
 from kit.errors import ConfigError
 
 SKIPPED_SUFFIXES = (".tmp", ".part", ".lock", ".claim", ".pyc")
-REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}\Z")
 
 
 @dataclass

@@ -93,11 +93,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
         raise ConfigError(f"{unread[0]}: lies deeper than a checkpoint lies ({len(unread)} such file(s) under "
                           f"{results}), and a release would leave it out", fix="move such files out of the results "
                           "folder, or release the folder that holds their language folders on its own")
-    states, planned, outside = _read_states(results, benchmark, runs)
-    # a release is the tree's own leaderboard, as lrb's active one: an lrb batch folder is a collection of its
-    # own (kit report's batches/), never a second copy of a pair in the card, its items or checkpoints/
-    in_batches = {s.path: batch for s in states if (batch := collection_of(results, s.path, s.pair.language))}
-    states = [s for s in states if s.path not in in_batches]
+    states, planned, outside, in_batches = _read_states(results, benchmark, runs)
     complete = [s for s in states if s.state == PairState.COMPLETE]
     if not complete:
         batches = sorted(set(in_batches.values()))
@@ -134,10 +130,13 @@ def _check_places(results: Path, release: Path, force: bool) -> None:
     check_output(release, "release", force=force, inputs=[results])
 
 
-def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple[list[Any], bool, list[Any]]:
-    """Each pair's state (kit.results.status), whether they were planned from a roster, and the files found
-    of pairs the roster does not plan (left out). Every file released is held to the benchmark when there is
-    one, by the rule every command follows."""
+def _read_states(results: Path, benchmark: Any, runs: list[Any] | None
+                 ) -> tuple[list[Any], bool, list[Any], dict[Path, str]]:
+    """Each pair's state (kit.results.status), whether they were planned from a roster, the files found
+    of pairs the roster does not plan (left out), and the files of lrb batch folders ({path: batch}, left
+    out: a release is the tree's own leaderboard, as lrb's active one, and a batch a collection of its own,
+    kit report's batches/, never a second copy of a pair in the card, its items or checkpoints/). Every
+    file released is held to the benchmark when there is one, by the rule every command follows."""
     from kit.results.identity import PlanExpectations
     from kit.results.status import pair_states, scan_results
 
@@ -153,12 +152,19 @@ def _read_states(results: Path, benchmark: Any, runs: list[Any] | None) -> tuple
         # the roster does not plan is no part of this release, and is named rather than counted against the
         # planned pairs
         _refuse_invalid(states + extra)   # anywhere in the tree: an invalid file stops a release
-        outside = [s for s in extra if (s.pair.run, s.pair.language) not in planned]
-        kept = [s for s in extra if (s.pair.run, s.pair.language) in planned]
-        return sorted(states + kept, key=lambda s: (s.pair.run, s.pair.language)), True, outside
+        in_batches = _batches(results, extra)
+        outside = [s for s in extra if s.path not in in_batches and (s.pair.run, s.pair.language) not in planned]
+        return sorted(states, key=lambda s: (s.pair.run, s.pair.language)), True, outside, in_batches
     found = scan_results(results, validate_all, PlanExpectations(benchmark) if benchmark is not None else None)
     _refuse_invalid(found)
-    return (unplanned_statuses(results, found) if found else []), False, []
+    in_batches = _batches(results, found)
+    own = [s for s in found if s.path not in in_batches]
+    return (unplanned_statuses(results, own) if own else []), False, [], in_batches
+
+
+def _batches(results: Path, found: list[Any]) -> dict[Path, str]:
+    """{path: its lrb batch folder} of the files found that lie in one."""
+    return {s.path: batch for s in found if (batch := collection_of(results, s.path, s.pair.language))}
 
 
 def every_core(results: Path, *, sections: bool) -> Any:
@@ -298,8 +304,9 @@ def _fill(out: OutputFolder, results: Path, complete: list[Any], pairs: list[Car
         from kit.results.identity import PlanExpectations
 
         expect = PlanExpectations(benchmark, runs)
+    # the report of what the release holds: the tree's own collection, no batch folder's leaderboard
     write_report(results, tmp, expect=expect, own_output=False, validate_all=every_core(results, sections=True),
-                 earlier=out.earlier)
+                 earlier=out.earlier, batches=False)
     _write_files(out, results, complete)
     write_text_atomic(tmp / "SNAPSHOT_STATUS.md", snapshot_status_text(title, covered, planned))
     guide = _REPRODUCE_GUIDE.is_file()

@@ -97,7 +97,7 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
                  expect: PlanExpectations | None = None, include_stale: bool = False,
                  verdicts: list[Path] | None = None,
                  validate_all: ValidateAll = validate_each_with_outcomes, own_output: bool = True,
-                 earlier: Path | None = None) -> ReportOutcome:
+                 earlier: Path | None = None, batches: bool = True) -> ReportOutcome:
     """Write the report of the checkpoints under RESULTS (of these runs; all when None) to OUT, by
     their benchmark kind; stale checkpoints (against `expect`) are counted only with `include_stale`,
     and then named as stale in the summary; then the HTML report (kit.results.html_report), with the
@@ -106,19 +106,23 @@ def write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None = N
     matplotlib missing). The files are read by `validate_all` (see collect_checkpoints). OUT is written
 under the output contract (kit.outputs: built beside, swapped in, only kit's own earlier report
 replaced) unless `own_output` is False: then OUT is a folder of another output being built, and `earlier`
-the same folder of the output it replaces (kit.outputs.OutputFolder.same_as), if any. The plots
+the same folder of the output it replaces (kit.outputs.OutputFolder.same_as), if any. Without `batches`
+only the tree's own collection is reported (a release's report: it holds no batch). The plots
 are drawn in a process forked before the checkpoints are read (kit.results.plot_process)."""
     with plot_process():
         return _write_report(results_dir, out_dir, runs=runs, expect=expect, include_stale=include_stale,
-                             verdicts=verdicts, validate_all=validate_all, own_output=own_output, earlier=earlier)
+                             verdicts=verdicts, validate_all=validate_all, own_output=own_output, earlier=earlier,
+                             batches=batches)
 
 
 def _write_report(results_dir: Path, out_dir: Path, *, runs: list[str] | None, expect: PlanExpectations | None,
                   include_stale: bool, verdicts: list[Path] | None, validate_all: ValidateAll,
-                  own_output: bool, earlier: Path | None) -> ReportOutcome:
+                  own_output: bool, earlier: Path | None, batches: bool = True) -> ReportOutcome:
     if own_output:   # refused before thousands of checkpoints are read
         check_report_output(out_dir)
     found = collect_checkpoints(results_dir, expect, validate_all)
+    if not batches:
+        found = [r for r in found if not r.collection]
     stale = [r for r in found if r.state == PairState.STALE]
     if include_stale:
         found = [replace(r, state=PairState.COMPLETE, notices=(f"{STALE_INCLUDED}: {'; '.join(r.reasons)}", *r.notices))

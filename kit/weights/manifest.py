@@ -26,8 +26,8 @@ MANIFEST_VERSION = 1
 MANIFEST_DIR = "kit-manifests"
 PARTS_DIR = ".kit-parts"          # beside snapshots/ on a site: files a push has not finished
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX40 = re.compile(r"^[0-9a-f]{40}\Z")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _BAD_NAME = re.compile(r"[\x00-\x1f\\]")
 _KEYS = {"kit_weights_manifest", "model", "revision", "backends", "files", "digest"}
 

@@ -404,7 +404,8 @@ def test_a_header_name_with_spaces_around_it_is_said(demo: Path):
         load_benchmark(demo).load_language("de")
 
 
-@pytest.mark.parametrize("sentence,said", [("   ", "an empty sentence"), ("a\0b", "a NUL character")])
+@pytest.mark.parametrize("sentence,said", [("   ", "an empty sentence"), ("\u00a0\u200b", "an empty sentence"),
+                                           ("a\0b", "a NUL character")])
 def test_a_sentence_a_model_cannot_be_asked_about_is_refused_with_its_row(demo: Path, sentence: str, said: str):
     def blank(rows):
         rows[2][rows[0].index("sentence")] = sentence
@@ -414,24 +415,30 @@ def test_a_sentence_a_model_cannot_be_asked_about_is_refused_with_its_row(demo: 
         load_benchmark(demo).load_language("de")
 
 
-def test_a_benchmark_file_outside_its_folder_is_refused(demo: Path, tmp_path: Path):
-    """A job is given the benchmark folder alone: a language file or prompt that is a link out of it, or a
-    prompt benchmark.toml names outside it, would be missing where the pairs run."""
+def test_a_benchmark_file_outside_its_folder_is_refused_for_a_job_and_read_here(demo: Path, tmp_path: Path):
+    """A job is given the benchmark folder alone: a language file or prompt that is a link out of it would be
+    missing where the pairs run, so kit run refuses it (job_inputs_outside); on this machine, where it
+    reads, status and report read it as it is."""
+    from kit.config.dataset import job_inputs_outside
+    from kit.config.roster import Run
+
     outside = tmp_path / "shared-de.csv"
     language = demo / "translations/de/v3-final-de.csv"
     outside.write_bytes(language.read_bytes())
     language.unlink()
     language.symlink_to(outside)
-    with pytest.raises(ConfigError, match="lies outside the benchmark folder"):
-        load_benchmark(demo).load_language("de")
-    language.unlink()
-    language.write_bytes(outside.read_bytes())
+    bench = load_benchmark(demo)
+    assert bench.load_language("de").items   # read here
+    run = Run(model="org/m", revision="0" * 40, backend="transformers-5.17")
+    with pytest.raises(ConfigError, match="file of language 'de' lies outside the benchmark folder"):
+        job_inputs_outside(bench, ["en", "de"], [run])
+    job_inputs_outside(bench, ["en"], [run])
     prompt = demo / "prompt_generate.txt"   # the one the demo's benchmark.toml names
     (tmp_path / "prompt.txt").write_bytes(prompt.read_bytes())
     prompt.unlink()
     prompt.symlink_to(tmp_path / "prompt.txt")
-    with pytest.raises(ConfigError, match="prompt file lies outside the benchmark folder"):
-        load_benchmark(demo)
+    with pytest.raises(ConfigError, match="prompt file of run 'org/m' lies outside the benchmark folder"):
+        job_inputs_outside(load_benchmark(demo), ["en"], [run])
 
 
 def test_language_codes_are_matched_as_people_write_them(demo: Path):

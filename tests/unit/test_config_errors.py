@@ -160,6 +160,7 @@ def test_a_run_keeps_a_task_its_backend_runs(tmp_path):
     ('[site.x]\nscheduler = "oar"\nsetup = ["if true; then", "module load x"]\n', ["site.x.setup", "not valid shell"]),
     ('[site.x]\nscheduler = "oar"\nsetup = ["cat <<EOF", "module load x"]\n', ["site.x.setup", "here-document"]),
     ('[site.x]\nscheduler = "slurm"\npartition = "gpu\\n"\n', ["site.x.partition", "#SBATCH"]),
+    ('[site.x]\nscheduler = "oar"\nqueue = "default\\n"\n', ["site.x.queue", "as the scheduler lists it"]),
     ('[site.x]\nscheduler = "slurm"\ncpus_per_task = 8\nsubmit_args = ["--cpus-per-gpu=8"]\n',
      ["--cpus-per-gpu=8", "cpus_per_task", "refuses"]),
     ('[site.x]\nscheduler = "slurm"\nsubmit_args = ["--gpus-per-task=2"]\n', ["submit_args", "--gpus-per-task"]),
@@ -363,10 +364,11 @@ def test_what_sites_write_every_day_is_read(tmp_path):
     """Setup split over lines as one block, a lower-case proxy variable, a single-quoted value holding a
     double quote: none of these is refused."""
     p = tmp_path / "sites.toml"
-    p.write_text('[site.x]\nscheduler = "oar"\nsetup = ["if [ -f /etc/x ]; then", "module load y", "fi"]\n'
+    p.write_text('[site.x]\nscheduler = "oar"\nsetup = ["if [ -f /etc/x ]; then", "module load y", "fi", '
+                 '"shopt -s extglob", "ls !(foo) >/dev/null || true"]\n'
                  'forward_env = ["http_proxy", "HF_HOME"]\ngpu_filter = "gpu_model=\'A\\"100\' AND gpu_mem>=40000"\n')
     site = load_sites(p).site["x"]
-    assert site.forward_env == ("http_proxy", "HF_HOME") and len(site.setup) == 3
+    assert site.forward_env == ("http_proxy", "HF_HOME") and len(site.setup) == 5
 
 
 def test_toml_s_own_values_are_read_as_meant_or_refused_with_the_spelling_to_use(tmp_path):
@@ -412,6 +414,8 @@ def test_an_oar_job_type_with_a_value_keeps_its_commas():
         "night", "timesharing=user,*", "exotic", "container=42")
     assert split_job_types(["timesharing=user,*,night"]) == ("timesharing=user,*", "night")
     assert split_job_types(["container=42,night"]) == ("container=42", "night")
+    assert split_job_types(["timesharing=*,user", "night,timesharing=user,bob"]) == (
+        "timesharing=*,user", "night", "timesharing=user,bob")
 
 
 def test_params_of_a_mixture_of_experts_is_its_total_as_in_a_model_id():

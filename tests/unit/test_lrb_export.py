@@ -214,3 +214,21 @@ def test_a_hand_edited_file_in_lrb_s_serialisation_is_converted_not_passed_throu
     assert "foo" not in back["metadata"] and "notes" not in back
     assert all(p.get("parse_mode") in (None, "exact", "leading", "last") and isinstance(p["truncated"], bool)
                and not isinstance(p.get("latency_seconds"), str) for p in back["predictions"])
+
+
+def test_a_converted_file_of_a_batch_s_language_folder_keeps_its_batch(tmp_path):
+    """A file converted on export (here written with another indent) from <batch>/<language>/ goes to the
+    same place, never onto the tree's own copy of its pair (kit report keeps batches apart)."""
+    root = _results(tmp_path)
+    own = root / "en" / "org__a.json"
+    data = json.loads(own.read_text(encoding="utf-8"))
+    data["predictions"][0]["predicted"] = data["predictions"][0]["raw_output"] = "no"   # another result of the pair
+    data["metrics"] = lrb_result(data, "en")["metrics"]   # recomputed from the predictions, as lrb does
+    batch = root / "new-models" / "en" / "org__a.json"
+    batch.parent.mkdir(parents=True)
+    batch.write_text(json.dumps(data, indent=4), encoding="utf-8")
+    done = export_lrb(root, tmp_path / "out")
+    assert not done.refused, done.refused
+    assert (tmp_path / "out" / "en" / "org__a.json").read_bytes() == own.read_bytes()
+    moved = json.loads((tmp_path / "out" / "new-models" / "en" / "org__a.json").read_text(encoding="utf-8"))
+    assert moved["predictions"][0]["predicted"] == "no"

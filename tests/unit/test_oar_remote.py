@@ -231,3 +231,56 @@ def test_a_pull_never_keeps_a_copy_aside_through_a_link_or_into_a_file(tmp_path,
     with pytest.raises(ConfigError, match="not the folder kit keeps replaced copies in"):
         sync_tree(LOCAL, str(src), dest, delete=False)
     assert (dest / "en" / "a.json").read_text() == "mine" and not any((tmp_path / "elsewhere").glob("*"))
+
+
+def test_a_file_where_a_folder_of_the_copy_must_be_is_refused_before_anything_is_copied(tmp_path):
+    src = tree(tmp_path / "src", {"en/a.json": "1", "batch/fr/c.json": "2"})
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "batch").write_text("my notes")
+    with pytest.raises(ConfigError, match="where the copy needs a folder"):
+        sync_tree(LOCAL, str(src), dest, delete=False)
+    assert not (dest / "en").exists() and (dest / "batch").read_text() == "my notes"
+
+
+def test_a_mirror_refresh_never_removes_files_through_a_link(tmp_path):
+    """A linked folder inside the mirror, or a mirror that is a link: what lies where the link points is
+    neither listed as the mirror's nor removed by its refresh."""
+    src = tree(tmp_path / "src", {"en/a.json": "1", "new-models/fr/b.json": "2"})
+    mirror = tmp_path / "mirror"
+    sync_tree(LOCAL, str(src), mirror, delete=True)
+    outside = tree(tmp_path / "outside", {"fr/mine.json": "keep", "precious.json": "keep"})
+    import shutil
+    shutil.rmtree(mirror / "new-models")
+    (mirror / "new-models").symlink_to(outside)
+    with pytest.raises(ConfigError, match="is a link"):
+        sync_tree(LOCAL, str(src), mirror, delete=True)
+    assert (outside / "fr" / "mine.json").read_text() == "keep" and (outside / "precious.json").exists()
+    linked = tmp_path / "linked-mirror"
+    linked.symlink_to(outside)
+    with pytest.raises(ConfigError, match="is a link"):
+        sync_tree(LOCAL, str(src), linked, delete=True)
+    assert (outside / "fr" / "mine.json").read_text() == "keep"
+
+
+def test_a_linked_language_folder_on_the_site_is_copied_as_every_reader_reads_it(tmp_path):
+    scratch = tree(tmp_path / "scratch", {"x.json": "1"})
+    src = tree(tmp_path / "src", {"en/a.json": "2"})
+    (src / "it").symlink_to(scratch)
+    report = sync_tree(LOCAL, str(src), tmp_path / "m", delete=False)
+    assert sorted(report.fetched) == ["en/a.json", "it/x.json"]
+    assert (tmp_path / "m" / "it" / "x.json").read_text() == "1" and not (tmp_path / "m" / "it").is_symlink()
+
+
+def test_a_local_site_whose_results_folder_is_gone_after_submissions_is_said(tmp_path, capsys):
+    from kit.launch.site import resolve_site
+    from kit.launch.sitestatus import said_if_absent
+    from kit.launch.tracking import records_file
+
+    site = resolve_site(Site(name="l", scheduler="slurm", results="gone"), tmp_path)
+    said_if_absent(site)   # nothing submitted yet: a first sweep has no folder
+    assert capsys.readouterr().err == ""
+    records_file(site.state_dir, "l").parent.mkdir(parents=True)
+    records_file(site.state_dir, "l").write_text("")
+    said_if_absent(site)
+    assert "does not exist, though jobs were submitted there" in capsys.readouterr().err

@@ -91,7 +91,10 @@ def test_describe_tells_a_dry_run_what_would_happen_without_running_anything():
     lines = describe(oar(job_types=[], frontend="lyon.g5k"), H, paris("2026-12-01T18:30"))
     assert "usagepolicycheck -t" in lines[0] and "lyon.g5k" in lines[0]
     assert "WOULD BE REFUSED" in lines[1]
-    assert "no rule" in describe(oar(), H, paris("2026-12-01T18:30"))[1]
+    assert describe(oar(), H, paris("2026-12-01T18:30"))[1] == "day window: job type night: no rule"
+    assert describe(oar(job_types=["besteffort"]), H, paris("2026-12-01T18:30"))[1].endswith("besteffort: no rule")
+    assert describe(oar(job_types=[], queue="production"), H, paris("2026-12-01T18:30"))[1] == \
+        "day window: queue production: no rule"
     assert "fits" in describe(oar(job_types=[]), H, paris("2026-12-01T10:00"))[1]
 
 

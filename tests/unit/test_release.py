@@ -446,3 +446,19 @@ def test_a_pair_copied_into_a_batch_folder_is_released_once_and_deeper_files_sto
     shutil.copy(own, sweep.results / "en" / "old" / own.name)
     r = run_kit("release", "results", "-o", "release2", cwd=sweep.root)
     assert r.exit_code == 2 and "lies deeper than a checkpoint lies" in r.stderr and not (sweep.root / "release2").exists()
+
+
+def test_a_language_only_a_batch_folder_holds_is_no_pending_pair_of_the_release(sweep):
+    """Without a roster a release plans every run found times every language found, in the tree's own
+    files: a language a batch folder alone holds is not a pair the release waits for."""
+    own = sweep.results / "de" / "kit-demo__tiny-llama.json"
+    (sweep.results / "new-models" / "de").mkdir(parents=True)
+    for suffix in (".json", ".mllog"):
+        own.with_suffix(suffix).rename(sweep.results / "new-models" / "de" / own.with_suffix(suffix).name)
+    sweep.roster.rename(sweep.root / "roster-aside.toml")
+    r = run_kit("release", "results", "-o", "release", "--benchmark", "data", "--json", cwd=sweep.root)
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)["data"]
+    assert data["status"] == "complete", data["coverage"]
+    assert list(data["in_batches"].values()) == ["new-models"]
+    assert not (sweep.root / "release" / "batches").exists()   # no leaderboard of what it does not hold

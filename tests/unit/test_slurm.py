@@ -193,7 +193,7 @@ def test_gpu_option(gres, gpus, option):
 
 @pytest.mark.parametrize("gres", ["gpu:a100:2", "gpu:{gpus} --wrap=x", "gpu:{gpus};touch x", "--time={gpus}",
                                   "{gpus}", "--array={gpus}", "--gres=gpu:{gpus} --output=/x", "license:{gpus}",
-                                  "gpu:{gpus}\n"])
+                                  "gpu:{gpus}\n", "gpu:{gpus},gpu:a100:4"])
 def test_bad_gres_templates_are_refused_as_the_site_is_read(gres, tmp_path):
     """Only a GPU request: another option in the template would pass the reserved-option rule."""
     from kit.config.sites import load_sites

@@ -51,7 +51,7 @@ from kit.launch.schedulers.slurm_query import (parse_sacct, parse_sbatch_id, par
 # What may stand in an #SBATCH line: sbatch splits those lines itself, so values are
 # checked rather than quoted (a partition, account or path with spaces or quotes is refused).
 _WORD, _CONSTRAINT = SBATCH_WORD, SBATCH_CONSTRAINT   # (kit.config.sites checks a site's own as it is read)
-_PATH = re.compile(r"^/?[A-Za-z0-9_.,:=+@/-]+$")
+_PATH = re.compile(r"^/?[A-Za-z0-9_.,:=+@/-]+\Z")
 SACCT_FIELDS = "JobID,State,ExitCode"
 
 

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from kit.config.roster import Run
 
 KIND = "lighteval"
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+_TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 
 class SamplingSettings(BaseModel):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kit import safejson
-from kit.config.dataset import LanguageData, Prompt, inside_benchmark, whole_set_sha256
+from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
 from kit.config.loading import config_error_from, invalid, load_model
 from kit.config.kinds.lrb.prompts import PromptChoice, PromptFiles, found_prompts, named_prompts
 from kit.config.names import language_key
@@ -42,8 +42,8 @@ KIT_DATASET_PREFIX = "kit/"
 DEFAULT_GENERATE_PROMPT = Path(__file__).resolve().parents[3] / "defaults" / "prompt_generate.txt"
 AUTO_MANIFESTS = ("manifest.json", "translations/manifest.json")
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_LANG = re.compile(r"^[a-z]{2,3}([-_][A-Za-z0-9]+)*$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+_LANG = re.compile(r"^[a-z]{2,3}([-_][A-Za-z0-9]+)*\Z")
 
 
 # --- the manifest -------------------------------------------------------------------
@@ -248,7 +248,6 @@ class Benchmark:
             what = "is a folder, not" if path.is_dir() else "not found: no"
             raise ConfigError(f"{path}: {what} the file for language {language!r}",
                               fix=f"copy it from dataset revision {self.manifest.revision}")
-        inside_benchmark(self.root, path, f"file of language {language!r}")
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         if digest != entry.sha256:
@@ -283,8 +282,9 @@ class Benchmark:
                 )
             if row[label_at] not in LABELS:
                 raise ConfigError(f"{path}: row {n} (line {line}) has label {row[label_at]!r}", fix="write yes or no")
-            if not row[sentence_at].strip() or "\0" in row[sentence_at]:   # a model would be asked about nothing
-                what = "an empty sentence" if not row[sentence_at].strip() else "a NUL character in its sentence"
+            sentence = row[sentence_at]
+            if not _VISIBLE.search(sentence) or "\0" in sentence:   # a model would be asked about nothing
+                what = "an empty sentence" if not _VISIBLE.search(sentence) else "a NUL character in its sentence"
                 raise ConfigError(f"{path}: row {n} (line {line}) has {what}",
                                   fix="write the sentence, or restore the file")
             sid = row[sid_at]
@@ -342,6 +342,10 @@ class Benchmark:
 def _preview(values: list[str], n: int) -> str:
     shown = ", ".join(values[:n])
     return shown if len(values) <= n else f"{shown}, ... ({len(values)} in all)"
+
+
+# a character a reader sees: not a space of any kind, nor a zero-width or other format character
+_VISIBLE = re.compile(r"[^\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 
 
 def _read_rows(path: Path, data: bytes) -> tuple[dict[str, int], list[tuple[int, list[str]]]]:
@@ -409,8 +413,6 @@ def load_lrb(root: Path, config: Path | None) -> Benchmark:
 def _from_config(root: Path, config: Path) -> Benchmark:
     spec = load_model(BenchmarkFile, config, "benchmark")
     manifest_path = root / spec.manifest
-    if manifest_path.is_file():
-        inside_benchmark(root, manifest_path, "manifest")
     if not manifest_path.is_file():
         raise ConfigError(
             f"{config}: manifest: {manifest_path} not found",

@@ -17,7 +17,6 @@ PromptChoice answers which template a task or a run gets; kit.config.kinds.lrb.b
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kit.config.backends import ZERO_SHOT_BACKENDS
-from kit.config.dataset import Prompt, inside_benchmark
+from kit.config.dataset import Prompt
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -88,12 +87,9 @@ def _task_of(kind: str) -> str:
 # --- prompt files -------------------------------------------------------------------
 
 
-def read_prompt(path: Path, task: str, named_by: str, root: Path | None = None) -> Prompt:
-    """Read a prompt template that must hold exactly one `{}`; `named_by` says where the path came from;
-    with `root` (the benchmark folder), a file outside it is refused (kit.config.dataset.inside_benchmark)."""
+def read_prompt(path: Path, task: str, named_by: str) -> Prompt:
+    """Read a prompt template that must hold exactly one `{}`; `named_by` says where the path came from."""
     path = Path(path)
-    if root is not None and os.path.lexists(path):
-        inside_benchmark(root, path, "prompt file")
     if not path.is_file():
         raise ConfigError(f"{path}: prompt file for task {task!r} not found ({named_by})", fix="create it or correct the path")
     data = path.read_bytes()
@@ -139,7 +135,7 @@ def named_prompts(root: Path, files: PromptFiles, config: Path) -> dict[str, Pro
     for kind in PROMPT_KINDS:
         name = getattr(files, kind)
         if name is not None:
-            prompts[kind] = read_prompt(root / name, _task_of(kind), named_by=f"{config}: prompts.{kind}", root=root)
+            prompts[kind] = read_prompt(root / name, _task_of(kind), named_by=f"{config}: prompts.{kind}")
     return prompts
 
 
@@ -150,7 +146,7 @@ def found_prompts(root: Path) -> dict[str, Prompt]:
     for kind in PROMPT_KINDS:
         found = next((root / name for name in PROMPT_FILES[kind] if (root / name).is_file()), None)
         if found is not None:
-            prompts[kind] = read_prompt(found, _task_of(kind), named_by="found by name", root=root)
+            prompts[kind] = read_prompt(found, _task_of(kind), named_by="found by name")
     return prompts
 
 
@@ -189,7 +185,7 @@ class PromptChoice:
 
     def _choose(self, run: "Run") -> Prompt:
         if run.prompt is not None:
-            return read_prompt(self.root / run.prompt, run.task, named_by=f"run {run.name!r}: prompt", root=self.root)
+            return read_prompt(self.root / run.prompt, run.task, named_by=f"run {run.name!r}: prompt")
         kind = prompt_kind(run.task, run.backend, run.options)
         prompt = self._of_kind(kind, f"run {run.name!r} ({DESCRIPTIONS[kind]})",
                                also=f", or name one with prompt = \"<file>\" in run {run.name!r}")

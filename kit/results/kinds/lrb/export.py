@@ -176,7 +176,10 @@ def _destination(out: Path, data: Mapping[str, Any], folder: Path) -> Path:
     run = meta.get(keys.RUN_ID) or meta[keys.MODEL_ID]
     if keys.LANGUAGE not in meta:
         return out / folder / f"{name_part(run_file_stem(run), 'run name')}.json"
-    return checkpoint_path(out, run, meta[keys.LANGUAGE])
+    # a batch's language folder (<batch>/<language>/) keeps its batch: a collection of its own, never the
+    # tree's own copy of the pair
+    batch = folder.parts[0] if len(folder.parts) == 2 else None
+    return checkpoint_path(out / batch if batch else out, run, meta[keys.LANGUAGE])
 
 
 def lrb_own_bytes(path: Path, data: Mapping[str, Any]) -> bytes | None:

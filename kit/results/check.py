@@ -57,6 +57,13 @@ class CheckInput:
         return [(p, st.data) for p, st in sorted(self.checkpoints.items()) if st.state == PairState.COMPLETE and st.data]
 
 
+def _batch_of(results: Path, path: Path) -> str:
+    """The lrb batch folder a checkpoint lies in ("" for the tree's own: kit.results.store.collection_of)."""
+    from kit.results.store import collection_of
+
+    return collection_of(results, path, path.parent.name)
+
+
 def _meta(data: dict) -> dict:
     return data.get(keys.METADATA, {})
 
@@ -72,7 +79,10 @@ def pairs_complete(inp: CheckInput) -> list[Finding]:
         if path not in inp.checkpoints:
             out.append(Finding("pairs_complete", str(path), "-", f"missing checkpoint for {pair}"))
     for path in sorted(set(inp.checkpoints) - set(expected)):
-        out.append(Finding("pairs_complete", str(path), "-", "checkpoint of a pair outside the plan"))
+        batch = _batch_of(inp.results, path)
+        out.append(Finding("pairs_complete", str(path), "-", "checkpoint of a pair outside the plan" if not batch else
+                           f"checkpoint in lrb's batch folder {batch!r}, a collection of its own and no part of the "
+                           "sweep's plan (kit collect refuses it too): move the batch out of the results folder"))
     return out
 
 

@@ -480,3 +480,16 @@ def test_export_says_what_it_leaves_out_of_an_lrb_file_it_converts(archive: Path
     assert done.converted[source] == ["metadata key(s) attn_implementation", "prediction key(s) finish_reason",
                                       "parse_mode 'json' (written as null)"]
     assert (tmp_path / "out" / "de" / TOP_FILE).read_bytes() == plain.read_bytes()
+
+
+def test_check_names_a_batch_folder_s_checkpoint_as_such(tmp_path: Path) -> None:
+    from kit.results.check import CheckInput, pairs_complete
+    from kit.results.checkpoint import CheckpointState
+    from kit.plan import Pair
+
+    results = tmp_path / "results"
+    own, batch = results / "fr" / "org__m.json", results / "new-models" / "fr" / "org__m.json"
+    inp = CheckInput(results=results, benchmark=None, expected=[Pair("org/m", "fr")], image_ids=frozenset(),
+                     checkpoints={own: CheckpointState(PairState.COMPLETE), batch: CheckpointState(PairState.COMPLETE)})
+    [finding] = pairs_complete(inp)
+    assert finding.path == str(batch) and "lrb's batch folder 'new-models'" in finding.message

@@ -130,6 +130,7 @@ def settled() -> None:
     time.sleep(RACY_SECONDS + 0.2)
 
 
+@pytest.mark.slow   # seconds of subprocesses or of waiting out the cache's racy window: kept out of the 5-minute fast tier
 def test_a_hand_edited_cache_is_not_believed_by_status_or_report(sweep, tmp_path_factory):
     settled()
     cache = tmp_path_factory.mktemp("cache")
@@ -167,6 +168,7 @@ def test_a_cache_key_others_can_read_turns_the_cache_off(sweep, tmp_path_factory
     assert status_of(sweep, env)["from_cache"] == 0
 
 
+@pytest.mark.slow   # seconds of subprocesses or of waiting out the cache's racy window: kept out of the 5-minute fast tier
 @pytest.mark.parametrize("value,off", [("1", True), ("true", True), ("0", False), ("false", False), ("", False)])
 def test_kit_no_cache_reads_as_people_write_it(sweep, tmp_path_factory, value, off):
     settled()

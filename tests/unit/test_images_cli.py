@@ -59,6 +59,7 @@ def test_committed_definitions_are_current():
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow   # seconds of subprocesses or of waiting out the cache's racy window: kept out of the 5-minute fast tier
 def test_make_image_builds_the_variant_that_was_built_here_unless_told():
     """`make image-NAME` (scripts/images/image.sh): an image's registry-free cuda variant where images.toml
     has one, its registry Dockerfile otherwise; VARIANT=... chooses, an unknown variant is refused."""

@@ -276,6 +276,7 @@ def test_a_failing_policy_check_blocks_the_submission_and_its_output_is_shown(pr
 # ---------------------------------------------------------------- submit, then status per pair
 
 
+@pytest.mark.slow   # seconds of subprocesses or of waiting out the cache's racy window: kept out of the 5-minute fast tier
 def test_run_submits_an_array_and_status_explains_every_pair_by_its_array_job(proj):
     root, env, fake, _, bench = proj
     r = kit("run", "--site", "ci", "--model", "org/model-a", "--array", "3", cwd=root, env=env)
@@ -306,6 +307,7 @@ def test_run_submits_an_array_and_status_explains_every_pair_by_its_array_job(pr
     assert "6 pairs: 1 complete, 1 failed, 1 timeout, 3 unclaimed" in table and "[ci]" in table
 
 
+@pytest.mark.slow   # seconds of subprocesses or of waiting out the cache's racy window: kept out of the 5-minute fast tier
 def test_a_second_run_never_submits_pairs_a_live_job_owns(proj):
     root, env, fake, *_ = proj
     assert kit("run", "--site", "ci", "--model", "org/model-a", "--array", "3", cwd=root, env=env).returncode == 0

@@ -60,6 +60,7 @@ while True:
 """
 
 
+@pytest.mark.slow   # seconds of subprocesses or of waiting out the cache's racy window: kept out of the 5-minute fast tier
 def test_kill_minus_nine_never_leaves_a_partial_file(tmp_path):
     target = tmp_path / "fr" / "org__m.json"
     write_checkpoint(target, {"generation": 0, "payload": "", "check": 0})

@@ -300,6 +300,7 @@ def test_unknown_revisions_and_models_are_one_line_config_errors(hub, tmp_path):
         stage("org/absent", REV, "vllm", tmp_path / "cache", endpoint=hub.url)
 
 
+@pytest.mark.slow   # seconds of subprocesses or of waiting out the cache's racy window: kept out of the 5-minute fast tier
 def test_the_cli_stage_reads_the_token_file_mode_checked_and_never_prints_it(hub, tmp_path):
     roster = tmp_path / "roster.toml"
     roster.write_text(f'[[run]]\nmodel = "org/gated"\nrevision = "{"b" * 40}"\nbackend = "vllm"\n')

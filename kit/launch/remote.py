@@ -232,8 +232,9 @@ def _local_files(dest: Path) -> dict[str, tuple[int, int]]:
 
 
 def _refuse_linked_dest(dest: Path) -> None:
-    """A ConfigError when the folder copied into is a link or lies under one inside a mirror: a refresh
-    that removes files must never remove them where a link points."""
+    """A ConfigError when the folder copied into is itself a link (a link inside it is never listed nor
+    written through: _local_files, _check_place): a refresh that removes files must never remove them where
+    a link points."""
     if dest.is_symlink():
         raise ConfigError(f"{dest} is a link: kit writes (and a mirror removes) the site's files in a folder of "
                           "its own, never where a link points", fix="remove the link, or copy into another folder")

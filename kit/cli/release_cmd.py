@@ -45,8 +45,10 @@ def release(results: Path, output: Path, roster: Path, benchmark: Path | None, n
     With a roster (roster.toml here, or --roster) the expected pairs are the planned
     ones and stale checkpoints are left out; without one, every run found times every
     language found. The prompt texts come from the benchmark folder (--benchmark, or
-    the roster's). An invalid checkpoint stops the release: nothing is written. The
-    folder is built beside OUTPUT and renamed into place. `kit publish` uploads it.
+    the roster's). A release holds the tree's own files: an lrb batch folder's are named
+    and left out (release the batch on its own), and a file deeper than a checkpoint
+    lies stops it, as an invalid checkpoint does: nothing is written. The folder is
+    built beside OUTPUT and renamed into place. `kit publish` uploads it.
 
     \b
     Examples:

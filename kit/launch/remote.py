@@ -283,9 +283,10 @@ def sync_tree(frontend: Frontend, remote: str, dest: Path, *, delete: bool) -> S
 
 
 def _check_place(dest: Path, name: str, *, keeps_aside: bool) -> None:
-    """A SubmitError unless the copy of `name` can be written at dest/name: no part of the way is a link
-    (nothing is written where a link points) and what stands there is a file or nothing; when an earlier
-    copy is kept aside (`keeps_aside`), its .superseded/ folder is a real folder or nothing."""
+    """A SubmitError for a name no results tree holds there; a ConfigError unless the copy of `name` can be
+    written at dest/name: no part of the way is a link (nothing is written where a link points) or a file
+    where a folder must be, and what stands there is a file or nothing; when an earlier copy is kept aside
+    (`keeps_aside`), its .superseded/ folder is a real folder or nothing."""
     parts = PurePosixPath(name).parts
     if not 1 <= len(parts) <= 3 or any(part in ("", ".", "..") or part.startswith(".") for part in parts):
         raise SubmitError(f"{name!r} is not where a results tree keeps a checkpoint", fix="report this file on the frontend")

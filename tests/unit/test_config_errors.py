@@ -161,6 +161,8 @@ def test_a_run_keeps_a_task_its_backend_runs(tmp_path):
     ('[site.x]\nscheduler = "oar"\nsetup = ["cat <<EOF", "module load x"]\n', ["site.x.setup", "here-document"]),
     ('[site.x]\nscheduler = "slurm"\npartition = "gpu\\n"\n', ["site.x.partition", "#SBATCH"]),
     ('[site.x]\nscheduler = "oar"\nqueue = "default\\n"\n', ["site.x.queue", "as the scheduler lists it"]),
+    ('[site.x]\nscheduler = "oar"\nruntime = "pyxis"\n', ["runs only under Slurm", 'runtime = "enroot"']),
+    ('[site.x]\nscheduler = "local"\nruntime = "pyxis"\n', ["runs only under Slurm", 'runtime = "enroot"']),
     ('[site.x]\nscheduler = "slurm"\ncpus_per_task = 8\nsubmit_args = ["--cpus-per-gpu=8"]\n',
      ["--cpus-per-gpu=8", "cpus_per_task", "refuses"]),
     ('[site.x]\nscheduler = "slurm"\nsubmit_args = ["--gpus-per-task=2"]\n', ["submit_args", "--gpus-per-task"]),
@@ -334,15 +336,6 @@ def test_a_missing_sites_file_says_what_to_write_and_the_option_it_names_exists(
     option = r.stderr.split("or pass ")[-1].split()[0]
     assert option in run_kit("run", "--help", cwd=tmp_path).stdout, option
     assert not any(tmp_path.iterdir())
-
-
-@pytest.mark.parametrize("scheduler", ["oar", "local"])
-def test_pyxis_outside_slurm_is_refused_as_the_sites_file_is_read(tmp_path, scheduler):
-    (tmp_path / "sites.toml").write_text(f'[site.nancy]\nscheduler = "{scheduler}"\nruntime = "pyxis"\n')
-    with pytest.raises(ConfigError) as caught:
-        load_sites(tmp_path / "sites.toml")
-    line = caught.value.one_line()
-    assert "sites.toml" in line and "runs only under Slurm" in line and 'runtime = "enroot"' in line, line
 
 
 def test_runtime_singularity_runs_the_singularity_command_with_its_own_environment_prefix(tmp_path):

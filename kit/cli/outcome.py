@@ -10,12 +10,15 @@ import signal
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kit.cli.common import ERROR, FAILED, OK, print_json
 from kit.errors import visible
+
+if TYPE_CHECKING:
+    from kit.cli.replay import AnswerMemo
 
 
 @dataclass
@@ -50,9 +53,10 @@ class Outcome:
         return 0 if self.status == OK else 1
 
 
-def render(outcome: Outcome, as_json: bool) -> None:
+def render(outcome: Outcome, as_json: bool, memo: "AnswerMemo | None" = None) -> None:
     """Print the outcome (the envelope on stdout with --json, else its text, errors on stderr) and
-    exit with its code when that is not 0."""
+    exit with its code when that is not 0; with `memo` (kit.cli.replay), the answer is kept for the
+    next time the same question is asked of the same files."""
     if as_json:
         data = outcome.data() if callable(outcome.data) else outcome.data
         print_json(outcome.command, outcome.status, data, outcome.errors)
@@ -64,5 +68,7 @@ def render(outcome: Outcome, as_json: bool) -> None:
                 click.echo("\n".join(map(visible, line.split("\n"))))
         for error in outcome.errors:
             click.echo(f"kit: {visible(error)}", err=True)
+    if memo is not None:
+        memo.keep(outcome.exit_code, bool(outcome.errors or outcome.stopped_by))
     if outcome.exit_code:
         sys.exit(outcome.exit_code)

@@ -55,7 +55,9 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
 
     \b
     Verdicts are remembered in the user cache folder, per file identity (size, times, inode),
-    kit version and benchmark, so a second run reads only files that changed (KIT_NO_CACHE=1: off).
+    kit version and benchmark, so a second run reads only files that changed; the same
+    question asked again of files none of which changed (nor the roster, benchmark or
+    environment) prints the answer kept, without planning (KIT_NO_CACHE=1: both off).
 
     \b
     Examples:
@@ -64,9 +66,16 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
       kit status --site nancy --site grenoble
       kit status --all-sites
     """
+    memo = None
+    if not (site_names or all_sites):   # a scheduler's answer changes with no file changing: never kept
+        from kit.cli.replay import AnswerMemo
+
+        memo = AnswerMemo.of_context(click.get_current_context())
+        memo.replay()   # the same question of the same files: the kept answer, and exit
+        memo.record()
     from kit.config.project import load_project
     from kit.results.status import count_states
-    from kit.results.store import archive_note, left_out_note
+    from kit.results.store import archive_note, left_out_note, mllog_path
     from kit.results.tree import ResultsTree
 
     errors: list[str] = []   # only a site can leave its checkpoints unread
@@ -90,6 +99,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         with ResultsTree(common.results_folder(results)) as tree:
             statuses = tree.pair_states(pairs, PlanExpectations(project.benchmark, runs))
             cached = tree.from_cache
+        memo.name_whole(project.benchmark.root)
     else:
         from kit.results.identity import PlanExpectations
         from kit.results.status import select_found
@@ -98,9 +108,14 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         with ResultsTree(common.results_folder(results)) as tree:
             statuses = tree.scan(PlanExpectations(dataset) if dataset else None)
             cached = tree.from_cache
+        memo.name_whole(dataset.root if dataset else None)
         # without a roster, --model and --languages pick among the checkpoints found
         statuses = select_found(statuses, models, common.split_languages(languages), results)
     counts = count_states(statuses)
+    if memo is not None:   # each checkpoint and its log: the cache stats them, opening none
+        memo.name(s.path for s in statuses)
+        memo.name(mllog_path(s.path) for s in statuses)
+        memo.name([results])
     # a roster's pairs have their places; a scan says what it found where no checkpoint lies
     note = (archive_note(results) if planned else left_out_note(results)) if not (site_names or all_sites) else None
     if not (site_names or all_sites) and not os.path.lexists(results):   # a typo reads as "nothing ran yet"
@@ -110,7 +125,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
     render(Outcome("status", lambda: {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses],
                                       "from_cache": cached, "not_counted": note},
                    lambda: _print_tables(title, statuses, counts, every_pair, cached, results, note), errors=errors),
-           as_json)
+           as_json, memo)
 
 
 def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair: bool, cached: int | None,

@@ -34,26 +34,40 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, trusted_keys: Path |
     signed, naming its bytes and its log's: a result rewritten consistently after it was signed
     fails here. A signature proves who published a file, not that the computation was honest.
     Verdicts are remembered in the user cache folder (KIT_NO_CACHE=1: off; its files are sealed, so an edited cache is ignored); a changed file is
-    always checked again.
+    always checked again, and the same question asked again of files none of which changed prints
+    the answer kept.
 
     \b
     Examples:
       kit verify results/fr/LiquidAI__LFM2.5-350M.json
       kit verify results/ --benchmark data/translations --json
     """
+    from kit.cli.replay import AnswerMemo
+
+    memo = AnswerMemo.of_context(click.get_current_context())
+    memo.replay()   # the same question of the same files: the kept answer, and exit
+    memo.record()
+    from kit.results.store import envelope_path, mllog_path
     from kit.results.verify import verify_paths
 
-    outcomes = verify_paths(list(paths), common.benchmark_or_roster(benchmark))
+    dataset = common.benchmark_or_roster(benchmark)
+    outcomes = verify_paths(list(paths), dataset)
     if trusted_keys is not None:
         from kit.results.attest import held_to_keys
 
         outcomes = held_to_keys(outcomes, common.trusted_keys(trusted_keys))
+    # each file and its log (the cache stats them, opening none), its envelope when keys are asked for
+    memo.name(p for p, _ in outcomes)
+    memo.name(mllog_path(p) for p, _ in outcomes)
+    if trusted_keys is not None:
+        memo.name(envelope_path(p) for p, _ in outcomes)
+    memo.name_whole(dataset.root if dataset is not None else None)
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
     # the envelope's list only for --json; the text as one string, so one write: a release tree is thousands of lines
     caveat = NOT_PROVEN_SIGNED if trusted_keys is not None else NOT_PROVEN
     render(Outcome("verify", lambda: [{"path": str(p), "state": st.state, "reasons": st.reasons, "notices": st.notices}
                                       for p, st in outcomes],
-                   ("\n".join(_lines(outcomes, len(bad), caveat)),), failed=bool(bad)), as_json)
+                   ("\n".join(_lines(outcomes, len(bad), caveat)),), failed=bool(bad)), as_json, memo)
 
 
 def _lines(outcomes: list, bad: int, caveat: str = NOT_PROVEN):

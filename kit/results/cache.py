@@ -45,8 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import kit
-from kit.errors import ConfigError
-from kit.files import read_regular_file
+from kit.results.cache_place import RACY_SECONDS, cache_folder, cache_key, file_identity
 from kit.results.checkpoint import MISSING, CheckpointState
 from kit.results.keys import PairState
 from kit.results.identity import Expectation, identity_text
@@ -57,52 +56,9 @@ from kit.results.tree_answers import Question, TreeAnswers
 
 
 CACHE_FORMAT = 5   # 5: sealed line files (kit.results.sealed_lines)
-RACY_SECONDS = 2.0
-KEY_FILE = ".key"
 _STATES = frozenset(PairState)
-
-
-_OFF_WORDS, _ON_WORDS = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
-
-
-def cache_folder() -> Path | None:
-    """Where cache files go; None when KIT_NO_CACHE says so (1, true, yes, on; 0, false, no, off or
-    unset keep it); a ConfigError for any other value, rather than a guess."""
-    flag = os.environ.get("KIT_NO_CACHE", "").strip().lower()
-    if flag in _OFF_WORDS:
-        return None
-    if flag not in _ON_WORDS:
-        raise ConfigError(f"KIT_NO_CACHE={os.environ['KIT_NO_CACHE']!r} is neither on nor off",
-                          fix="set KIT_NO_CACHE=1 to turn kit's cache off, or unset it")
-    base = os.environ.get("KIT_CACHE_DIR")
-    if not base:
-        from platformdirs import user_cache_dir
-
-        base = user_cache_dir("kit")
-    return Path(base) / "checkpoints"
-
-
-def cache_key(folder: Path) -> bytes | None:
-    """This user's key for sealing cache files in `folder` (made once: 32 random bytes, mode 0600), or
-    None when it cannot be made or read (then nothing is cached)."""
-    path = folder / KEY_FILE
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(os.urandom(32))
-        st = os.lstat(path)
-        key = read_regular_file(path, "kit's cache key", 64)
-    except (OSError, ValueError, ConfigError):
-        return None
-    # a key another user could read or write is no key: such a cache is not trusted
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or len(key) != 32:
-        return None
-    return key
+# regular files this process validated, not from a cache (kit.cli.replay keeps only answers that took none)
+_VALIDATED = [0]
 
 
 def code_identity() -> str:
@@ -115,6 +71,11 @@ def code_identity() -> str:
                package / "safejson.py", *package.joinpath("defaults").glob("*")]
     parts = [kit.__version__, str(CACHE_FORMAT), *package_file_stats(sources)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def files_validated() -> int:
+    """How many regular files this process has validated rather than taken from a cache, so far."""
+    return _VALIDATED[0]
 
 
 def package_file_stats(paths: Iterable[Path]) -> list[str]:
@@ -145,11 +106,6 @@ def checker_version() -> str | None:
         except PackageNotFoundError:
             _CHECKER.append(None)
     return _CHECKER[0]
-
-
-def file_identity(st: os.stat_result) -> list[int]:
-    """The facts of a file that any write changes: size, mtime_ns, ctime_ns, inode, device."""
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def _compliance_findings() -> Any:
@@ -296,6 +252,7 @@ class CheckpointCache:
             states = validate_many([(path, kwargs) for _, path, kwargs, _ in misses], keep_data=self.sections,
                                    compliance=_compliance_findings() if self.sections else None,
                                    then=self._shared if self.sections else None)
+            _VALIDATED[0] += sum(found is not None for _, _, _, found in misses)
             for (index, _, _, found), state in zip(misses, states):
                 out[index] = state
                 if found is None:

@@ -15,8 +15,10 @@ A path is held by its identity (kit.results.cache_place.file_identity: size, mti
 device) or as absent; an absent path's ancestors are held up to the nearest that exists.
 
 The question an answer is for: the command and every parameter of it and of `kit`, the current folder,
-the environment (a digest of it: kit's options read variables), whether stdout and stderr are
-terminals (colours), and the Python and kit running it.
+the environment (a digest of it: kit's options read variables), whether stdout and stderr are there and
+are terminals (colours) and their encodings, and the Python (its flags and sys.path) and the kit (where
+it was loaded from) running it. A kept text the stream cannot take as it is now is not printed: the
+command runs.
 
 An answer is kept only when the command validated no file itself (every verdict came from kit's cache,
 so the answer says what a rerun would say, "from kit's cache" line included), ended with exit 0 or 1
@@ -36,7 +38,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +65,14 @@ class AnswerMemo:
         self.folder = folder / "answers" if folder is not None else None
         self.started = time.time()
         self._digest = hashlib.sha256(json.dumps(
-            [MEMO_FORMAT, kit.__version__, command, question, os.getcwd(), _environment_digest(),
-             _is_terminal(sys.stdout), _is_terminal(sys.stderr), sys.executable, sys.version],
+            [MEMO_FORMAT, kit.__version__, os.path.realpath(kit.__file__), command, question, os.getcwd(),
+             _environment_digest(), [_stream_facts(sys.stdout), _stream_facts(sys.stderr)], sys.executable,
+             sys.version, repr(sys.flags), sys.path],
             default=str, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
         self.file = self.folder / f"{self._digest[:32]}.lines" if self.folder is not None else None
         self._header = {"format": MEMO_FORMAT, "question": self._digest}
         self._paths: set[str] = set()       # opened or listed while recording (the audit hook's)
-        self._named: list[str] = []         # what the command names itself
+        self._named: list[Iterable[Any]] = []   # what the command names itself
         self._whole: list[str] = []         # folders it names, held with everything under them
         self._streams: list[tuple[str, Any, _Copy]] = []
         self._validated_before = 0
@@ -98,6 +101,8 @@ class AnswerMemo:
         out, err, code = answer.get("stdout"), answer.get("stderr"), answer.get("code")
         if not (isinstance(out, str) and isinstance(err, str) and code in (0, 1)):
             return
+        if not (_can_print(sys.stdout, out) and _can_print(sys.stderr, err)):   # (a closed stream: None)
+            return   # the command says it its own way
         sys.stdout.write(out)
         sys.stdout.flush()
         if err:
@@ -140,9 +145,10 @@ class AnswerMemo:
 
     def name(self, paths: Iterable[Any]) -> None:
         """Hold files or folders the command depends on without opening or listing them in this process
-        (each checkpoint and its log, which the verdict cache stats)."""
+        (each checkpoint and its log, which the verdict cache stats). `paths` is read only when an answer
+        is kept (a generator is fine): a run that validated files keeps none and pays nothing here."""
         if self in _RECORDING:
-            self._named.extend(os.path.abspath(os.fsdecode(os.fspath(p))) for p in paths)
+            self._named.append(paths)
 
     def name_whole(self, folder: Any) -> None:
         """Hold a folder and every file and folder under it (a benchmark's: its worker processes read
@@ -197,12 +203,11 @@ class AnswerMemo:
     def _world(self) -> dict[str, dict[str, list[int]]] | None:
         """folder -> {name: identity} of every path of the world, or None when one changed too recently."""
         paths = set(self._paths)
-        paths.update(self._named)
+        for named in self._named:
+            paths.update(os.path.abspath(os.fsdecode(os.fspath(p))) for p in named)
         for whole in self._whole:
             paths.add(whole)
-            for folder, dirs, files in os.walk(whole):
-                paths.update(os.path.join(folder, f) for f in files)
-                paths.update(os.path.join(folder, d) for d in dirs)
+            paths.update(_everything_under(whole))
         paths.add(os.getcwd())
         paths.add(os.path.dirname(os.path.abspath(kit.__file__)))
         paths.update(os.path.abspath(p) for p in sys.path if p)
@@ -239,6 +244,19 @@ class AnswerMemo:
         return by_folder
 
 
+def _everything_under(top: str) -> Iterator[str]:
+    """Every file and folder under `top`, through linked folders too (a benchmark's language folder may be a
+    link: its files are stat-ed through it), each real folder once."""
+    seen: set[str] = set()
+    for folder, dirs, files in os.walk(top, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:   # a link back up the tree, or two links to one folder
+            dirs[:] = []
+            continue
+        seen.add(real)
+        yield from (os.path.join(folder, name) for name in (*dirs, *files))
+
+
 def _unchanged(world: dict[str, Any]) -> bool:
     """Whether every path of a kept world states the same now."""
     stat, join = os.stat, os.path.join
@@ -263,6 +281,26 @@ def _environment_digest() -> str:
     two identical commands."""
     items = sorted((k, v) for k, v in os.environ.items() if k not in _UNREAD_VARIABLES)
     return hashlib.sha256(json.dumps(items).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _stream_facts(stream: Any) -> list[Any]:
+    """What of an output stream changes what a command prints on it: whether there is one, whether it is
+    a terminal (colours), its encoding and error handler (rich draws its tables in ASCII for one)."""
+    return [stream is not None, _is_terminal(stream), getattr(stream, "encoding", None),
+            getattr(stream, "errors", None)]
+
+
+def _can_print(stream: Any, text: str) -> bool:
+    """Whether `text` can be written on `stream` as it is (a stream to write on, an encoding that holds it)."""
+    if not text:
+        return True
+    if stream is None or not hasattr(stream, "write"):
+        return False
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict")
+    except (UnicodeError, LookupError):
+        return False
+    return True
 
 
 def _is_terminal(stream: Any) -> bool:

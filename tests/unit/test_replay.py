@@ -6,6 +6,7 @@ the environment, the kept file itself) runs the command, whose answer is then th
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,66 @@ def test_answers_kept_are_bounded(tmp_path, settled, trees, monkeypatch):
         for _ in range(2):
             kit_in_process("status", "results", "--languages", language, cwd=tmp_path)
     assert len(list(settled.glob("*.lines"))) == 2
+
+
+def test_a_benchmark_folder_reached_through_a_link_is_held_through_it(sweep, trees):
+    # the language files are stat-ed (the verdict key's fingerprint), never opened: held by the folder walk
+    languages = next(p.parent for p in sweep.bench.rglob("*.csv"))
+    moved = sweep.root / "elsewhere"
+    languages.rename(moved)
+    languages.symlink_to(moved, target_is_directory=True)
+    asked_thrice("status", "results", cwd=sweep.root, trees=trees)
+    csv = next(moved.glob("*.csv"))
+    text = csv.read_text(encoding="utf-8")
+    csv.write_text(text.replace(",yes,", ",no,", 1) if ",yes," in text else text + "\n", encoding="utf-8")
+    after = kit_in_process("status", "results", cwd=sweep.root)
+    assert len(trees) == 3
+    assert after.returncode == 2 and "differs from the manifest" in after.stderr
+
+
+def test_another_kit_or_stream_asks_another_question(tmp_path, settled, monkeypatch):
+    import sys
+
+    import kit
+
+    asked = replay.AnswerMemo("status", ["q"])._digest
+    assert replay.AnswerMemo("status", ["q"])._digest == asked
+    monkeypatch.setattr(kit, "__file__", str(tmp_path / "another" / "kit" / "__init__.py"))
+    assert replay.AnswerMemo("status", ["q"])._digest != asked   # a checkout's kit beside the installed one
+    monkeypatch.undo()
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+
+    class Ascii:
+        encoding, errors = "ascii", "strict"
+
+        def isatty(self):
+            return False
+
+        def write(self, text):
+            return len(text)
+
+    monkeypatch.setattr(sys, "stdout", Ascii())
+    assert replay.AnswerMemo("status", ["q"])._digest != asked   # rich draws ASCII boxes for an ASCII stream
+    assert not replay._can_print(sys.stdout, "┏━━┓") and replay._can_print(sys.stdout, "+--+")
+    assert not replay._can_print(None, "text")   # a closed stdout: the command says it its own way
+
+
+@pytest.mark.slow
+def test_a_real_kit_replays_and_a_closed_stdout_runs_the_command(tmp_path):
+    """The command as a user runs it (its own process, the real racy window): the third ask is replayed;
+    with stdout closed the command runs and ends as a fresh one does."""
+    import subprocess
+    import sys
+    import time
+
+    sweep = demo_sweep(tmp_path / "sweep")
+    env = {**os.environ, "KIT_CACHE_DIR": str(tmp_path / "cache")}
+    time.sleep(replay.RACY_SECONDS + 0.5)   # every file older than the racy window
+    runs = [subprocess.run([sys.executable, "-X", "importtime", "-m", "kit", "status", "results"], cwd=sweep.root,
+                           env=env, capture_output=True, text=True, timeout=120) for _ in range(3)]
+    assert [r.returncode for r in runs] == [0, 0, 0], runs[-1].stderr
+    assert runs[2].stdout == runs[1].stdout and "kit.results.tree" in runs[1].stderr
+    assert "kit.results.tree" not in runs[2].stderr   # replayed: the results layer never loaded
+    closed = subprocess.run(f"{sys.executable} -m kit status results >&-", shell=True, cwd=sweep.root, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr

@@ -363,6 +363,9 @@ def _install_hook() -> None:
     """Add the audit hook once per process (hooks cannot be removed: it does nothing unless recording)."""
     if not _HOOKED:
         sys.addaudithook(_audit)
+        # a forked worker (the validation pool) reads for its parent, which names what it needs
+        if hasattr(os, "register_at_fork"):   # (not on Windows, where nothing forks)
+            os.register_at_fork(after_in_child=_RECORDING.clear)
         _HOOKED.append(True)
 
 

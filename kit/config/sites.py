@@ -522,8 +522,9 @@ class Site(BaseModel):
         return self.frontend != "local"
 
     def ignored_keys(self) -> list[str]:
-        """A line for each key set in this entry that its scheduler does not read (an OAR `queue` on a
-        Slurm site, a Slurm `partition` on an OAR site), saying what the scheduler reads instead."""
+        """A line for each key set in this entry that its scheduler or runtime does not read (an OAR `queue`
+        on a Slurm site, a Slurm `partition` on an OAR site, `docker_image` under apptainer), saying what
+        the scheduler reads instead."""
         out = []
         for key in sorted(self.model_fields_set - {"name"}):
             readers = _SCHEDULER_KEYS.get(key)
@@ -532,6 +533,10 @@ class Site(BaseModel):
                 instead = _INSTEAD.get((key, self.scheduler), "")
                 out.append(f"site {self.name}: `{key}` is read by {' and '.join(readers)} only; the {self.scheduler} "
                            f"scheduler ignores it" + (f" ({instead})" if instead else ""))
+        for key in sorted(self.model_fields_set & _RUNTIME_KEYS.keys()):
+            if self.runtime != _RUNTIME_KEYS[key] and getattr(self, key) is not None:
+                out.append(f"site {self.name}: `{key}` is read by runtime {_RUNTIME_KEYS[key]} only; this site's "
+                           f"runtime, {self.runtime}, ignores it")
         if "cpus_per_task" in self.model_fields_set and self.scheduler == "oar" and self.gpus_per_node:
             out.append(f"site {self.name}: `cpus_per_task` is read by oar for jobs without GPUs only (core=N); a GPU "
                        "job gets the cores OAR gives with its GPUs (/gpu=N)")
@@ -554,6 +559,8 @@ _SCHEDULER_KEYS = {
     "gpu_features": ("slurm",), "mem_gb": ("slurm",),
     "account": ("slurm", "oar"),
 }
+# keys one runtime reads (the others ignore them: Site.ignored_keys says so)
+_RUNTIME_KEYS = {"container_command": "apptainer", "docker_image": "docker", "python": "host"}
 _INSTEAD = {
     ("queue", "slurm"): "a Slurm queue is a partition: write partition = ...",
     ("partition", "oar"): "an OAR queue is `queue`; GPUs are picked with gpu_filter",

@@ -128,6 +128,19 @@ def test_memory_and_cores_an_oar_gpu_job_does_not_ask_are_said():
     assert Site(name="c", scheduler="oar", cpus_per_task=8, gpus_per_node=0).ignored_keys() == []
 
 
+def test_a_key_the_sites_runtime_does_not_read_is_said():
+    site = Site(name="r", scheduler="slurm", runtime="apptainer", docker_image="kit/vllm:cpu", python="/opt/py")
+    assert site.ignored_keys() == ["site r: `docker_image` is read by runtime docker only; this site's runtime, "
+                                   "apptainer, ignores it",
+                                   "site r: `python` is read by runtime host only; this site's runtime, apptainer, "
+                                   "ignores it"]
+    enroot = Site(name="e", scheduler="slurm", runtime="enroot", container_command="singularity")
+    assert enroot.ignored_keys() == ["site e: `container_command` is read by runtime apptainer only; this site's "
+                                     "runtime, enroot, ignores it"]
+    assert Site(name="s", scheduler="slurm", runtime="singularity").ignored_keys() == []   # it sets the command
+    assert Site(name="h", scheduler="local", runtime="host", python="/opt/py").ignored_keys() == []
+
+
 def test_a_key_the_sites_scheduler_does_not_read_is_said_not_silently_ignored(sweep, fake_oar):   # fake_oar: an idle squeue
     (sweep / "sites.toml").write_text(
         '[site.slurmy]\nscheduler = "slurm"\nruntime = "host"\nqueue = "gpu"\npartition = "gpu"\n'

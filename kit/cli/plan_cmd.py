@@ -34,9 +34,11 @@ def plan(roster: Path, benchmark: Path | None, models: tuple[str, ...], language
          as_json: bool) -> None:
     """Show what a sweep consists of, before any model is loaded.
 
-    Prints the runs, the languages with their prompt counts and file digests (each
-    language file is checked against the manifest), the pairs, the pairs of the chosen
-    shard, and how many of those already have a complete, pending or invalid checkpoint.
+    Prints each run's prompt file and its digest (and a prompt file found by lrb's names
+    but passed over, as prompt_generate.txt beside prompt.txt), the runs, the languages
+    with their prompt counts and file digests (each language file is checked against the
+    manifest), the pairs, the pairs of the chosen shard, and how many of those already
+    have a complete, pending or invalid checkpoint.
 
     \b
     Examples:
@@ -78,7 +80,9 @@ def _lines(project, ov, shard: tuple[int, int], results: Path, site, images: lis
     yield f"benchmark  {project.benchmark.root}  ({project.benchmark.describe()})"
     yield f"whole set  {ov.whole_set[0]}: {ov.whole_set[1]}"
     for task, digest in ov.prompt_digests.items():
-        yield f"prompt     {task}: sha256 {digest}"
+        yield f"prompt     {task}: {ov.prompt_files.get(task, '?')} sha256 {digest}"
+    for line in ov.prompts_unread:
+        yield f"           {line}"
     yield f"runs       {len(ov.runs)}" + (": " + ", ".join(ov.runs) if ov.runs else "  (no roster: pass --roster to plan pairs)")
     yield f"languages  {len(ov.languages)}"
     for lang in ov.languages:

@@ -27,6 +27,8 @@ class PlanOverview:
     assigned: list[Pair]
     states: list[PairStatus] = field(default_factory=list)
     prompt_digests: dict[str, str] = field(default_factory=dict)
+    prompt_files: dict[str, str] = field(default_factory=dict)     # the same keys: the file each was read from
+    prompts_unread: list[str] = field(default_factory=list)        # prompt files there that no lookup reads
 
     @property
     def counts(self) -> dict[str, int]:
@@ -43,7 +45,8 @@ class PlanOverview:
         return {
             "runs": self.runs, "languages": self.languages, "prompts_per_language": self.prompts_per_language,
             "file_sha256": self.digests, "whole_set": {"status": self.whole_set[0], "detail": self.whole_set[1]},
-            "prompt_sha256": self.prompt_digests, "pairs": self.pairs, "shard": f"{self.shard[0]}/{self.shard[1]}",
+            "prompt_sha256": self.prompt_digests, "prompt_files": self.prompt_files,
+            "prompts_unread": self.prompts_unread, "pairs": self.pairs, "shard": f"{self.shard[0]}/{self.shard[1]}",
             "assigned": [[p.run, p.language] for p in self.assigned], "assigned_prompts": self.total_prompts,
             "checkpoints": self.counts,
             "invalid": [s.as_dict() for s in self.states if s.state == PairState.INVALID],
@@ -71,8 +74,8 @@ def plan_overview(
         with ResultsTree(results) as tree:
             states = tree.pair_states(assigned, PlanExpectations(bench, runs))
     # each run's own prompt (lrb gives each kind of model its own); with no run, every prompt the benchmark has
-    prompt_digests = ({r.name: bench.prompt_for(r).sha256 for r in runs} if runs
-                      else {kind: p.sha256 for kind, p in sorted(bench.prompts.items())})
+    prompts = ({r.name: bench.prompt_for(r) for r in runs} if runs else dict(sorted(bench.prompts.items())))
+    unread = getattr(bench, "unread_prompt_files", None)
     return PlanOverview(
         runs=[r.name for r in runs],
         languages=langs,
@@ -83,5 +86,7 @@ def plan_overview(
         shard=shard,
         assigned=assigned,
         states=states,
-        prompt_digests=prompt_digests,
+        prompt_digests={name: p.sha256 for name, p in prompts.items()},
+        prompt_files={name: str(p.path) for name, p in prompts.items()},
+        prompts_unread=unread() if unread is not None else [],
     )

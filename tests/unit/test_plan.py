@@ -78,3 +78,24 @@ def test_languages_no_selected_run_covers_are_refused_naming_them(tmp_path):
     with pytest.raises(ConfigError, match="none of the selected runs covers de: they run en, fr"):
         select_pairs(project.roster.run, project.benchmark, ["de"])
     assert [p.language for p in select_pairs(project.roster.run, project.benchmark, ["de", "en"])] == ["en"]
+
+
+def test_plan_names_each_prompt_file_and_one_found_by_name_but_passed_over(tmp_path):
+    """lrb's folder holds prompt.txt and prompt_generate.txt: plan says which one a generative run reads."""
+    import json
+
+    from inprocess import kit_in_process
+    from release_helpers import demo_sweep
+
+    sweep = demo_sweep(tmp_path)
+    (sweep.bench / "benchmark.toml").unlink()   # the prompts found by lrb's file names
+    text = (sweep.bench / "prompt_generate.txt").read_text(encoding="utf-8")
+    (sweep.bench / "prompt.txt").write_text(text.replace("Answer", "Reply"), encoding="utf-8")
+    r = kit_in_process("plan", "--allow-unpinned", cwd=sweep.root)
+    assert r.returncode == 0, r.stderr
+    prompt_line = next(line for line in r.stdout.splitlines() if line.startswith("prompt "))
+    assert f"{sweep.bench / 'prompt.txt'} sha256 " in prompt_line
+    assert "prompt_generate.txt is there too and not read: prompt.txt is the generative prompt" in r.stdout
+    data = json.loads(kit_in_process("plan", "--allow-unpinned", "--json", cwd=sweep.root).stdout)["data"]
+    assert set(data["prompt_files"].values()) == {str(sweep.bench / "prompt.txt")}
+    assert len(data["prompts_unread"]) == 1

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kit import safejson
 from kit.config.dataset import LanguageData, Prompt, whole_set_sha256
 from kit.config.loading import config_error_from, invalid, load_model
-from kit.config.kinds.lrb.prompts import PromptChoice, PromptFiles, found_prompts, named_prompts
+from kit.config.kinds.lrb.prompts import PromptChoice, PromptFiles, found_prompts, named_prompts, unread_prompt_files
 from kit.config.names import language_key
 from kit.errors import ConfigError
 
@@ -317,6 +317,11 @@ class Benchmark:
     def expected_answers(self, language: str) -> dict[str, str]:
         """item id -> its yes/no label in the language file."""
         return {item.item_id: item.label for item in self.load_language(language).items}
+
+    def unread_prompt_files(self) -> list[str]:
+        """Prompt files in the benchmark folder that no lookup reads (kit.config.kinds.lrb.prompts.unread_prompt_files);
+        none when benchmark.toml names the prompts."""
+        return [] if self.config_path is not None else unread_prompt_files(self.root)
 
     @cached_property
     def prompt_choice(self) -> PromptChoice:

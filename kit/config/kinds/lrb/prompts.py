@@ -139,6 +139,17 @@ def named_prompts(root: Path, files: PromptFiles, config: Path) -> dict[str, Pro
     return prompts
 
 
+def unread_prompt_files(root: Path) -> list[str]:
+    """A line for each prompt file in folder `root` that found_prompts passes over because an earlier name of
+    its kind is there too (prompt_generate.txt beside prompt.txt), naming the one read."""
+    out = []
+    for kind in PROMPT_KINDS:
+        there = [name for name in PROMPT_FILES[kind] if (root / name).is_file()]
+        out += [f"{name} is there too and not read: {there[0]} is the {DESCRIPTIONS[kind]} prompt (the first of "
+                f"{', '.join(PROMPT_FILES[kind])})" for name in there[1:]]
+    return out
+
+
 def found_prompts(root: Path) -> dict[str, Prompt]:
     """prompt kind -> its template, for the lrb file names (PROMPT_FILES) present in folder `root`;
     a kind with none is left out, a malformed file is a ConfigError."""

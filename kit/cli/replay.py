@@ -4,8 +4,9 @@ costs a stat of each file it read, not the roster, the plan, the imports and the
 
 What the command read (its "world"):
 - every file this process opened and every folder it listed while the command ran (Python's audit
-  events `open`, `os.listdir` and `os.scandir`), outside the Python installation, kit's own package
-  and kit's cache folder (whose verdicts follow from the files they are of);
+  events `open`, `os.listdir` and `os.scandir`), outside the folders Python imports libraries from,
+  kit's own package, kit's cache folder (whose verdicts follow from the files they are of), /proc and
+  /sys, each as the system reads it (`link/..` is not normalised away), device nodes left out;
 - the files the command names itself: each checkpoint and its log, which the verdict cache stats
   rather than opens, and folders such as the benchmark's, read whole;
 - the folder of each of these files (a file created beside one, which a command may have looked for
@@ -119,8 +120,8 @@ class AnswerMemo:
 
         self._validated_before = files_validated()
         package = os.path.dirname(os.path.abspath(kit.__file__))
-        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, package, os.fspath(self.folder.parent)}
-        self._excluded = tuple(os.path.join(os.path.abspath(p), "") for p in prefixes) + ("/proc/", "/dev/", "/sys/")
+        self._excluded = tuple(os.path.join(p, "") for p in {*_library_folders(), package, os.fspath(self.folder.parent)})
+        self._excluded += ("/proc/", "/sys/")   # (device nodes are left out when the world is stated)
         for name in ("stdout", "stderr"):
             real = getattr(sys, name)
             if not hasattr(real, "encoding"):
@@ -154,7 +155,7 @@ class AnswerMemo:
         """Hold a folder and every file and folder under it (a benchmark's: its worker processes read
         the language files a cold run needs); None: nothing."""
         if folder is not None and self in _RECORDING:
-            self._whole.append(os.path.abspath(os.fsdecode(os.fspath(folder))))
+            self._whole.append(_as_read(folder))
 
     def note_read(self, path: str) -> None:
         """The audit hook's: a path this process opened or listed."""
@@ -204,7 +205,7 @@ class AnswerMemo:
         """folder -> {name: identity} of every path of the world, or None when one changed too recently."""
         paths = set(self._paths)
         for named in self._named:
-            paths.update(os.path.abspath(os.fsdecode(os.fspath(p))) for p in named)
+            paths.update(map(_as_read, named))
         for whole in self._whole:
             paths.add(whole)
             paths.update(_everything_under(whole))
@@ -221,7 +222,7 @@ class AnswerMemo:
         todo = [(path, True) for path in paths]
         while todo:
             path, file_parent = todo.pop()
-            path = os.path.normpath(path)
+            path = path.rstrip(os.sep) or os.sep
             if path in seen:
                 continue
             seen.add(path)
@@ -234,6 +235,8 @@ class AnswerMemo:
                 identity = _ABSENT
                 todo.append((folder, True))   # up to the nearest folder that is there: creating it changes that
             else:
+                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):   # /dev/null: no file's content
+                    continue
                 if max(st.st_mtime, st.st_ctime) > limit:
                     return None
                 identity = file_identity(st)
@@ -242,6 +245,23 @@ class AnswerMemo:
                     todo.append((folder, False))
             by_folder.setdefault(folder, {})[name] = identity
         return by_folder
+
+
+def _as_read(path: Any) -> str:
+    """A path as the system reads it from the current folder: absolute, but never normalised by its text
+    (after a linked folder, `link/..` is the link target's parent, not the current folder)."""
+    return os.path.join(os.getcwd(), os.fsdecode(os.fspath(path)))
+
+
+def _library_folders() -> set[str]:
+    """The folders Python imports its own and installed libraries from (their files are not a command's
+    input; sys.path's folders themselves are held): the standard library's and site-packages'."""
+    import sysconfig
+
+    found = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    found.update(p for p in sys.path if p and (os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages")
+                                               or p.endswith(".zip")))
+    return {os.path.abspath(p) for p in found if p}
 
 
 def _everything_under(top: str) -> Iterator[str]:
@@ -381,6 +401,6 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if isinstance(target, int):   # a descriptor: its path was seen when it was opened
         return
     try:
-        _RECORDING[0].note_read(os.path.abspath(os.fsdecode(os.fspath(target))))
+        _RECORDING[0].note_read(_as_read(target))
     except Exception:   # an audit hook must never break the call it watches  # noqa: BLE001
         return

@@ -6,6 +6,8 @@ the environment, the kept file itself) runs the command, whose answer is then th
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import os
 from pathlib import Path
 
@@ -224,3 +226,34 @@ def test_a_real_kit_replays_and_a_closed_stdout_runs_the_command(tmp_path):
     closed = subprocess.run(f"{sys.executable} -m kit status results >&-", shell=True, cwd=sweep.root, env=env,
                             capture_output=True, text=True, timeout=120)
     assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr
+
+
+def test_a_path_through_a_linked_folder_and_up_holds_the_files_read(tmp_path, settled, trees):
+    # `lnk/../results` is the results beside the link's target, not the current folder's
+    elsewhere = tmp_path / "elsewhere"
+    make_checkpoint(elsewhere / "results", "org/a", "fr", SOME)
+    (elsewhere / "sub").mkdir()
+    here = tmp_path / "here"
+    make_checkpoint(here / "results", "org/a", "fr", SOME)   # the same names where the text would point
+    (here / "lnk").symlink_to(elsewhere / "sub", target_is_directory=True)
+    asked_thrice("status", "lnk/../results", cwd=here, trees=trees)
+    (elsewhere / "results" / "fr" / "org__a.json").write_text("{}", encoding="utf-8")
+    after = kit_in_process("status", "lnk/../results", cwd=here)
+    assert len(trees) == 3 and "1 invalid" in after.stdout
+
+
+def test_a_tree_on_a_memory_filesystem_is_held_as_any_other(tmp_path, settled, trees):
+    # /dev/shm is a tmpfs under /dev: what is read there is an input like any other
+    shm = Path("/dev/shm")
+    root = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else tmp_path
+    try:
+        sweep = demo_sweep(root / "sweep")
+        asked_thrice("status", "results", cwd=sweep.root, trees=trees)
+        text = sweep.roster.read_text(encoding="utf-8")
+        with open(sweep.roster, "r+", encoding="utf-8") as fh:   # in place: the same inode
+            fh.write(text.replace('revision = "a', 'revision = "b', 1))   # another revision: every pair stale
+        after = kit_in_process("status", "results", cwd=sweep.root)
+        assert len(trees) == 3 and "3 stale" in after.stdout, after.stdout + after.stderr
+    finally:
+        if root != tmp_path:
+            shutil.rmtree(root, ignore_errors=True)

@@ -73,7 +73,7 @@ class AnswerMemo:
         self.file = self.folder / f"{self._digest[:32]}.lines" if self.folder is not None else None
         self._header = {"format": MEMO_FORMAT, "question": self._digest}
         self._paths: set[str] = set()       # opened or listed while recording (the audit hook's)
-        self._named: list[Iterable[Any]] = []   # what the command names itself
+        self._named: list[tuple[Iterable[Any], str | None]] = []   # what the command names itself
         self._whole: list[str] = []         # folders it names, held with everything under them
         self._streams: list[tuple[str, Any, _Copy]] = []
         self._validated_before = 0
@@ -144,12 +144,13 @@ class AnswerMemo:
                 setattr(sys, name, real)
         self._streams = []
 
-    def name(self, paths: Iterable[Any]) -> None:
+    def name(self, paths: Iterable[Any], beside: str | None = None) -> None:
         """Hold files or folders the command depends on without opening or listing them in this process
-        (each checkpoint and its log, which the verdict cache stats). `paths` is read only when an answer
-        is kept (a generator is fine): a run that validated files keeps none and pays nothing here."""
+        (each checkpoint, which the verdict cache stats); with `beside` (".mllog"), each .json file's
+        namesake with that suffix too (its log). `paths` is read only when an answer is kept (a generator
+        is fine): a run that validated files keeps none and pays nothing here."""
         if self in _RECORDING:
-            self._named.append(paths)
+            self._named.append((paths, beside))
 
     def name_whole(self, folder: Any) -> None:
         """Hold a folder and every file and folder under it (a benchmark's: its worker processes read
@@ -204,8 +205,12 @@ class AnswerMemo:
     def _world(self) -> dict[str, dict[str, list[int]]] | None:
         """folder -> {name: identity} of every path of the world, or None when one changed too recently."""
         paths = set(self._paths)
-        for named in self._named:
-            paths.update(map(_as_read, named))
+        cwd, join, fspath = os.getcwd(), os.path.join, os.fspath   # (a sweep names forty thousand files)
+        for named, beside in self._named:
+            texts = [join(cwd, os.fsdecode(fspath(p))) for p in named]
+            paths.update(texts)
+            if beside:
+                paths.update(t[:-5] + beside for t in texts if t.endswith(".json"))
         for whole in self._whole:
             paths.add(whole)
             paths.update(_everything_under(whole))
@@ -220,13 +225,14 @@ class AnswerMemo:
         limit = self.started - RACY_SECONDS
         seen: set[str] = set()
         todo = [(path, True) for path in paths]
+        split, sep, ischr, isblk, isdir = os.path.split, os.sep, stat.S_ISCHR, stat.S_ISBLK, stat.S_ISDIR
         while todo:
             path, file_parent = todo.pop()
-            path = path.rstrip(os.sep) or os.sep
+            path = path.rstrip(sep) or sep
             if path in seen:
                 continue
             seen.add(path)
-            folder, name = os.path.split(path)
+            folder, name = split(path)
             if not name:   # the root folder: nothing holds it
                 continue
             try:
@@ -235,12 +241,12 @@ class AnswerMemo:
                 identity = _ABSENT
                 todo.append((folder, True))   # up to the nearest folder that is there: creating it changes that
             else:
-                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):   # /dev/null: no file's content
+                if ischr(st.st_mode) or isblk(st.st_mode):   # /dev/null: no file's content
                     continue
                 if max(st.st_mtime, st.st_ctime) > limit:
                     return None
                 identity = file_identity(st)
-                if file_parent and not stat.S_ISDIR(st.st_mode):
+                if file_parent and folder not in seen and not isdir(st.st_mode):
                     # a file's folder: a file created beside it (one a command looked for without opening) changes it
                     todo.append((folder, False))
             by_folder.setdefault(folder, {})[name] = identity

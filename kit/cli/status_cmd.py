@@ -75,7 +75,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         memo.record()
     from kit.config.project import load_project
     from kit.results.status import count_states
-    from kit.results.store import archive_note, left_out_note, mllog_path
+    from kit.results.store import MLLOG_SUFFIX, archive_note, left_out_note
     from kit.results.tree import ResultsTree
 
     errors: list[str] = []   # only a site can leave its checkpoints unread
@@ -113,8 +113,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         statuses = select_found(statuses, models, common.split_languages(languages), results)
     counts = count_states(statuses)
     if memo is not None:   # each checkpoint and its log: the cache stats them, opening none
-        memo.name(s.path for s in statuses)
-        memo.name(mllog_path(s.path) for s in statuses)
+        memo.name((s.path for s in statuses), beside=MLLOG_SUFFIX)
         memo.name([results])
     # a roster's pairs have their places; a scan says what it found where no checkpoint lies
     note = (archive_note(results) if planned else left_out_note(results)) if not (site_names or all_sites) else None

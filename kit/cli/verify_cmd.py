@@ -47,7 +47,7 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, trusted_keys: Path |
     memo = AnswerMemo.of_context(click.get_current_context())
     memo.replay()   # the same question of the same files: the kept answer, and exit
     memo.record()
-    from kit.results.store import envelope_path, mllog_path
+    from kit.results.store import ENVELOPE_SUFFIX, MLLOG_SUFFIX
     from kit.results.verify import verify_paths
 
     dataset = common.benchmark_or_roster(benchmark)
@@ -57,10 +57,9 @@ def verify(paths: tuple[Path, ...], benchmark: Path | None, trusted_keys: Path |
 
         outcomes = held_to_keys(outcomes, common.trusted_keys(trusted_keys))
     # each file and its log (the cache stats them, opening none), its envelope when keys are asked for
-    memo.name(p for p, _ in outcomes)
-    memo.name(mllog_path(p) for p, _ in outcomes)
+    memo.name((p for p, _ in outcomes), beside=MLLOG_SUFFIX)
     if trusted_keys is not None:
-        memo.name(envelope_path(p) for p, _ in outcomes)
+        memo.name((p for p, _ in outcomes), beside=ENVELOPE_SUFFIX)
     memo.name_whole(dataset.root if dataset is not None else None)
     bad = [(p, st) for p, st in outcomes if st.state != "complete"]
     # the envelope's list only for --json; the text as one string, so one write: a release tree is thousands of lines

@@ -50,9 +50,12 @@ def write_checkpoint(path: Path, data: dict[str, Any]) -> None:
     write_text_atomic(path, dumps_checkpoint(data))
 
 
+MLLOG_SUFFIX = ".mllog"   # the :::MLLOG log beside a checkpoint: <stem>.mllog
+
+
 def mllog_path(checkpoint: Path) -> Path:
     """The :::MLLOG file that sits beside a checkpoint."""
-    return Path(checkpoint).with_suffix(".mllog")
+    return Path(checkpoint).with_suffix(MLLOG_SUFFIX)
 
 
 # the signed statement of a checkpoint (kit.results.attest) sits beside it as <stem>.intoto.jsonl (the SLSA

@@ -159,6 +159,7 @@ def test_a_cached_complete_verdict_does_not_outlive_its_log(sweep, tmp_path_fact
     assert {p["language"]: p["state"] for p in status_of(sweep, env)["pairs"]}["en"] == "invalid"
 
 
+@pytest.mark.slow   # kit in subprocesses: 2.2 s
 def test_a_cache_key_others_can_read_turns_the_cache_off(sweep, tmp_path_factory):
     settled()
     cache = tmp_path_factory.mktemp("cache")

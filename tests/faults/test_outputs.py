@@ -182,6 +182,7 @@ def test_a_read_only_disk_is_one_error_line_and_nothing_written(sweep, writer, m
     assert list(disk.iterdir()) == []
 
 
+@pytest.mark.slow   # reports written: 2 s
 def test_files_named_as_a_report_s_without_an_inventory_are_the_user_s_and_never_replaced(sweep):
     """File names are no marker: a folder of the user's own summary.md, leaderboard.csv and pages is refused
     whole, even one that an earlier kit's report was (its inventory gone)."""

@@ -87,6 +87,7 @@ def test_a_file_name_with_a_newline_makes_no_line_of_its_own(sweep):
         assert not any(line.startswith("OK    results-a.json") for line in text.splitlines()), text
 
 
+@pytest.mark.slow   # kit in subprocesses: 2.2 s
 def test_a_file_name_that_is_not_utf8_gives_valid_json_and_files(sweep):
     odd = os.fsencode(sweep / "results" / "en") + b"/org__model-a\xff.json"
     with open(odd, "wb") as fh:

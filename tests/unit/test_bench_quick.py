@@ -75,6 +75,7 @@ def test_an_earlier_output_is_set_aside_whole_and_deleted_at_the_end(tmp_path, m
     assert not (tmp_path / "trash").exists()
 
 
+@pytest.mark.slow   # a profiled report of its own: 2.5 s
 @pytest.mark.timeout(300)
 def test_the_report_split_finds_every_part_and_every_stage_of_memory(tmp_path):
     from bench.report_parts import PARTS, STAGES

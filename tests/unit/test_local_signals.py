@@ -50,6 +50,7 @@ def _default_stop_signals() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
+@pytest.mark.slow   # a job started and signalled, six times: 12 s
 @pytest.mark.parametrize("started", [_default_stop_signals, _ignore_stop_signals], ids=["terminal", "nohup"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_to_kit_stops_the_job_and_leaves_no_process(tmp_path: Path, sig: signal.Signals, started) -> None:

@@ -311,6 +311,7 @@ def test_a_results_folder_whose_name_is_not_utf8_is_read_reported_and_released(s
     assert (sweep.root / "rel" / "README.md").is_file()
 
 
+@pytest.mark.slow   # two releases: 1.9 s
 def test_a_release_written_again_links_the_files_that_come_out_the_same(sweep):
     """After one checkpoint changed, `kit release --force` links in the earlier release's files that come
     out byte for byte the same (the other language's lrb file, checkpoint copy, log and result page keep

@@ -53,8 +53,11 @@ def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = 
     # Jobs grouped by language: a worker then reads the benchmark data (ids, answers) of the languages
     # its chunks hold, in parallel with the others, instead of this process reading all of them first.
     order = sorted(range(len(jobs)), key=lambda i: _language(jobs[i][1]))
+    ordered = [jobs[i] for i in order]
     try:
-        states = fork_map(_validate_job, [jobs[i] for i in order], then=then)
+        # a chunk never holds the end of one language and the start of the next: each language is then
+        # read by one worker, not by each worker that took a part of it
+        states = fork_map(_validate_job, ordered, then=then, group=lambda job: _language(job[1]))
     finally:
         _STRINGS = {}
     out: list[CheckpointState] = [None] * len(jobs)   # type: ignore[list-item]   # each filled below
@@ -64,12 +67,13 @@ def validate_many(jobs: list[tuple[Path, dict[str, Any]]], *, keep_data: bool = 
 
 
 def fork_map(function: Callable[[T], R], items: Sequence[T], *, min_items: int | None = None,
-             then: Callable[[R], R] | None = None) -> list[R]:
+             then: Callable[[R], R] | None = None, group: Callable[[T], Any] | None = None) -> list[R]:
     """[then(function(item)) for item in items], in order: `function` on a pool of forked workers when there
     are at least `min_items` items (MIN_FILES by default) and two usable cores (the function and the items
     are inherited by the fork, never pickled; each result is pickled back), else in this process; `then`
     (none: the result as it is) always here, on each result as it arrives, so that what it makes of the
-    results (sharing their strings) never waits for all of them to be held at once."""
+    results (sharing their strings) never waits for all of them to be held at once. With `group`, a
+    worker's chunk of consecutive items ends where group(item) changes (and at the chunk size)."""
     import multiprocessing
 
     after = then if then is not None else _as_is
@@ -79,12 +83,42 @@ def fork_map(function: Callable[[T], R], items: Sequence[T], *, min_items: int |
         return [after(function(item)) for item in items]
     global _TASK
     _TASK = (function, items)
+    size = max(1, len(items) // (workers * 16))
+    chunks = chunk_bounds(items, size, group)
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=ignore_interrupts) as pool:
-            return list(map(after, pool.imap(_run_task, range(len(items)),
-                                             chunksize=max(1, len(items) // (workers * 16)))))
+            return [after(result) for results in pool.imap(_run_chunk, chunks) for result in results]
     finally:
         _TASK = None
+
+
+def chunk_bounds(items: Sequence[T], size: int, group: Callable[[T], Any] | None = None) -> list[tuple[int, int]]:
+    """(start, end) of consecutive chunks of `items` covering them in order, each at most `size` long; with
+    `group`, whole runs of items of the same group(item) share a chunk, and a run longer than `size` has
+    chunks of its own."""
+    count = len(items)
+    if group is None:
+        return [(at, min(at + size, count)) for at in range(0, count, size)]
+    if not count:
+        return []
+    keys = [group(item) for item in items]
+    runs = [at for at in range(1, count) if keys[at] != keys[at - 1]]
+    bounds: list[tuple[int, int]] = []
+    begun: int | None = None   # where the chunk being filled begins
+    for first, end in zip([0, *runs], [*runs, count]):
+        if end - first >= size:   # a long run: the chunk being filled ends before it
+            if begun is not None:
+                bounds.append((begun, first))
+                begun = None
+            bounds += [(at, min(at + size, end)) for at in range(first, end, size)]
+        elif begun is not None and end - begun > size:
+            bounds.append((begun, first))
+            begun = first
+        elif begun is None:
+            begun = first
+    if begun is not None:
+        bounds.append((begun, count))
+    return bounds
 
 
 def ignore_interrupts() -> None:
@@ -106,10 +140,10 @@ def _as_is(value: R) -> R:
     return value
 
 
-def _run_task(index: int) -> Any:
+def _run_chunk(bounds: tuple[int, int]) -> list[Any]:
     assert _TASK is not None   # set before the fork
     function, items = _TASK
-    return function(items[index])
+    return [function(items[at]) for at in range(*bounds)]
 
 
 def _language(kwargs: dict[str, Any]) -> str:

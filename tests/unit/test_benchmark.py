@@ -453,3 +453,89 @@ def test_language_codes_are_matched_as_people_write_them(demo: Path):
     rewrite_manifest(manifest, languages=[*data["languages"], "pt-BR", "pt_br"])
     with pytest.raises(ConfigError, match="'pt-BR' and 'pt_br', one code spelled two ways"):
         load_benchmark(demo)
+
+
+# --- answers read in bulk give load_language's answers and refusals -------------------
+
+
+def _swap_rows(rows):
+    rows[3], rows[4] = rows[4], rows[3]
+
+
+def _extra_field(rows):
+    rows[5].append("x")
+
+
+def _relabel(rows):
+    rows[3][rows[0].index("label")] = "Yes"
+
+
+def _other_language(rows):
+    rows[2][rows[0].index("language")] = "en"
+
+
+def _blank_sentence(rows):
+    rows[2][rows[0].index("sentence")] = "\u00a0\u200b"
+
+
+def _nul_in_source(rows):
+    rows[2][rows[0].index("source")] = "a\0b"
+
+
+def _repeat_label(rows):
+    at = rows[0].index("label")
+    for row in rows:
+        row.append(row[at] if row is not rows[0] else "label")
+
+
+def _blank_lines(rows):
+    rows.insert(3, [])
+    rows.append([])
+
+
+def _reorder_columns(rows):
+    for row in rows:
+        row.reverse()
+
+
+@pytest.mark.parametrize("edit", [_swap_rows, _extra_field, _relabel, _other_language, _blank_sentence, _nul_in_source,
+                                  _repeat_label, lambda rows: rows.pop(7), lambda rows: rows[0].__setitem__(0, " sentence"),
+                                  lambda rows: None, _blank_lines, _reorder_columns])
+def test_answers_read_in_bulk_are_load_languages_and_so_are_their_refusals(demo: Path, edit):
+    """A status of a sweep reads each language's answers on whole columns at once (Benchmark.expected_answers):
+    it gives the answers, in the order, that load_language's items give, and for a file load_language
+    refuses, its very refusal."""
+    _edit_rows(demo, "de", edit)
+    try:
+        items = load_benchmark(demo).load_language("de").items
+    except ConfigError as exc:
+        with pytest.raises(ConfigError) as bulk:
+            load_benchmark(demo).expected_answers("de")
+        assert str(bulk.value) == str(exc)
+        return
+    answers = load_benchmark(demo).expected_answers("de")
+    assert list(answers.items()) == [(item.item_id, item.label) for item in items]
+    in_bulk = load_benchmark(demo)._answers_in_bulk("de")   # (a NUL in any column sends it the full way)
+    assert in_bulk == answers if edit is not _nul_in_source else in_bulk is None
+
+
+@pytest.mark.parametrize("damage", ["byte", "folder", "missing", "not utf-8", "quote"])
+def test_a_damaged_language_file_is_refused_by_expected_answers_as_by_load_language(demo: Path, damage: str):
+    path = demo / "translations/de/v3-final-de.csv"
+    if damage == "byte":
+        data = bytearray(path.read_bytes())
+        data[-5] ^= 0x01
+        path.write_bytes(bytes(data))
+    elif damage == "folder":
+        path.unlink()
+        path.mkdir()
+    elif damage == "missing":
+        path.unlink()
+    else:
+        path.write_bytes(path.read_bytes().replace(b"yes", b"y\xffs" if damage == "not utf-8" else b'"yes', 1))
+        record_file_digest(demo / "translations/manifest.json", "de")
+    with pytest.raises(ConfigError) as full:
+        load_benchmark(demo).load_language("de")
+    with pytest.raises(ConfigError) as bulk:
+        load_benchmark(demo).expected_answers("de")
+    assert str(bulk.value) == str(full.value)

@@ -63,6 +63,28 @@ def test_a_report_reader_holds_each_string_once(tmp_path, monkeypatch, pooled):
     assert model_ids == ["org/model"] * 8 and len({id(m) for m in model_ids}) == 1
 
 
+def _pid_of(item: tuple[str, int]) -> tuple[str, int]:
+    return item[0], os.getpid()
+
+
+def test_a_group_is_never_split_between_workers_unless_longer_than_a_chunk(monkeypatch):
+    """validate_many's chunks end at a change of language: each language's file is read by one worker."""
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    items = [(f"lang{n // 7:02d}", n) for n in range(420)]   # 60 groups of 7; chunks of 420 // 32 = 13
+    done = parallel.fork_map(_pid_of, items, min_items=4, group=lambda item: item[0])
+    assert [g for g, _ in done] == [g for g, _ in items]
+    workers: dict[str, set[int]] = {}
+    for g, pid in done:
+        workers.setdefault(g, set()).add(pid)
+    assert all(len(pids) == 1 for pids in workers.values()) and os.getpid() not in set().union(*workers.values())
+    bounds = parallel.chunk_bounds(items, 13, lambda item: item[0])
+    assert [at for bound in bounds for at in range(*bound)] == list(range(420))
+    assert {end - start for start, end in bounds} == {7}   # 7 + 7 > 13: one group a chunk
+    long = [("a", n) for n in range(30)] + [("b", 30)]
+    assert parallel.chunk_bounds(long, 13, lambda item: item[0]) == [(0, 13), (13, 26), (26, 30), (30, 31)]
+    assert parallel.chunk_bounds(list(range(30)), 13) == [(0, 13), (13, 26), (26, 30)]
+
+
 def test_an_error_in_a_worker_reaches_the_caller(monkeypatch):
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kit.config.dataset import Dataset
     from kit.config.roster import Roster, Run
 
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*\Z")
+_SHARD = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*\Z")
 
 
 @dataclass(frozen=True, order=True)

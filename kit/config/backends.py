@@ -99,6 +99,7 @@ class OptionKind:
     high: float | None = None
     above: bool = False
     words: tuple[str, ...] = ()
+    path_suffix: str | None = None   # text that is a path inside the model's snapshot, ending so
 
 
 _COUNT = OptionKind((int,), "a positive integer", low=1)
@@ -114,7 +115,8 @@ OPTION_KINDS: dict[str, OptionKind] = {
     "yes_token": OptionKind((str, list), "a text, or a list of texts"),
     "no_token": OptionKind((str, list), "a text, or a list of texts"),
     "prefix": _TEXT, "suffix": _TEXT, "hypothesis": _TEXT, "hypothesis_marker": _TEXT, "premise_marker": _TEXT,
-    "mask": _TEXT, "task_name": _TEXT, "label": _TEXT, "gguf_file": _TEXT, "quantization": _TEXT,
+    "mask": _TEXT, "task_name": _TEXT, "label": _TEXT, "quantization": _TEXT,
+    "gguf_file": OptionKind((str,), "a .gguf file's path inside the model's snapshot", path_suffix=".gguf"),
     "threshold": _SHARE,
     "labels": OptionKind((list,), "a list of texts"),
     "n_ctx": OptionKind((int,), "an integer, 0 or more", "0: the model's own context", low=0),
@@ -142,6 +144,13 @@ def option_fault(key: str, value: object) -> OptionKind | None:
         return kind
     if kind.words and value not in kind.words:
         return kind
+    if kind.path_suffix is not None:
+        from pathlib import PurePosixPath
+
+        inside = PurePosixPath(str(value))
+        if inside.is_absolute() or ".." in inside.parts or not str(value).endswith(kind.path_suffix) \
+                or inside.name == kind.path_suffix or "\\" in str(value):
+            return kind
     return None
 
 

@@ -110,6 +110,9 @@ class Run(BaseModel):
         if not _MODEL_ID.match(base) or ".." in base:
             raise invalid("not a model id", fix="write 'org/name', 'org/name@variant' or 'org/name+Variant' "
                                                 "(letters, digits, . _ -)")
+        if "--" in base:   # the Hub refuses it: its cache folder models--a--b--c would be two ids' (a--b/c, a/b--c)
+            raise invalid("has '--', which no Hugging Face model id holds (its cache folder models--org--name "
+                          "could then be another model's)", fix="check the model id")
         if variant is not None and not _VARIANT.match(variant):
             raise invalid(f"bad variant {variant!r}", fix="use letters, digits, . _ + - after '@' or '+'")
         size = len(run_file_stem(v).encode("utf-8"))

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, ValidationInfo, field_validator,
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, ValidationInfo, field_validator,
                       model_validator)
 
 from kit.config.names import ENV_NAME
@@ -23,7 +23,9 @@ G5K_GPU_FILTER = "gpu_compute_capability_major>=7 AND gpu_mem>=23040"
 G5K_POLICY_CHECKS = ("usagepolicycheck -t",)
 # OAR job types whose script does not run on the reserved node (Grid'5000: deploy jobs are for
 # kadeploy, which installs a system on the nodes from the frontend)
-FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)"}
+FRONTEND_JOB_TYPES = {"deploy": "on the frontend (a deploy job is for kadeploy)",
+                      "noop": "nowhere (a noop job runs no script: it only holds the nodes)",
+                      "cosystem": "on OAR's cosystem host (a cosystem job holds the nodes for other jobs)"}
 # OAR job types that say when a job may run: --job-type replaces these; a site's other types (exotic:
 # the hardware it may reserve, which Lyon's sirius requires) stay whatever --job-type says
 WHEN_JOB_TYPES = ("night", "besteffort", "day")
@@ -94,6 +96,8 @@ def filter_fault(gpu_filter: str) -> str | None:
         return "has a quote that is not closed"
     if ";" in bare:
         return "holds ';' outside a quoted value"
+    if "--" in bare or "/*" in bare:   # what kit adds after the filter would be commented out
+        return "holds an SQL comment ('--' or '/*') outside a quoted value, which would hide what kit adds after it"
     depth = 0
     for c in bare:
         depth += (c == "(") - (c == ")")
@@ -118,6 +122,23 @@ KIT_SUBMIT_OPTIONS = {
                         "--no-requeue", "--wrap", "-N", "--nodes", "-n", "--ntasks",
                         # GPU counts beside kit's own request, which sbatch refuses or reads against it
                         "--gpus-per-task", "--gpus-per-socket", "--tres-per-task"}),
+}
+
+
+# options that would take the job away from what kit promises of it, with why: submit_args may not hold them
+KIT_DENIED_OPTIONS = {
+    "oar": {"-r": "books the job for a later start, which kit's day-window check (made at submission) cannot see",
+            "--reservation": "books the job for a later start, which kit's day-window check (made at submission) "
+                             "cannot see"},
+    "slurm": {**dict.fromkeys(("--container-image", "--container-mounts", "--container-workdir", "--container-env",
+                               "--container-name", "--container-save", "--container-writable",
+                               "--container-readonly", "--container-remap-root", "--container-entrypoint",
+                               "--container-mount-home", "--no-container-mount-home", "--no-container-remap-root",
+                               "--no-container-entrypoint"),
+                              "gives the job a container of its own beside the site's pinned image (runtime, images)"),
+              "--get-user-env": "loads the login environment into the job, which kit's jobs leave out",
+              "--test-only": "submits nothing, so kit would record no job",
+              "-W": "makes sbatch wait until the job ends", "--wait": "makes sbatch wait until the job ends"},
 }
 
 
@@ -241,7 +262,7 @@ class Site(BaseModel):
                                    f"default: {G5K_GPU_FILTER} (none when gpus_per_node = 0)")
     gres: str | None = Field(None, description="Slurm: the GPU request with a {gpus} placeholder, e.g. "
                              "'gpu:a100:{gpus}' or '--gpus={gpus}'; unset: --gres=gpu:N")
-    gpus_per_node: int = Field(1, ge=0, le=64, description="GPUs of one node (0: CPU only); a job is sized to "
+    gpus_per_node: StrictInt = Field(1, ge=0, le=64, description="GPUs of one node (0: CPU only); a job is sized to "
                                "fit one node")
     gpu_memory_gib: float | None = Field(None, gt=0, le=4096, description="memory of one GPU (GiB); for a filtered "
                                          "OAR site, the largest GPU its filter can give; kit refuses what cannot fit")
@@ -256,11 +277,14 @@ class Site(BaseModel):
                                          "or compute capability of the nodes that have it ({ v100 = \"V100\", a100 = "
                                          "\"8.0\" }); kit adds --constraint for the features whose GPUs run the job's "
                                          "image")
-    cpus_per_task: int | None = Field(None, ge=1, description="CPU cores per job: Slurm --cpus-per-task; OAR "
+    cpus_per_task: StrictInt | None = Field(None, ge=1, le=4096, description="CPU cores per job: Slurm "
+                                            "--cpus-per-task; OAR "
                                       "core=N for a job without GPUs; unset: the scheduler's default")
-    mem_gb: int | None = Field(None, ge=0, description="memory per job (GB); 0: all of the node's memory (Slurm "
+    mem_gb: StrictInt | None = Field(None, ge=0, le=65536, description="memory per job (GB); 0: all of the "
+                                     "node's memory (Slurm "
                                "--mem=0); Slurm sites may instead give mem_per_gpu_gb")
-    mem_per_gpu_gb: int | None = Field(None, ge=1, description="Slurm: memory per allocated GPU (--mem-per-gpu)")
+    mem_per_gpu_gb: StrictInt | None = Field(None, ge=1, le=4096, description="Slurm: memory per allocated GPU "
+                                             "(--mem-per-gpu)")
     exclusive: StrictBool = Field(False, description="Slurm: --exclusive (the whole node)")
     constraint: str | None = Field(None, description="Slurm: --constraint, e.g. 'a100&ib'")
     reservation: str | None = Field(None, description="Slurm: --reservation")
@@ -269,7 +293,8 @@ class Site(BaseModel):
                                                     "'module load apptainer', with set +u and after /etc/profile "
                                                     "when `module` is undefined (kit.launch.jobscript.render_site_setup)")
     walltime: str = Field("1h", description="per job, in the scheduler's own grammar or units (kit.config.walltime)")
-    weight: int = Field(1, ge=1, description="its share of the shard slots in a multi-site run (kit run --sites "
+    weight: StrictInt = Field(1, ge=1, le=1000, description="its share of the shard slots in a multi-site run "
+                              "(kit run --sites "
                         "a,b): consecutive slots by weight; a run at this site alone is one job unless --array N")
     policy_checks: tuple[str, ...] = Field((), description="commands run on the frontend before submitting; a "
                                            "non-zero exit blocks the submission; OAR default: "
@@ -416,6 +441,11 @@ class Site(BaseModel):
                     or (arg.startswith("-") and re.search(r"\s", arg.split("=", 1)[0]))):   # "--time 5"
                 raise invalid(f"submit_args entry {arg!r} is not one option",
                               fix="write each option as one string starting with '-', e.g. \"--exclude=node07\"")
+            denied = KIT_DENIED_OPTIONS.get(scheduler, {})
+            refused = reserved_option(arg, frozenset(denied)) if arg.startswith("-") else None
+            if refused is not None:
+                raise invalid(f"submit_args entry {arg!r} ({refused}) {denied[refused]}",
+                              fix="remove it: kit's jobs run as the site and the plan say")
             reserved = reserved_option(arg, kit_sets) if arg.startswith("-") else None
             if reserved is not None:
                 raise invalid(f"submit_args entry {arg!r} sets what kit sets from the site and the plan ({reserved})",

@@ -57,6 +57,14 @@ ROSTER_CASES = {
                             ["options.n_gpu_layers = -2 is not an integer, -1 or more", "-1: every layer"]),
     "option not one of its words": (GOOD_RUN + 'task = "score"\noptions = { score_kind = "ranker" }\n',
                                     ["options.score_kind = 'ranker' is not a score kind", "one of classifier, reranker"]),
+    "a model id the Hub refuses ('--': two ids' one cache folder)": (GOOD_RUN.replace("org/m", "a--b/c"),
+                                                                   ["run[0].model", "has '--'", "models--org--name"]),
+    "a gguf file outside the snapshot": (GOOD_RUN.replace("transformers-5.17", "gguf")
+                                         + 'options = { gguf_file = "../../../etc/passwd" }\n',
+                                         ["options.gguf_file = '../../../etc/passwd' is not a .gguf file's path "
+                                          "inside the model's snapshot"]),
+    "a gguf file that is not one": (GOOD_RUN.replace("transformers-5.17", "gguf") + 'options = { gguf_file = "x.bin" }\n',
+                                    ["options.gguf_file = 'x.bin'"]),
     "task the backend cannot run": (GOOD_RUN.replace("transformers-5.17", "gliclass") + 'task = "generate"\n',
                                     ["run[0].task", ":7:", "'org/m'", "'gliclass'", "score only", "'generate'",
                                      'task = "score"', "vllm"]),

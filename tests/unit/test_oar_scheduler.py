@@ -99,6 +99,7 @@ def test_hostile_values_reach_oarsub_literally_and_its_command_stays_one_word(fa
     ("gpu_mem>=1) OR (x=1", "unbalanced parentheses"), ("x=1; DELETE FROM jobs", "';' outside a quoted value"),
     ("gpu_mem>=1\nAND x=2", "line break"),
     ('gpu_model="A100"', "double quotes, which SQL reads as a column name"),   # PostgreSQL, as Grid'5000's OAR
+    ("gpu_mem>=8000 -- old cards out", "SQL comment"), ("cluster='a' /* x */", "SQL comment"),   # would hide kit's terms
 ])
 def test_a_filter_oar_could_not_parse_is_refused_where_the_site_is_read(gpu_filter, fault):
     """OAR's -p is an SQL WHERE clause: an unclosed quote, unbalanced parentheses, a ';' or a line break
@@ -107,6 +108,7 @@ def test_a_filter_oar_could_not_parse_is_refused_where_the_site_is_read(gpu_filt
     with pytest.raises(ValueError, match=f"gpu_filter .* {fault}"):
         site(gpu_filter=gpu_filter)
     assert site(gpu_filter="cluster='a;b(' AND gpu_model='it''s'").gpu_filter == "cluster='a;b(' AND gpu_model='it''s'"
+    assert site(gpu_filter="cluster='a--b/*'").gpu_filter == "cluster='a--b/*'"
     assert site(gpu_filter="   ").gpu_filter == ""
 
 
@@ -130,6 +132,21 @@ def test_job_types_are_oar_type_names_one_per_entry():
     assert site(night_jobs=False, job_types=["exotic"]).job_types == ("exotic",)
     with pytest.raises(ValueError, match="OAR's job types are lower-case"):
         site(job_types=["NIGHT"])
+    for elsewhere in ("deploy", "noop", "cosystem"):   # OAR runs no script on the reserved node
+        with pytest.raises(ValueError, match=f"job type '{elsewhere}' runs the job's script .*, not on the GPU node"):
+            site(job_types=["exotic", elsewhere])
+
+
+@pytest.mark.parametrize("key,value,said", [
+    ("gpus_per_node", True, "valid integer"), ("gpus_per_node", "2", "valid integer"), ("weight", 1.5, "valid integer"),
+    ("mem_gb", 10**12, "less than or equal to 65536"), ("cpus_per_task", 100000, "less than or equal to 4096"),
+    ("mem_per_gpu_gb", 5000, "less than or equal to 4096"), ("weight", 10**6, "less than or equal to 1000"),
+])
+def test_a_site_s_counts_are_whole_numbers_a_node_could_have(key, value, said):
+    """A boolean or a text is no GPU count, and a memory or core count no node has is a typo: both refused
+    where the site is read, as gpus_per_node's and gpu_memory_gib's bounds are."""
+    with pytest.raises(ValueError, match=said):
+        site(**{key: value})
 
 
 @pytest.mark.parametrize("night_jobs,types", [(True, ("night",)), (False, ()), ("false", ()), ("no", ()), ("true", ("night",))])

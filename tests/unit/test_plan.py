@@ -53,7 +53,7 @@ def test_weighted_site_slots_are_consecutive_in_config_order():
     assert total == 6
 
 
-@pytest.mark.parametrize("text", ["4/4", "-1/2", "1", "a/b", "0/0", ""])
+@pytest.mark.parametrize("text", ["4/4", "-1/2", "1", "a/b", "0/0", "", "\u0663/\u0664", "\uff11/\uff14"])   # (other scripts' digits: not OAR's or Slurm's)
 def test_bad_shard_text_is_a_config_error(text):
     with pytest.raises(ConfigError):
         parse_shard(text)

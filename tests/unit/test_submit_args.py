@@ -54,6 +54,13 @@ def test_oar_gets_them_after_kit_s_options_and_before_the_command(tmp_path: Path
     ("oar", '["--resou=host=2"]', "(--resource)"),
     ("slurm", '["--time 5"]', "is not one option"), ("slurm", '["--"]', "is not one option"),
     ("oar", '["--notify", "--"]', "is not one option"),
+    # what would take the job away from what kit promises of it
+    ("oar", '["-r", "2026-12-07 18:30:00"]', "(-r) books the job for a later start"),
+    ("oar", '["--reserv=2026-12-07 18:30:00"]', "(--reservation) books the job"),
+    ("slurm", '["--container-image=nvcr.io#nvidia/pytorch"]', "(--container-image) gives the job a container"),
+    ("slurm", '["--container-mounts=/a:/b"]', "(--container-mounts)"), ("slurm", '["--get-user-env"]', "login environment"),
+    ("slurm", '["--test-only"]', "submits nothing"), ("slurm", '["-W"]', "wait until the job ends"),
+    ("slurm", '["--wait"]', "wait until the job ends"),
 ])
 def test_what_would_clash_or_is_not_an_option_is_refused(tmp_path: Path, scheduler, args, said) -> None:
     with pytest.raises(ConfigError) as err:

@@ -30,6 +30,7 @@ from kit.results.keys import PairState
 from kit.results.columns import column, shared
 from kit.results.evidence import evidence_notices, evidence_reasons
 from kit.results.identity import Expectation, answer_reasons, edit_reasons, stale_reasons
+from kit.results.store import names_a_language
 from kit.results.kinds import ResultKind, kind_of, typed_read, unknown_kind
 
 # keys.py has no checkpoint-side name for "no file yet"; kept here until it does.
@@ -306,7 +307,8 @@ def _language_reasons(
     if not isinstance(recorded, str) or not recorded:
         return [f"metadata.{keys.LANGUAGE} is {recorded!r}, not a language code"]
     reasons = []
-    if recorded != path.parent.name:
+    # a file recording its language counts for it wherever it lies: only a language folder must agree
+    if recorded != path.parent.name and names_a_language(path.parent.name):
         reasons.append(f"metadata.{keys.LANGUAGE} {recorded!r} does not match the folder {path.parent.name!r}")
     if language is not None and recorded != language:
         reasons.append(f"metadata.{keys.LANGUAGE} {recorded!r} is not the expected language {language!r}")

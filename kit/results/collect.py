@@ -26,7 +26,7 @@ from kit.results.evidence import evidence_reasons
 from kit.results.identity import Expected
 from kit.results.records import file_run
 from kit.results.store import (SYSTEMS_DIR, checkpoint_path, collection_of, file_language, iter_checkpoint_files,
-                               linked_part, mllog_path, unread_files)
+                               linked_part, mllog_path, unread_files, why_unread)
 
 
 @dataclass
@@ -74,9 +74,10 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
                                      f"({desc}) differ: one would replace the other")
         unread = unread_files(root)
         if unread:   # a release must not lose a site's results without a word
-            plan.problems.append(f"not read: {site}: {len(unread)} .json file(s) lie deeper than a checkpoint lies "
-                                 f"({unread[0]}{' and more' if len(unread) > 1 else ''}): collect the folder "
-                                 "that holds their language folders as a site of its own, or move them out")
+            plan.problems.append(f"not read: {site}: {len(unread)} .json file(s) where no checkpoint lies "
+                                 f"({unread[0]} {why_unread(root, unread[0])}{'; and more' if len(unread) > 1 else ''}): "
+                                 "collect the folder that holds their language folders as a site of its own, or "
+                                 "move them out")
         for path in iter_checkpoint_files(root):
             if linked_part(root, path, log=False) is not None:   # (listed above; a linked log: invalid below)
                 continue

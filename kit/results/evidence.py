@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kit.files import what_stands
 from kit.results import keys
 from kit.results.compliance import edited_since_logged
 from kit.results.store import mllog_path
@@ -60,8 +61,11 @@ def evidence_reasons(path: Path, data: Mapping[str, Any], *, sealed: bool = Fals
         reasons.append(f"its :::MLLOG log {log.name} is missing: a kit checkpoint is evidence only with the log "
                        "its job wrote (restore the log, or rerun the pair)")
     elif not stat.S_ISREG(log_mode):
-        reasons.append(f"its log {log.name} is not a regular file (a link or device): kit reads only the file "
+        reasons.append(f"its log {log.name} is {what_stands(log)}, not a regular file: kit reads only the file "
                        "its job wrote")
+    elif not os.access(log, os.R_OK):   # evidence that cannot be read is none (check, export and collect read it)
+        reasons.append(f"its log {log.name} cannot be read by this user (permission denied): give read permission "
+                       "on it (chmod u+r), or run kit as its owner")
     elif sealed and not reasons:
         edited = edited_since_logged(Path(path))
         if edited:

@@ -40,7 +40,7 @@ from kit.results.kinds.lrb import LRB
 from kit.results.records import recorded_task
 from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_card
 from kit.results.tables import csv_cell
-from kit.results.store import collection_of, left_out_note, unread_files
+from kit.results.store import collection_of, left_out_note, unread_files, why_unread
 from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text, unplanned_statuses
 
 _WORDS = {True: "true", False: "false"}
@@ -90,7 +90,7 @@ def build_release(results: Path, release: Path, *, benchmark: Any = None, runs: 
     _check_places(results, release, force)
     unread = unread_files(results)
     if unread:   # a release must not lose a site's results without a word (as kit collect refuses them)
-        raise ConfigError(f"{unread[0]}: lies deeper than a checkpoint lies ({len(unread)} such file(s) under "
+        raise ConfigError(f"{unread[0]}: {why_unread(results, unread[0])} ({len(unread)} file(s) not read under "
                           f"{results}), and a release would leave it out", fix="move such files out of the results "
                           "folder, or release the folder that holds their language folders on its own")
     states, planned, outside, in_batches = _read_states(results, benchmark, runs)

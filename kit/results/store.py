@@ -141,7 +141,7 @@ def iter_checkpoint_files(results: Path) -> list[Path]:
     for entry in _listed(results):
         if entry.name.startswith("."):
             continue
-        if entry.name.endswith(".json") and results.name not in NON_LANGUAGE_DIRS:
+        if entry.name.endswith(".json"):   # (a folder named like kit's own, pointed at, is read as asked)
             found.append(results / entry.name)
         if entry.name in NON_LANGUAGE_DIRS or entry.name == ARCHIVE_DIR or not entry.is_dir():
             continue
@@ -194,7 +194,34 @@ def unread_files(results: Path) -> list[Path]:
     results = Path(results)
     if not results.is_dir():
         return []
-    return unread_among(results, json_files(results, NON_LANGUAGE_DIRS | {ARCHIVE_DIR}))
+    return sorted(unread_among(results, json_files(results, NON_LANGUAGE_DIRS | {ARCHIVE_DIR}))
+                  + reserved_files(results))
+
+
+def reserved_files(results: Path) -> list[Path]:
+    """The .json files in the folders of RESULTS that kit keeps for its own files (systems/, report/, logs/:
+    NON_LANGUAGE_DIRS) that are not what kit keeps there: a system description directly in systems/, the
+    files of a report holding kit's inventory, lighteval's logs under logs/lighteval/. No command reads
+    them as checkpoints (lrb names its batch folders freely: one may be called report), and each says so."""
+    from kit.outputs import INVENTORY
+
+    results = Path(results)
+    out: list[Path] = []
+    for name in sorted(NON_LANGUAGE_DIRS):
+        folder = results / name
+        if not folder.is_dir() or (name == "report" and (folder / INVENTORY).is_file()):
+            continue
+        skip = frozenset({"lighteval"}) if name == "logs" else frozenset()
+        out += [path for path in json_files(folder, skip) if not (name == SYSTEMS_DIR and path.parent == folder)]
+    return out
+
+
+def why_unread(results: Path, path: Path) -> str:
+    """Why a file unread_files names is not read: where it lies, in a few words."""
+    first = Path(path).relative_to(results).parts[0]
+    if first in NON_LANGUAGE_DIRS:
+        return f"lies in {first}/, a folder kit keeps for its own files (system descriptions, reports, logs)"
+    return "lies deeper than a checkpoint lies"
 
 
 def unread_among(results: Path, found: list[Path]) -> list[Path]:
@@ -277,8 +304,15 @@ def left_out_note(results: Path) -> str | None:
     naming their folders and how to read them; None when nothing was left out."""
     unread = unread_files(results)
     lines = [line for line in (archive_note(results),) if line]
+    root = Path(results)
+    reserved = [p for p in unread if p.relative_to(root).parts[0] in NON_LANGUAGE_DIRS]
+    unread = [p for p in unread if p not in reserved]
+    if reserved:
+        folders = sorted({p.relative_to(root).parts[0] for p in reserved})
+        lines.append(f"{len(reserved)} .json file(s) under {root.as_posix()}/ not read: they lie in "
+                     f"{', '.join(f + '/' for f in folders)}, a folder kit keeps for its own files (system "
+                     "descriptions, reports, logs); give the folder another name to read it as a batch")
     if unread:
-        root = Path(results)
         folders = sorted({p.parent.relative_to(root).as_posix() for p in unread})
         shown = ", ".join(folders[:3]) + (f" and {len(folders) - 3} more" if len(folders) > 3 else "")
         first = unread[0].relative_to(root).parts[0]
@@ -318,6 +352,12 @@ UNDETERMINED_LANGUAGE = "und"
 # (new-models, low-temp, max-tokens, llm-judge) or a dated one (new-models-20260914) is lrb's batch, never a
 # language: lrb names its batches freely. A file recording its language counts for it wherever it lies.
 _LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Z][a-z]{3})?(?:[-_](?:[A-Z]{2}|[0-9]{3}))?(?:[-_][0-9][A-Za-z0-9]{3})*")
+
+
+def names_a_language(folder: str) -> bool:
+    """Whether a folder's name is a language code as folders name languages (a language folder), not a
+    batch's name (lrb's qwen3-20260913/, b1/) or a tree's own."""
+    return _LANGUAGE_CODE.fullmatch(folder) is not None
 
 
 def language_folder(results: Path, path: Path) -> str | None:

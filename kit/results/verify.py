@@ -14,12 +14,14 @@ from kit.errors import ConfigError
 from kit.results.benchmark_rule import validate_held
 from kit.results.checkpoint import CheckpointState, without_predictions
 from kit.results.identity import PlanExpectations
-from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS, json_files, unread_among
+from kit.results.store import ARCHIVE_DIR, NON_LANGUAGE_DIRS, json_files, reserved_files, unread_among
 from kit.results.tree import ResultsTree
 
 # the notice of a file verified under a tree's archive/ folder
 ARCHIVED_NOTICE = "archived: lrb's discovery, and kit's status, report and export of this tree, leave archive/ out"
 # the notice of a file verified where no checkpoint lies (deeper than a batch's language folders)
+RESERVED_NOTICE = ("in a folder kit keeps for its own files (systems, report, logs): kit's status, report, export "
+                   "and sign of this tree do not read it, and collect and release refuse the tree")
 DEEPER_NOTICE = ("deeper than a checkpoint lies: kit's status, report, export and sign of this tree do not read it, "
                  "and collect and release refuse the tree")
 
@@ -32,12 +34,15 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
     files: list[Path] = []
     roots: dict[Path, Path] = {}     # file -> the results tree its cache is kept for
     deeper: set[Path] = set()   # files no other command reads (kit.results.store.unread_files)
+    kept_for_kit: set[Path] = set()   # the same, in a folder kit keeps for its own (kit.results.store.reserved_files)
     for p in paths:
         if p.is_dir():
             found = json_files(p, NON_LANGUAGE_DIRS)
-            files.extend(found)
-            roots.update((q, p) for q in found)
+            reserved = reserved_files(p)   # verified too, and said
+            files.extend(sorted(found + reserved))
+            roots.update((q, p) for q in found + reserved)
             deeper.update(unread_among(p, found))
+            kept_for_kit.update(reserved)
         else:
             files.append(p)
             roots[p] = p.parent.parent
@@ -77,7 +82,8 @@ def verify_paths(paths: list[Path], dataset: Dataset | None = None) -> list[tupl
             if name != ARCHIVE_DIR:   # (else its own name decides, at the top of the tree)
                 archived[(id(root), folder)] = inside
         st = without_predictions(st)
-        notices = [*st.notices, *([ARCHIVED_NOTICE] if inside else []), *([DEEPER_NOTICE] if path in deeper else [])]
+        notices = [*st.notices, *([ARCHIVED_NOTICE] if inside else []), *([DEEPER_NOTICE] if path in deeper else []),
+                   *([RESERVED_NOTICE] if path in kept_for_kit else [])]
         out.append((path, replace(st, notices=notices) if notices != st.notices else st))
     return out
 

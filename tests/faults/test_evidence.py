@@ -71,6 +71,40 @@ def test_a_kit_checkpoint_whose_log_is_a_link_is_counted_nowhere(sweep, tmp_path
     counted_everywhere_but(sweep, "not a regular file")
 
 
+def test_a_log_that_is_a_folder_is_named_as_one(sweep):
+    log = (sweep / EN).with_suffix(".mllog")
+    log.unlink()
+    log.mkdir()
+    r = kit("verify", EN, cwd=sweep)
+    assert r.returncode == 1 and "its log org__model-a.mllog is a folder, not a regular file" in r.stdout, r.stdout
+
+
+def test_a_kit_checkpoint_whose_log_this_user_cannot_read_is_no_evidence(sweep):
+    """check, export and collect read the log and refuse the pair; status, verify and report, which only
+    look for it, must not count it either. Run without the power to read any file (root's DAC capabilities
+    dropped, as a user's kit runs)."""
+    import shutil
+    import subprocess
+
+    log = (sweep / EN).with_suffix(".mllog")
+    log.chmod(0)
+    argv = [sys.executable, "-m", "kit", "status", "results", "--languages", "de,en", "--json"]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) is needed to run kit as root without reading every file"
+        argv = [setpriv, "--bounding-set=-dac_override,-dac_read_search",
+                "--inh-caps=-dac_override,-dac_read_search", *argv]
+    try:
+        r = subprocess.run(argv, cwd=sweep, capture_output=True, text=True, timeout=120)
+    finally:
+        log.chmod(0o644)
+    assert r.returncode == 0, r.stderr
+    pairs = {p["language"]: p for p in json.loads(r.stdout)["data"]["pairs"]}
+    assert pairs["de"]["state"] == "complete" and pairs["en"]["state"] == "invalid"
+    assert any("log org__model-a.mllog cannot be read by this user" in why for why in pairs["en"]["reasons"])
+    assert states(sweep) == {"de": "complete", "en": "complete"}   # readable again: evidence again
+
+
 @pytest.mark.parametrize("also_log", [False, True], ids=["log kept", "log deleted too"])
 def test_a_kit_checkpoint_without_its_provenance_is_counted_nowhere(sweep, also_log):
     rewrite(sweep / EN, lambda d: d.pop(keys.PROVENANCE))

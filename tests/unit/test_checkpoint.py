@@ -225,6 +225,18 @@ def test_wrong_language_folder(good):
     assert_invalid(validate_checkpoint(moved), "metadata.language 'fr' does not match the folder 'de'")
 
 
+@pytest.mark.parametrize("folder", ["b1", "qwen3-20260913", "new-models", None])
+def test_a_file_recording_its_language_counts_for_it_in_a_batch_folder_or_at_the_top(good, folder):
+    """Only a folder named like a language must agree with the recorded one (lrb names batches freely)."""
+    results = good.parent.parent
+    moved = results / folder / good.name if folder else results / good.name
+    moved.parent.mkdir(exist_ok=True)
+    good.rename(moved)
+    good.with_suffix(".mllog").rename(moved.with_suffix(".mllog"))   # its log beside it, as a copy of the pair has
+    state = validate_checkpoint(moved)
+    assert state.state == PairState.COMPLETE, state.reasons
+
+
 def test_language_other_than_expected(good):
     assert_invalid(validate_checkpoint(good, language="ja"), "is not the expected language 'ja'")
 

@@ -119,7 +119,8 @@ def test_the_command_prints_a_table_and_a_json_envelope(tmp_path):
 
 @pytest.mark.parametrize("args,words", [
     (["org/model-a", "org/nobody"], ["no checkpoint of run 'org/nobody'"]),
-    (["org/model-a", "org/model-b", "--resamples", "10"], ["--resamples 10"]),
+    (["org/model-a", "org/model-b", "--resamples", "99"], ["--resamples 99 is too few", "(at least 100)",
+                                                           "use 2000 (the default)"]),
     (["org/model-a", "org/model-b", "--resamples", "0"], ["--resamples 0"]),
     (["org/model-a", "org/model-b", "--results", "missing"], ["missing", "does not exist"]),
 ])

@@ -493,3 +493,45 @@ def test_check_names_a_batch_folder_s_checkpoint_as_such(tmp_path: Path) -> None
                      checkpoints={own: CheckpointState(PairState.COMPLETE), batch: CheckpointState(PairState.COMPLETE)})
     [finding] = pairs_complete(inp)
     assert finding.path == str(batch) and "lrb's batch folder 'new-models'" in finding.message
+
+
+def test_a_batch_folder_named_like_kit_s_own_folders_is_named_never_dropped_in_silence(archive: Path,
+                                                                                    tmp_path: Path) -> None:
+    """lrb names its batch folders freely: lrb files in RESULTS/report/, logs/ or systems/ (kit's own folders,
+    not read as checkpoints) are said by every command that reads the tree, verified by verify with a notice,
+    and stop a release; kit's own files there (a system description, a report with kit's inventory,
+    lighteval's logs) are not; a folder of that name pointed at is read as asked."""
+    from click.testing import CliRunner
+
+    from kit.cli.main import cli
+    from kit.outputs import INVENTORY
+    from kit.results.store import left_out_note, unread_files
+
+    tree = tmp_path / "results"
+    tree.mkdir()
+    shutil.copy(archive / TOP_FILE, tree / TOP_FILE)
+    batch = archive / BATCH_FILE
+    for folder in ("report", "logs", "systems/old"):
+        (tree / folder).mkdir(parents=True)
+        shutil.copy(batch, tree / folder / batch.name)
+    (tree / "systems" / "lyon-1234-node.json").write_text("{}", encoding="utf-8")          # kit's description
+    (tree / "logs" / "lighteval" / "t").mkdir(parents=True)
+    (tree / "logs" / "lighteval" / "t" / "results.json").write_text("{}", encoding="utf-8")  # lighteval's own
+    theirs = [tree / "logs" / batch.name, tree / "report" / batch.name, tree / "systems" / "old" / batch.name]
+    assert unread_files(tree) == theirs
+    note = left_out_note(tree)
+    assert note is not None and "3 .json file(s)" in note and "logs/, report/, systems/" in note
+    runner = CliRunner()
+    status = runner.invoke(cli, ["status", str(tree)])
+    assert status.exit_code == 0 and "logs/, report/, systems/, a folder kit keeps" in status.output
+    verify = runner.invoke(cli, ["verify", str(tree)])
+    assert verify.exit_code == 0 and "4 verified" in verify.output
+    assert verify.output.count("in a folder kit keeps for its own files") == 3
+    release = runner.invoke(cli, ["release", str(tree), "-o", str(tmp_path / "rel")])
+    assert isinstance(release.exception, ConfigError)
+    assert "logs/Qwen__Qwen3-4B.json: lies in logs/, a folder kit keeps for its own files" in str(release.exception)
+    assert not (tmp_path / "rel").exists()
+    (tree / "report" / INVENTORY).write_text("{}", encoding="utf-8")   # a report kit wrote there: its own
+    assert unread_files(tree) == [theirs[0], theirs[2]]
+    alone = runner.invoke(cli, ["status", str(tree / "logs")])
+    assert alone.exit_code == 0 and "1 pairs: 1 complete" in alone.output

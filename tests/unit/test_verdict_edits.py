@@ -87,6 +87,25 @@ def test_a_score_verdict_is_its_yes_score_against_the_threshold(scored: Path, tm
     assert validate_checkpoint(_edited(scored, tmp_path, score)).state == state
 
 
+@pytest.mark.parametrize("threshold", [None, "0.5", True, [0.5]])
+def test_a_threshold_that_is_no_number_cannot_turn_the_score_verdict_check_off(scored: Path, tmp_path: Path,
+                                                                             threshold) -> None:
+    """Every verdict set to the expected answer and the threshold made unreadable: each reader (the full
+    path and the typed one a status of a sweep takes) finds the file invalid, naming the threshold."""
+    from kit.results.checkpoint import validate_summary
+
+    def perfect(data):
+        for item in data[keys.PREDICTIONS]:
+            item[keys.PREDICTED] = item[keys.EXPECTED]
+        data[keys.METADATA][keys.OPTIONS] = {"threshold": threshold}
+    path = _edited(scored, tmp_path, perfect)
+    for state in (validate_checkpoint(path), validate_summary(path)):
+        assert state.state == PairState.INVALID
+        assert state.reasons == [f"metadata.options.threshold is {threshold!r}, not the number a score run's verdicts "
+                                 "are read against, so they cannot be read again (the file was changed after the "
+                                 "job wrote it)"]
+
+
 def test_a_long_answer_is_not_re_read_and_lrb_s_own_files_are_not_either(checkpoint: Path, tmp_path: Path) -> None:
     def long_answer(data):
         item = data[keys.PREDICTIONS][0]

@@ -60,6 +60,10 @@ class LrbKind(ResultKind):
             return [mode_fault]
         options = data[keys.METADATA].get(keys.OPTIONS)
         threshold = options.get("threshold", 0.5) if isinstance(options, Mapping) else 0.5
+        if data[keys.METADATA].get(keys.TASK) == keys.TASK_SCORE and not is_threshold(threshold):
+            return [f"{keys.METADATA}.{keys.OPTIONS}.threshold is {clipped(threshold)}, not the number a score run's "
+                    "verdicts are read against, so they cannot be read again (the file was changed after the job "
+                    "wrote it)"]
         if _all_agree(predictions, threshold):
             return []
         wrong = [(i, want) for i, item in enumerate(predictions)
@@ -193,6 +197,12 @@ def _modes_fit(score: bool, predictions: Sequence[Any]) -> bool:
         return set(map(type, yes)) <= _NUMBER_TYPES and all(map(math.isfinite, yes))
     except (TypeError, AttributeError):
         return False
+
+
+def is_threshold(value: Any) -> bool:
+    """Whether a score run's recorded threshold is one its verdicts can be read against: a finite number,
+    not a boolean."""
+    return type(value) in _NUMBER_TYPES and math.isfinite(value)
 
 
 def _verdict_of(item: Mapping[str, Any], threshold: Any) -> str | None:

@@ -128,6 +128,7 @@ class Comparison:
                 "not_compared": self.not_compared, "flips": [f.as_dict() for f in self.flips]}
 
 
+MIN_RESAMPLES = 100
 MAX_RESAMPLES = 100_000
 
 
@@ -137,11 +138,12 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resam
     """Compare run A (in RESULTS_A) with run B (in RESULTS_B, which may be the same tree); each
     flipped item gets its sentence from `sentences(language)` ({item id: sentence}) when given. A
     ConfigError when either run has no complete checkpoint or they share no language."""
-    if resamples < 100:
-        raise ConfigError(f"--resamples {resamples} is too few for a 95% interval", fix="use 1000 or more")
+    if resamples < MIN_RESAMPLES:
+        raise ConfigError(f"--resamples {resamples} is too few for a 95% interval (at least {MIN_RESAMPLES})",
+                          fix=f"use {RESAMPLES} (the default), or at least 1000 for percentiles that hold still")
     if resamples > MAX_RESAMPLES:   # each resample is a row of every language's items in memory
         raise ConfigError(f"--resamples {resamples} is more than {MAX_RESAMPLES:,}: the interval would not move, "
-                          "and the draws would not fit in memory", fix="use 2000 (the default) up to 100000")
+                          "and the draws would not fit in memory", fix=f"use {RESAMPLES} (the default) up to {MAX_RESAMPLES}")
     # org__model and org/model name one run; its files say its name (a model id may hold "__")
     run_a, found_a, bad_a = _run_predictions(results_a, run_a, benchmark)
     run_b, found_b, bad_b = _run_predictions(results_b, run_b, benchmark)

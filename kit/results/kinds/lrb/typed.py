@@ -159,6 +159,8 @@ class LrbTyped(TypedCheckpoint):
         threshold = options.get("threshold", 0.5) if isinstance(options, dict) else 0.5
         try:
             if score_run:
+                if type(threshold) not in (int, float) or not math.isfinite(threshold):   # (LrbKind.verdict_faults)
+                    return False
                 scores = list(map(_YES, self.items))
                 if set(modes) != {keys.PARSE_SCORE} or not all(type(y) in (int, float) and math.isfinite(y)
                                                                  for y in scores):

@@ -22,7 +22,7 @@ from kit.errors import warn
 @common.languages_option
 @click.option("--array", type=click.IntRange(1, 100000), default=None,
               help="Split the pending pairs into N shards, one array task each (one site).")
-@click.option("--walltime", default=None, metavar="TIME",
+@click.option("--walltime", default=None, metavar="TIME", callback=lambda _ctx, _param, value: _given_walltime(value),
               help="Walltime per job (default: the site's), as the site's scheduler reads it (Slurm: M, M:S, "
                    "H:M:S, D-H[:M[:S]]; OAR: H, H:M, H:M:S) or in units: 90m, 1h30m, 2d. 'auto': shards packed "
                    "by the time earlier checkpoints of each run took, the fewest that fit the site's walltime, "
@@ -190,3 +190,13 @@ def _tasks_from(sp, array: int | None, n_sites: int) -> str:
     if n_sites > 1:
         return "slots by site weight" + capped
     return (f"--array {array}" if array else "one job at one site; --array N splits it") + capped
+
+
+def _given_walltime(value: str | None) -> str | None:
+    """--walltime as given; a blank one is refused (it would fall back to the site's without a word)."""
+    if value is not None and not value.strip():
+        from kit.errors import ConfigError
+
+        raise ConfigError(f"--walltime {value!r} is empty",
+                          fix="give a walltime (2:00:00, 90m, auto), or leave the option out for the site's own")
+    return value

@@ -23,6 +23,7 @@ from kit.weights.facts import ModelFacts, read_model_facts
 # a whole number of MiB: `gpu_mem>=1e5` or `gpu_mem>=4.5` is not read as 1 or 4 (the filter is then kept
 # whole and the floor added beside it)
 _GPU_MEM = re.compile(r"\bgpu_mem\s*(>=|>)\s*(\d+)(?![\w.])")
+_GPU_MEM_CAP = re.compile(r"\bgpu_mem\s*(<=|<|=)\s*(\d+)(?![\w.])")   # a term no larger GPU passes
 # what makes a filter more than a plain conjunction of comparisons (OAR's -p is an SQL WHERE clause):
 # then no single `gpu_mem>=N` in it holds for every resource it selects
 _NOT_CONJUNCTION = re.compile(r"\b(?:or|not)\b|[()]", re.IGNORECASE)
@@ -53,6 +54,15 @@ def grown_filter(site: Site, min_gpu_mib: int | None) -> str | None:
         return site.gpu_filter
     if not site.gpu_filter:   # no filter guarantees no memory: an OAR job asks for it alone
         return f"gpu_mem>={min_gpu_mib}" if site.scheduler == "oar" else site.gpu_filter
+    bare = conjunction_text(site.gpu_filter)
+    caps = [int(mib) - (op == "<") for op, mib in _GPU_MEM_CAP.findall(bare)] if bare is not None else []
+    if caps and min(caps) < min_gpu_mib:   # raised past its own cap, the filter would select no GPU at all
+        from kit.errors import ConfigError
+
+        raise ConfigError(f"site {site.name}: gpu_filter {site.gpu_filter!r} gives GPUs of at most {min(caps)} MiB, "
+                          f"and the job needs {min_gpu_mib} MiB of GPU memory: no GPU it selects can run it",
+                          fix="raise or drop the gpu_mem cap in gpu_filter, or run the model at a site with larger "
+                              "GPUs")
     terms = _floor_terms(site.gpu_filter)
     if terms is not None and [op for op, _ in terms] == [">="] and _GPU_MEM.findall(site.gpu_filter) == terms:
         return _GPU_MEM.sub(f"gpu_mem>={min_gpu_mib}", site.gpu_filter, count=1)

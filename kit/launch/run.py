@@ -202,6 +202,12 @@ def _plan_jobs(project: Project, sites: list[ResolvedSite], runs: list[Run], req
                     if warning and warning not in plan.warnings:
                         plan.warnings.append(warning)
                 plan.sites.append(job)
+    given = {job.where.name for job in plan.sites}
+    idle = [site.name for site in sites if site.name not in given]
+    if len(sites) > 1 and idle:   # named in --sites, yet no job there: said, never left out in silence
+        plan.warnings.append(f"site{'s' if len(idle) > 1 else ''} {', '.join(idle)} get{'' if len(idle) > 1 else 's'} "
+                             f"no job: {len(plan.pending)} pending pair(s) fill fewer shards than the sites' weights "
+                             "give slots (consecutive by weight, in --sites order)")
     return plan
 
 

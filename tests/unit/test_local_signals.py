@@ -90,3 +90,34 @@ def test_a_job_that_ends_by_itself_leaves_kit_s_signals_as_they_were(tmp_path: P
     sub = LocalScheduler(Site(name="local", scheduler="local")).submit(JobRequest("job", 0, 60), script,
                                                                       str(tmp_path / "logs"), dict(os.environ))
     assert list(sub.exit_codes.values()) == [0] and signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.slow   # two jobs run to their one-second walltime
+@pytest.mark.parametrize("traps", [True, False], ids=["stops on SIGTERM", "ignores SIGTERM"])
+def test_a_local_job_is_stopped_at_its_walltime_as_a_scheduler_stops_it(tmp_path: Path, monkeypatch, capsys,
+                                                                          traps: bool) -> None:
+    """The walltime a local site gives holds: at it the job gets SIGTERM (its trap runs, as the worker's
+    does, and its exit status is recorded); a job that ignores it gets SIGKILL KILL_WAIT later."""
+    from kit.config.sites import Site
+    from kit.launch.request import JobRequest
+    from kit.launch.schedulers import local
+
+    monkeypatch.setattr(local, "KILL_WAIT", 0.5)
+    marker = tmp_path / "trapped"
+    script = tmp_path / "job.sh"
+    script.write_text(textwrap.dedent(f"""\
+        trap '{"echo trapped > " + str(marker) + "; exit 143" if traps else ""}' TERM
+        for i in $(seq 100); do sleep 0.1; done
+        echo finished
+    """), encoding="utf-8")
+    started = time.monotonic()
+    sub = local.LocalScheduler(Site(name="local", scheduler="local")).submit(JobRequest("job", 0, 1), script,
+                                                                             str(tmp_path / "logs"), {})
+    took = time.monotonic() - started
+    (code,) = sub.exit_codes.values()
+    said = capsys.readouterr().err
+    assert "finished" not in said and "the job reached its walltime (1 s): sent SIGTERM" in said
+    if traps:
+        assert code == 143 and marker.exists() and "SIGKILL" not in said and took < 3
+    else:
+        assert code == -signal.SIGKILL and "sent SIGKILL" in said and 1.5 <= took < 4

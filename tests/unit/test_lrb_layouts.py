@@ -350,6 +350,25 @@ def test_compare_reads_lrb_s_files_as_every_command_counts_them(archive: Path, t
     assert "compare that folder on its own" in result.not_compared[f"{UNDETERMINED_LANGUAGE} (new-models)"]
 
 
+def test_compare_names_the_fault_of_a_run_s_invalid_file_in_a_batch_not_the_batch(archive: Path) -> None:
+    """Both runs lie in one batch and B's file there does not hold: the batch is the one compared, and
+    the refusal says what is wrong with B's file, not that the batch was set aside."""
+    from kit.results.kinds.lrb.compare import compare_runs
+
+    batch = archive / "recent-models-20260913"
+    runs = _runs_in(batch)
+    broken = next(p for p in batch.glob("*.json") if json.loads(p.read_text(encoding="utf-8"))[keys.METADATA][
+        keys.MODEL_ID] == runs[1])
+    data = json.loads(broken.read_text(encoding="utf-8"))
+    data[keys.METRICS][keys.F1] = 0.1
+    broken.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        compare_runs(archive, runs[0], archive, runs[1])
+    said = str(err.value)
+    assert f"{UNDETERMINED_LANGUAGE} (recent-models-20260913): B's checkpoint is not counted" in said and "f1" in said
+    assert "while the tree's own files are compared" not in said
+
+
 def test_a_metric_lrb_does_not_compute_is_left_out_as_lrb_s_loader_leaves_it(archive: Path, tmp_path: Path) -> None:
     """An lrb file whose metrics hold one more key (a newer lrb's) is complete and exported byte for byte;
     a missing or changed metric still is not."""

@@ -168,6 +168,16 @@ def test_multi_site_dry_run_prints_every_sites_command_and_makes_no_ssh_connecti
     assert "usagepolicycheck -t" in out and "/home/jdoe/kit/inputs/benchmark-" in out
 
 
+def test_a_site_named_in_sites_that_gets_no_shard_is_said(proj, lock_cwd):
+    """Three pairs fill nancy's two slots and grenoble's one: lyon, named too, gets no job, and kit says so."""
+    root, env, *_ = proj
+    r = kit("run", "--sites", "nancy,grenoble,lyon", "--model", "org/model-a", "--dry-run", "--sites-file",
+            str(EXAMPLES), "--roster", "roster.toml", cwd=root, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "site lyon gets no job: 3 pending pair(s) fill fewer shards than the sites' weights give slots" in r.stderr
+    assert "# site lyon" not in r.stdout and "# site grenoble" in r.stdout
+
+
 def test_lyon_dry_run_prints_the_oarsub_line_a_grid5000_user_would_write(proj, lock_cwd):
     root, env, _, ssh_log, _ = proj
     r = kit("run", "--site", "lyon", "--model", "org/model-a", "--array", "3", "--dry-run", "--sites-file",

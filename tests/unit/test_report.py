@@ -363,3 +363,19 @@ def test_a_duration_that_is_not_a_number_reports_zero_seconds(results, tmp_path,
     paths = report.write_report(results, tmp_path / "out")
     board = {row["run"]: row for row in _rows(paths.files["leaderboard"])}
     assert (board[RUN_A]["languages"], board[RUN_A]["duration_seconds"]) == ("3", "2.5")   # en counts 0 seconds
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_runs_of_one_language_scored_on_different_items_are_said_not_comparable(tmp_path: Path, cut: bool) -> None:
+    """Without a benchmark nothing holds a file to the language's items: a file cut short (or made from
+    another version of the data) is ranked beside full ones, and the summary says so, naming the language."""
+    from conftest_checkpoints import make_checkpoint, predictions_of
+
+    pairs = [(keys.YES, keys.YES), (keys.NO, keys.NO), (keys.YES, keys.NO), (keys.NO, keys.YES)] * 5
+    for run in ("org/a", "org/b"):
+        make_checkpoint(tmp_path / "results", run, "fr", predictions_of(pairs))
+        make_checkpoint(tmp_path / "results", run, "de", predictions_of(pairs[:12] if cut and run == "org/b" else pairs))
+    report.write_report(tmp_path / "results", tmp_path / "out")
+    summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    said = "Runs of `de` were scored on different items (their item ids or counts differ)"
+    assert (said in summary) == cut and "`fr`" not in summary.split("## Leaderboard")[1].split("|")[0]

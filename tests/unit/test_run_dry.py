@@ -59,3 +59,7 @@ def test_a_walltime_under_ten_minutes_is_a_warning_in_run_and_plan(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "mesonet", "--dry-run", "--walltime", "2:00:00"],
                        capture_output=True, text=True, cwd=tmp_path, env=env)
     assert r.returncode == 0 and "walltime '" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "kit", "run", "--site", "mesonet", "--dry-run", "--walltime", " "],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)   # blank: never the site's in silence
+    assert r.returncode == 2 and r.stderr.strip() == ("kit: error: --walltime ' ' is empty; fix: give a walltime "
+                                                      "(2:00:00, 90m, auto), or leave the option out for the site's own")

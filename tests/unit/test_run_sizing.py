@@ -152,6 +152,16 @@ def test_the_floor_holds_for_every_gpu_the_filter_can_pick(gpu_filter, floor, gr
     assert grown_filter(site, None) == gpu_filter
 
 
+@pytest.mark.parametrize("cap,limit", [("gpu_mem<=40000", 40000), ("gpu_mem<40000", 39999), ("gpu_mem=16384", 16384)])
+def test_a_floor_past_the_filter_s_own_cap_is_refused_not_submitted(cap, limit):
+    """Raised past a gpu_mem cap of the same conjunction, the filter would select no GPU: refused, naming both."""
+    site = oar_site(f"gpu_mem>=8000 AND {cap}")
+    with pytest.raises(ConfigError, match=f"gives GPUs of at most {limit} MiB, and the job needs 76294 MiB"):
+        grown_filter(site, 76294)
+    assert grown_filter(site, 8000) == f"gpu_mem>=8000 AND {cap}"
+    assert grown_filter(oar_site("gpu_mem>=8000 AND gpu_mem<=90000"), 76294) == "gpu_mem>=76294 AND gpu_mem<=90000"
+
+
 def test_an_or_filter_gets_the_floor_in_the_oarsub_line(tmp_path):
     workspace(tmp_path, run("org/mid-27B", "transformers-5.17"))
     sized = plan_kit_run(tmp_path, ["lille"], sites=[oar_site("cluster='chuc' OR gpu_mem>=23040")]).plan

@@ -2,7 +2,9 @@
 
 For workstations, CI and `kit demo`. The job runs in a clean environment (like `env -i`)
 holding only the allow-listed variables; its output goes to the console and to
-`<root>/logs/<job id>.out`. Example::
+`<root>/logs/<job id>.out`. Its walltime holds as a cluster's does: at the limit the job's processes
+get SIGTERM (the worker stops with its checkpoints whole), and SIGKILL KILL_WAIT seconds later if
+any still runs (Slurm's KillWait default). Example::
 
     [site.local]
     scheduler = "local"
@@ -26,6 +28,7 @@ from kit.launch.schedulers.base import Scheduler, Submission, register_scheduler
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+KILL_WAIT = 30   # seconds between the SIGTERM at the walltime and the SIGKILL
 
 
 @contextmanager
@@ -88,7 +91,7 @@ class LocalScheduler(Scheduler):
                     stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=default_stop_signals,
                 )
             with forward_signals(proc) as received:
-                codes[job_id] = _follow(log, proc)
+                codes[job_id] = _follow(log, proc, request.walltime_s)
             ids.append(job_id)
             if received:   # the job has stopped as the worker does on a signal (its checkpoints are whole):
                 # recorded as it ended, and no further task started
@@ -97,8 +100,11 @@ class LocalScheduler(Scheduler):
         return Submission(self.site.name, ids, self.submit_argv(request, script, log_dir), script, exit_codes=codes)
 
 
-def _follow(log: Path, proc: subprocess.Popen) -> int:
-    """Show the job's log on stderr as it grows, until the job ends; its exit status."""
+def _follow(log: Path, proc: subprocess.Popen, walltime_s: int | float | None = None) -> int:
+    """Show the job's log on stderr as it grows, until the job ends; its exit status. A job still running
+    at its walltime is stopped as a scheduler stops it (SIGTERM, then SIGKILL after KILL_WAIT)."""
+    deadline = time.monotonic() + walltime_s if walltime_s else None
+    terminated = False
     with open(log, "rb") as follow:
         while True:
             ended = proc.poll() is not None
@@ -108,4 +114,14 @@ def _follow(log: Path, proc: subprocess.Popen) -> int:
                 sys.stderr.flush()
             if ended:
                 return proc.wait()
+            if deadline is not None and time.monotonic() >= deadline:
+                sent = "SIGKILL" if terminated else "SIGTERM, as a scheduler does"
+                sys.stderr.write(f"kit: the job reached its walltime ({walltime_s:g} s): sent {sent}\n")
+                sys.stderr.flush()
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL if terminated else signal.SIGTERM)
+                except ProcessLookupError:   # it has just ended
+                    pass
+                deadline = None if terminated else deadline + KILL_WAIT
+                terminated = True
             time.sleep(0.1)

@@ -149,7 +149,9 @@ def compare_runs(results_a: Path, run_a: str, results_b: Path, run_b: str, resam
     run_b, found_b, bad_b = _run_predictions(results_b, run_b, benchmark)
     # one collection compared: the tree's own files, or the one batch folder both runs lie in; a batch's
     # copy of a language is never pooled into the macro with the tree's own (kit report keeps batches apart)
-    chosen, aside = _one_collection(found_a, found_b)
+    # (the files not counted are each run's too: a batch where one run's file is invalid is still the
+    # batch compared, and that file's fault is what the user is told)
+    chosen, aside = _one_collection({**found_a, **bad_a}, {**found_b, **bad_b})
     found_a = {lang: data for lang, data in found_a.items() if _collection(lang) == chosen}
     found_b = {lang: data for lang, data in found_b.items() if _collection(lang) == chosen}
     not_compared = {lang: f"A's checkpoint is not counted: {why}" for lang, why in bad_a.items()}

@@ -190,6 +190,7 @@ def summary_markdown(
         "",
         "Macro means over each run's languages; sorted by f1, then run.",
         *_coverage_note(valid),
+        *_item_set_note(valid),
         "",
         *markdown_table(SUMMARY_COLUMNS, leaderboard),
         "",
@@ -231,6 +232,25 @@ def _coverage_note(valid: Sequence[CheckpointRecord]) -> list[str]:
         return []
     return ["Runs cover different languages, so their means are not directly comparable "
             "(see the `languages` column and by_language.csv)."]
+
+
+def _item_set_note(valid: Sequence[CheckpointRecord]) -> list[str]:
+    """A line naming the languages whose runs were scored on different items (a file cut short, another
+    version of the data): with --benchmark or a roster each is held to the benchmark's items; without,
+    nothing else would say their scores are not measured alike."""
+    differ = []
+    for language, group in groups(valid, lambda r: r.language):
+        digests = [r.outcomes[0] if r.outcomes is not None else None for r in group]
+        # the items' digest where every file has one, else their count
+        items = set(digests) if None not in digests else {r.metrics.get(keys.N_ITEMS) for r in group}
+        if len(items) > 1:
+            differ.append(language)
+    if not differ:
+        return []
+    shown = ", ".join(md_code(language) for language in differ[:8])
+    shown += f" and {len(differ) - 8} more" if len(differ) > 8 else ""
+    return [f"Runs of {shown} were scored on different items (their item ids or counts differ), so their scores "
+            "there are not directly comparable (hold them to the benchmark: --benchmark, or a roster)."]
 
 
 # --------------------------------------------------------------------------- heatmap

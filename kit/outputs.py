@@ -99,9 +99,9 @@ def check_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
             return
     except OSError as exc:
         raise ConfigError(f"{dest}: cannot be read ({exc.strerror})", fix="choose a folder you can write") from None
+    _check_owned(dest, kind, legacy)   # first: --force is offered only for what it would replace
     if force_needed and not force:
         raise ConfigError(f"{dest}: already exists", fix=f"choose a new folder, or pass --force to replace the {kind}")
-    _check_owned(dest, kind, legacy)
 
 
 def _check_writable_place(dest: Path, kind: str) -> None:

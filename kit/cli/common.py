@@ -106,7 +106,8 @@ def print_json(command: str, status: str, data: Any, errors: list[str] | None = 
     text = json.dumps(whole, indent=2, sort_keys=True, ensure_ascii=False, default=str)
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")   # (an ASCII stream takes the escapes)
+    except (UnicodeEncodeError, LookupError):
         text = json.dumps(whole, indent=2, sort_keys=True, ensure_ascii=True, default=str)
     sys.stdout.write(text + "\n")
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import signal
 import sys
+from typing import Any
 
 import click
 
@@ -39,8 +41,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
 GROUPS = ("images", "weights", "keys")   # commands with subcommands: the envelope names both words
 
 
+class OutputClosed(Exception):
+    """The reader of kit's standard output went away (`kit status | head`): not an OSError, so that click
+    does not turn it into exit 1, the code of a finding."""
+
+
 class LazyGroup(click.Group):
     """A click group that imports a subcommand's module only when it is invoked."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise OutputClosed() from None
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:   # (kit's own --help and --version print here)
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            raise OutputClosed() from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -94,14 +113,22 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI. This is the one place errors are printed: a KitError becomes one stderr line
     (and, under --json, the error envelope on stdout) and its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    verbose = "-v" in args or "--verbose" in args
+    verbose = bool({"-v", "--verbose"} & set(_root_options(args)))   # kit's own flag, before the command
     # kit's config models use no pydantic plugin, and looking for them reads the entry points of every
     # installed distribution when the first model is built (20 ms here, more in an image's venv).
     # Set the variable yourself to load them.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if sys.stdout is None:   # started with its standard output closed: what it prints would be lost
+        if sys.stderr is not None:
+            print("kit: error: standard output is closed, so kit's answer would be lost; fix: give the command "
+                  "an output (a terminal, a file, a pipe)", file=sys.stderr)
+        sys.exit(2)
+    stops = _stop_signals_as_interrupts()
     try:
         _run(args, verbose)
     finally:
+        stops.restore()
+        _last_flush()
         if argv is None:
             # kit is this process's program and it is ending: the interpreter's exit would walk everything
             # the command held once more for cycles (tens of ms after a tree of 20,000 pairs), and the
@@ -128,9 +155,20 @@ def _run(args: list[str], verbose: bool) -> None:
         missing = MissingExtraError(f"kit {command_path(args)}", exc.name.split(".")[0], "worker")
         click.echo(error_line(missing), err=True)
         sys.exit(missing.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        stopped = exc.__cause__ if isinstance(exc.__cause__, Stopped) else None   # (click's wrapping of it)
+        if stopped is not None:
+            click.echo(f"kit: stopped by {signal.Signals(stopped.signum).name}", err=True)
+            sys.exit(128 + stopped.signum)
         click.echo("kit: aborted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:   # `kit`, `kit images` alone: the help, as --help gives it
+        if json_asked(args):
+            from kit.cli.common import ERROR, print_json
+
+            print_json(command_path(args), ERROR, None, [f"no command given; fix: see `{exc.ctx.command_path} --help`"])
+        click.echo(exc.ctx.get_help(), err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         line = _click_line(exc, args)
         if json_asked(args):
@@ -141,9 +179,82 @@ def _run(args: list[str], verbose: bool) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except Stopped as exc:   # SIGTERM or SIGHUP, as Ctrl-C: what was being written is cleaned up on the way
+        click.echo(f"kit: stopped by {signal.Signals(exc.signum).name}", err=True)
+        sys.exit(128 + exc.signum)
     except KeyboardInterrupt:
         click.echo("kit: interrupted", err=True)
         sys.exit(130)
+    except (BrokenPipeError, OutputClosed):   # the reader of its output went away (`| head`): as a program
+        _silence_stdout()                      # killed by SIGPIPE exits
+        sys.exit(128 + signal.SIGPIPE)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP received by kit's own process: unwinds as Ctrl-C does (staging folders removed,
+    nothing half-written), then kit says so and exits 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _StopHandlers:
+    """The stop signals' handlers as they were before kit installed its own."""
+
+    def __init__(self, previous: dict[int, object]) -> None:
+        self.previous = previous
+
+    def restore(self) -> None:
+        """Put the handlers back (a caller that runs main in its own process, as tests do)."""
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)   # type: ignore[arg-type]
+
+
+def _stop_signals_as_interrupts() -> _StopHandlers:
+    """SIGTERM and SIGHUP raise Stopped in kit's own process (a command that runs jobs installs its own
+    handlers over these); a process forked from it (a pool's worker) takes the default action, as before."""
+    main_pid = os.getpid()
+
+    def stop(signum: int, _frame: object) -> None:
+        if os.getpid() != main_pid:   # a forked helper: end as the signal ends it
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Stopped(signum)
+
+    previous: dict[int, object] = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(signum) is signal.SIG_DFL:   # (one ignored, as nohup does SIGHUP, stays so)
+                previous[signum] = signal.signal(signum, stop)
+        except ValueError:   # not the main thread
+            break
+    return _StopHandlers(previous)
+
+
+def _last_flush() -> None:
+    """Flush what kit printed; a reader gone by then is the exit of a program killed by SIGPIPE, not the
+    interpreter's "Exception ignored" and exit 120."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(128 + signal.SIGPIPE)
+    except (OSError, ValueError):   # (a full disk was said by the command; a closed stream has nothing left)
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    """Point the standard output at /dev/null, so that the interpreter's last flush of what could not be
+    written raises nothing more."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, AttributeError, ValueError):
+        pass
 
 
 def _click_line(exc: click.ClickException, args: list[str]) -> str:
@@ -174,7 +285,10 @@ def _exit_with(exc: KitError, args: list[str]) -> None:
     if json_asked(args):
         from kit.cli.common import ERROR, print_json
 
-        print_json(command_path(args), ERROR, None, [exc.one_line()])
+        try:
+            print_json(command_path(args), ERROR, None, [exc.one_line()])
+        except OSError:   # the output is what failed (a full disk, a closed pipe): the line below says why
+            _silence_stdout()
     click.echo(error_line(exc), err=True)
     sys.exit(exc.exit_code)
 
@@ -206,10 +320,21 @@ def _names_whole(message: str, value: str) -> bool:
     return re.search(r"(?<![\w./-])" + re.escape(value) + r"(?![\w./-])", message) is not None
 
 
+def _root_options(args: list[str]) -> list[str]:
+    """The options given to kit itself: those before the command's name (none of kit's own takes a value)."""
+    out = []
+    for arg in args:
+        if arg == "--" or not arg.startswith("-"):
+            break
+        out.append(arg)
+    return out
+
+
 def json_asked(args: list[str]) -> bool:
-    """Whether the command was asked for its JSON envelope: --json, or its variable (KIT_<COMMAND>_AS_JSON
-    when --json is not on the command line), so that an error comes back in the form success would."""
-    if "--json" in args:
+    """Whether the command was asked for its JSON envelope: --json (before a `--` that ends the options), or
+    its variable (KIT_<COMMAND>_AS_JSON when --json is not on the command line), so that an error comes
+    back in the form success would."""
+    if "--json" in (args[:args.index("--")] if "--" in args else args):
         return True
     for prefix, command in _invoked(args):
         for param in command.params:

@@ -61,12 +61,16 @@ class AnswerMemo:
     answer at its end."""
 
     def __init__(self, command: str, question: Any) -> None:
-        folder = cache_folder()
+        try:
+            cwd = os.getcwd()
+        except OSError:   # the current folder was deleted: no answer is kept or replayed for it
+            cwd = None
+        folder = cache_folder() if cwd is not None else None
         self.key = cache_key(folder) if folder is not None else None
         self.folder = folder / "answers" if folder is not None else None
         self.started = time.time()
         self._digest = hashlib.sha256(json.dumps(
-            [MEMO_FORMAT, kit.__version__, os.path.realpath(kit.__file__), command, question, os.getcwd(),
+            [MEMO_FORMAT, kit.__version__, os.path.realpath(kit.__file__), command, question, cwd,
              _environment_digest(), [_stream_facts(sys.stdout), _stream_facts(sys.stderr)], sys.executable,
              sys.version, repr(sys.flags), sys.path],
             default=str, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()

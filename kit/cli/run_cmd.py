@@ -124,7 +124,9 @@ def _unsubmitted_lines(prepared, array: int | None):
     pairs) what each job would be."""
     yield _plan_lines(prepared.plan)
     if not prepared.plan.pending:
-        yield "nothing to submit: every planned pair is complete or owned by a live job"
+        invalid = len(prepared.plan.invalid)
+        yield ("nothing to submit: every planned pair is complete or owned by a live job"
+               + (f", or invalid ({invalid}, kept: rerun those with `kit shard --force`)" if invalid else ""))
     else:
         yield from _dry_run_lines(prepared, array)
 

@@ -134,6 +134,7 @@ def _print_tables(title: str, statuses: list, counts: dict[str, int], every_pair
     from rich.console import Console
 
     console = Console(width=160)
+    console.on_broken_pipe = _reader_gone   # (rich's own exits 1, the code of a finding)
     if every_pair and statuses:   # (no pair, no table: the count line says it)
         console.print(_pair_table(title, statuses, results))
     elif statuses:
@@ -212,3 +213,10 @@ def _run_table(title: str, statuses: list):
     for run, counts in by_run.items():
         table.add_row(shown(run), *[str(counts.get(state, "")) for state in present])
     return table
+
+
+def _reader_gone() -> None:
+    """The table's reader went away (`kit status | head`): kit exits as a program killed by SIGPIPE does."""
+    import errno
+
+    raise BrokenPipeError(errno.EPIPE, "the reader of kit's output went away")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kit.errors import ConfigError
+from kit.errors import CheckpointError, ConfigError
 from kit.files import regular_file_here, regular_files, write_bytes_atomic, write_bytes_new, write_text_atomic
 from kit.outputs import OutputFolder, check_output, write_output
 from kit.results import keys
@@ -179,7 +179,7 @@ def _refuse_invalid(states: list[Any]) -> None:
     invalid = [s for s in states if s.state == PairState.INVALID]
     if invalid:
         first = invalid[0]
-        raise ConfigError(f"{first.path}: invalid checkpoint ({'; '.join(first.reasons) or 'unreadable'})"
+        raise CheckpointError(f"{first.path}: invalid checkpoint ({'; '.join(first.reasons) or 'unreadable'})"
                           + (f", and {len(invalid) - 1} more" if len(invalid) > 1 else ""),
                           fix="rerun the pair (kit shard --force) or move the file out of RESULTS, then release again")
 

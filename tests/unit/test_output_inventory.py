@@ -83,3 +83,24 @@ def test_the_output_replaced_is_offered_for_linking_unless_its_files_were_carrie
         (out.stage / "a.txt").write_text("one")
     with write_output(dest, "report", force=True, update=True) as out:
         assert out.earlier is None and (out.stage / "a.txt").read_text() == "one"
+
+
+def test_force_is_offered_only_for_a_folder_it_would_replace(tmp_path):
+    """A folder of the user's files is refused as such (--force would not replace it either); an earlier
+    output of the same kind is the one that asks for --force."""
+    from kit.errors import ConfigError
+    from kit.outputs import check_output
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine", encoding="utf-8")
+    for force in (False, True):
+        with pytest.raises(ConfigError) as refused:
+            check_output(mine, "release", force=force)
+        assert "holds files kit did not write" in str(refused.value) and "--force" not in refused.value.fix
+    earlier = tmp_path / "earlier"
+    with write_output(earlier, "release") as out:
+        _stage(out.stage, NAMES)
+    with pytest.raises(ConfigError, match="already exists; fix: choose a new folder, or pass --force"):
+        check_output(earlier, "release")
+    check_output(earlier, "release", force=True)

@@ -386,7 +386,7 @@ def test_a_release_holds_every_file_to_the_benchmark_and_leaves_out_pairs_the_ro
                           encoding="utf-8")
     seal(relabelled)
     r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
-    assert r.exit_code == 2 and "kit-demo__tiny-llama.json: invalid checkpoint" in r.stderr, r.stderr
+    assert r.exit_code == 1 and "kit-demo__tiny-llama.json: invalid checkpoint" in r.stderr, r.stderr
     assert "'it' is not one of the benchmark's" in r.stderr, r.stderr
     assert not (sweep.root / "release").exists()
     shutil.rmtree(sweep.results / "it")

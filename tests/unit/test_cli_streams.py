@@ -1,0 +1,136 @@
+"""What kit does when its own process is in trouble rather than its input: a closed or full standard
+output, a reader that went away (`| head`), a stream that cannot hold the text, a deleted working
+folder, SIGTERM or SIGHUP, kit's own flags spelled where they are not kit's. Each is one line on stderr
+and an exit code a script can tell from a finding (1), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest_checkpoints import make_checkpoint, predictions_of
+
+from kit.results import keys
+
+KIT = [sys.executable, "-m", "kit"]
+PAIRS = [(keys.YES, keys.YES), (keys.NO, keys.NO), (keys.YES, keys.NO)] * 4
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A results tree of three valid checkpoints, one in a folder with a non-ASCII name."""
+    results = tmp_path / "résultats"
+    for run in ("org/a", "org/b", "org/c"):
+        make_checkpoint(results, run, "fr", predictions_of(PAIRS))
+    return results
+
+
+def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A shell command line, kit spelled as `kit` (this interpreter's), and the shell's $PIPESTATUS."""
+    script = f'kit() {{ "{sys.executable}" -m kit "$@"; }}\n{command}\necho "status: ${{PIPESTATUS[*]}}" >&2\n'
+    env = {**os.environ, "KIT_CACHE_DIR": str(cwd / "cache")}
+    return subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+def statuses(r: subprocess.CompletedProcess) -> list[int]:
+    return [int(x) for x in r.stderr.strip().splitlines()[-1].removeprefix("status: ").split()]
+
+
+def no_traceback(r: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("json_flag", ["", "--json"])
+def test_a_closed_standard_output_is_one_line_and_exit_2(tree, json_flag):
+    r = shell(f"kit verify '{tree.name}' {json_flag} >&-", tree.parent)
+    no_traceback(r)
+    assert statuses(r) == [2] and "kit: error: standard output is closed" in r.stderr
+
+
+@pytest.mark.parametrize("json_flag", ["", "--json"])
+def test_a_full_standard_output_is_one_line_and_exit_2(tree, json_flag):
+    r = shell(f"kit status '{tree.name}' {json_flag} > /dev/full", tree.parent)
+    no_traceback(r)
+    assert statuses(r) == [2] and r.stderr.count("kit: error: No space left on device") == 1, r.stderr
+
+
+@pytest.mark.parametrize("command", ["verify '{tree}'", "status '{tree}'", "status '{tree}' --json", "--help",
+                                     "--version", "verify --help"])
+def test_a_reader_that_went_away_is_the_exit_of_sigpipe_never_a_finding(tree, command):
+    """`kit ... | head` with the reader gone: 141 (128 + SIGPIPE), as a shell's own tools end, not 1 (a
+    finding) and no traceback; asked twice, so the second answer comes from the kept one."""
+    for _ in range(2):
+        r = shell(f"kit {command.format(tree=tree.name)} | (exec 0<&-; exit 0)", tree.parent)
+        no_traceback(r)
+        assert statuses(r) == [128 + signal.SIGPIPE, 0], r.stderr
+
+
+def test_json_for_an_ascii_stream_is_escaped_not_a_traceback(tree):
+    r = shell(f"PYTHONIOENCODING=ascii kit status '{tree.name}' --json", tree.parent)
+    no_traceback(r)
+    assert statuses(r) == [0]
+    data = json.loads(r.stdout)["data"]
+    assert data["results"] == tree.name and r.stdout.isascii()
+    r = shell("PYTHONIOENCODING=ascii kit verify /nowhere/é --json", tree.parent)   # the error envelope too
+    assert statuses(r) == [2] and json.loads(r.stdout)["status"] == "error"
+
+
+def test_kit_s_own_flags_are_read_only_where_they_are_kit_s(tree, tmp_path):
+    """-v (tracebacks) is kit's flag before the command; --json ends at `--`: a folder named -v or --json
+    given after `--`, or -v as an option's value, is that value, one line and exit 2, never a traceback."""
+    odd = tmp_path / "odd"
+    (odd / "-v").mkdir(parents=True)
+    (odd / "--json").mkdir()
+    r = shell("kit verify -- -v", odd)
+    no_traceback(r)
+    assert statuses(r) == [2] and "no checkpoint files under -v" in r.stderr
+    r = shell("kit verify -- --json", odd)
+    assert statuses(r) == [2] and r.stdout == ""
+    r = shell(f"kit status '{tree}' --model -v", odd)
+    no_traceback(r)
+    assert statuses(r) == [2]
+
+
+@pytest.mark.parametrize("words", [[], ["images"], ["keys"]])
+def test_a_group_without_its_command_shows_its_help(tree, words):
+    r = subprocess.run([*KIT, *words], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith(f"Usage: kit {' '.join(words) + ' ' if words else ''}[OPTIONS] COMMAND")
+    assert "\nCommands:\n" in r.stderr and "kit: error" not in r.stderr
+
+
+def test_a_deleted_working_folder_does_not_stop_a_command_given_whole_paths(tree, tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    r = shell(f"cd '{gone}' && rmdir '{gone}' && kit verify '{tree}'", tmp_path)
+    no_traceback(r)
+    assert statuses(r) == [0] and "3 verified, 0 failed" in r.stdout
+
+
+@pytest.mark.slow   # a report of a few hundred checkpoints, stopped twice
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_to_a_report_cleans_up_says_so_and_exits_128_plus_n(tmp_path, sig):
+    """SIGTERM (a scheduler's cancel, a service stop) and SIGHUP (a closed terminal) unwind as Ctrl-C does:
+    the report's staging folder is removed, one line says which signal, exit 128 + N."""
+    results = tmp_path / "results"
+    for n in range(60):
+        for language in ("de", "en", "fr", "it", "nl"):
+            make_checkpoint(results, f"org/m{n:02d}", language, predictions_of(PAIRS * 5))
+    env = {**os.environ, "KIT_NO_CACHE": "1"}
+    proc = subprocess.Popen([*KIT, "report", str(results), "-o", str(tmp_path / "out")], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)   # started, reading
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, (proc.returncode, err)
+    assert err.strip().splitlines()[-1] == f"kit: stopped by {signal.Signals(sig).name}" and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if "staging" in p.name] and not list(results.glob(".*staging*"))
+    shutil.rmtree(results)

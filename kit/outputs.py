@@ -163,7 +163,7 @@ def _check_owned(dest: Path, kind: str, legacy: Callable[[set[str]], bool] | Non
                           fix=f"choose a new or empty folder for the {kind}; kit replaces only its own output")
     their_kind, files = found
     if their_kind != kind:
-        raise ConfigError(f"{dest}: holds a kit {their_kind} output, not a {kind}",
+        raise ConfigError(f"{dest}: holds the output of kit {their_kind}, not of kit {kind}",
                           fix=f"choose another folder for the {kind}")
     foreign = [f"{rel} ({why})" for rel, why in _not_owned(dest, files)]
     if foreign:
@@ -176,6 +176,8 @@ def _check_owned(dest: Path, kind: str, legacy: Callable[[set[str]], bool] | Non
 def _not_owned(dest: Path, files: dict[str, str]) -> Iterator[tuple[str, str]]:
     """Each path under `dest` (relative) that is not a file of the inventory as it was written, and why."""
     unreadable: list[OSError] = []   # a folder that cannot be listed may hold anything: never kit's
+    # the folders kit's files lie in: any other (an empty one the user made) is not kit's to remove
+    folders = {parent.as_posix() for rel in files for parent in Path(rel).parents if parent != Path(".")}
     for top, dirs, names in os.walk(dest, onerror=unreadable.append):   # links are listed, never entered
         for name in sorted([*dirs, *names]):
             path = Path(top, name)
@@ -185,6 +187,8 @@ def _not_owned(dest: Path, files: dict[str, str]) -> Iterator[tuple[str, str]]:
             if path.is_symlink():
                 yield rel, "a link"
             elif path.is_dir():
+                if rel not in folders:
+                    yield rel, "a folder kit did not write"
                 continue
             elif not path.is_file():
                 yield rel, "not a regular file"

@@ -104,3 +104,17 @@ def test_force_is_offered_only_for_a_folder_it_would_replace(tmp_path):
     with pytest.raises(ConfigError, match="already exists; fix: choose a new folder, or pass --force"):
         check_output(earlier, "release")
     check_output(earlier, "release", force=True)
+
+
+def test_a_folder_the_user_made_inside_an_output_is_never_removed_with_it(tmp_path):
+    from kit.errors import ConfigError
+    from kit.outputs import check_output
+
+    earlier = tmp_path / "earlier"
+    with write_output(earlier, "release") as out:
+        _stage(out.stage, NAMES)
+    (earlier / "my-notes").mkdir()   # empty: no file of it tells it from kit's
+    with pytest.raises(ConfigError, match="my-notes \\(a folder kit did not write\\)"):
+        check_output(earlier, "release", force=True)
+    (earlier / "my-notes").rmdir()
+    check_output(earlier, "release", force=True)

@@ -332,26 +332,107 @@ def folder_identity(path: Path) -> tuple[int, int] | None:
 
 
 def replace_folder(staged: Path, dest: Path, *, checked: tuple[int, int] | None | bool = False) -> None:
-    """Rename a finished folder into place; a folder there before is moved aside first, then removed,
-    so `dest` is at every instant the old folder or the new one. What the staged folder holds is made
-    durable first, so that the renamed folder never holds a file a crash could leave empty. With
-    `checked` (folder_identity of `dest` when the caller judged it replaceable; None: nothing was there),
-    anything else found there at the rename (a folder made or swapped in meanwhile) is put back and
-    refused (a ConfigError): no folder is deleted that was not the one judged."""
+    """Put a finished folder in place of `dest`: where the system swaps two paths in one step (Linux's
+    renameat2 RENAME_EXCHANGE), `dest` is at every instant the old folder or the new one, and the old one,
+    then at the staged path, is removed; elsewhere the old folder is moved aside first (and put back if the
+    new one cannot be renamed in). What the staged folder holds is made durable first, so that the renamed
+    folder never holds a file a crash could leave empty. With `checked` (folder_identity of `dest` when the
+    caller judged it replaceable; None: nothing was there), anything else found there at the swap (a
+    folder made or swapped in meanwhile) is put back and refused (a ConfigError): no folder is deleted
+    that was not the one judged."""
     staged, dest = Path(staged), Path(dest)
     make_durable([os.path.join(staged, rel) for rel in regular_files(staged)])
+    if os.path.lexists(dest) and exchange_paths(staged, dest):
+        if checked is not False and folder_identity(staged) != checked:   # the staged path holds what was there
+            exchange_paths(staged, dest)
+            raise _changed_meanwhile(dest)
+        _fsync_path(dest.parent)
+        shutil.rmtree(staged, ignore_errors=True)
+        return
     old = None
     if os.path.lexists(dest):
-        old = dest.parent / f".{dest.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+        old = dest.parent / f"{leftover_prefix(dest)}{secrets.token_hex(4)}.kit-old"
         os.rename(dest, old)
         if checked is not False and folder_identity(old) != checked:
             os.rename(old, dest)
-            raise ConfigError(f"{dest}: changed while kit was writing it (made or replaced by something else); "
-                              "nothing was replaced", fix="check what is in it now, then run the command again")
-    os.rename(staged, dest)
+            raise _changed_meanwhile(dest)
+    try:
+        os.rename(staged, dest)
+    except OSError:
+        if old is not None:   # the old folder back in place: a failed write never leaves no output
+            os.rename(old, dest)
+        raise
     _fsync_path(dest.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _changed_meanwhile(dest: Path) -> ConfigError:
+    return ConfigError(f"{dest}: changed while kit was writing it (made or replaced by something else); "
+                       "nothing was replaced", fix="check what is in it now, then run the command again")
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange_paths(a: Path, b: Path) -> bool:
+    """Swap what stands at two paths in one step (Linux renameat2 with RENAME_EXCHANGE); False where the
+    system or the file system cannot (then nothing was done). Another failure is an OSError."""
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):   # not glibc 2.28+ (or not Linux)
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), os.fspath(a), None, os.fspath(b))
+
+
+def leftover_prefix(dest: Path) -> str:
+    """The start of the name of every folder kit makes beside `dest` while it writes it (its staging folder, the
+    old folder set aside): the destination's name, this host and this process, so that a later write of the
+    same destination can tell the leftovers of a process that died (SIGKILL, a power cut) from a running one's."""
+    host = re.sub(r"[^A-Za-z0-9_-]", "_", os.uname().nodename)[:40] or "host"
+    return f".{dest.name}.{host}-{os.getpid()}."
+
+
+def sweep_leftovers(dest: Path) -> None:
+    """Remove what a writer of `dest` on this host that is no longer running left beside it: its staging
+    folder, or the old folder it had set aside once the new one is in place; an old folder set aside with
+    no folder at `dest` is put back (it is the last output written)."""
+    host = re.sub(r"[^A-Za-z0-9_-]", "_", os.uname().nodename)[:40] or "host"
+    pattern = re.compile(rf"\.{re.escape(dest.name)}\.{re.escape(host)}-(\d+)\..*\.kit-(staging|old)\Z")
+    try:
+        names = os.listdir(dest.parent)
+    except OSError:
+        return
+    for name in sorted(names):
+        found = pattern.match(name)
+        if found is None or _running(int(found.group(1))):
+            continue
+        path = dest.parent / name
+        if found.group(2) == "old" and not os.path.lexists(dest):
+            try:
+                os.rename(path, dest)
+            except OSError:
+                pass
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        return True
+    return True
 
 
 def owner_only_file(path: Path, what: str) -> None:

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import DISK_ERRNOS, ConfigError
-from kit.files import (atomic_writer, file_sha256, folder_identity, folders_under, name_part, read_regular_file,
-                       regular_files, replace_folder, umask, what_stands)
+from kit.files import (atomic_writer, file_sha256, folder_identity, folders_under, leftover_prefix, name_part,
+                       read_regular_file, regular_files, replace_folder, sweep_leftovers, umask, what_stands)
 
 INVENTORY = ".kit-output.json"
 # an inventory file of an earlier kit version, and the kind of output it marks
@@ -247,8 +247,10 @@ def _inventory(folder: Path) -> tuple[str, dict[str, str], dict[str, Any]] | Non
         kind = legacy_kind if legacy_kind and isinstance(data, dict) and data.get("kit_release") == 1 \
             else (data.get("kit_output") if isinstance(data, dict) else None)
         files = data.get("files") if isinstance(data, dict) else None
+        # an entry naming a file outside the folder (../x, /x) makes it no inventory: never hashed, carried or trusted
         if not isinstance(kind, str) or not isinstance(files, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) and len(v) == 64 for k, v in files.items()):
+                isinstance(k, str) and plain_relative(k) and isinstance(v, str) and len(v) == 64
+                for k, v in files.items()):
             return None
         memo = data.get("memo")
         return kind, files, memo if isinstance(memo, dict) else {}
@@ -267,7 +269,8 @@ def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
     stage = None
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".kit-staging", dir=dest.parent))
+        sweep_leftovers(dest)   # a writer that was killed (SIGKILL, a power cut) left its folders here
+        stage = Path(tempfile.mkdtemp(prefix=leftover_prefix(dest), suffix=".kit-staging", dir=dest.parent))
         if update and dest.is_dir():
             _carry_over(dest, stage)
         out = OutputFolder(dest, kind, stage, earlier=dest if not update and dest.is_dir() else None)

@@ -267,6 +267,22 @@ def open_envelope(where: Path, trusted: Sequence[Any] | None) -> tuple[dict[str,
     return statement, []
 
 
+def envelope_signers(where: Path) -> set[str] | None:
+    """The keyids whose signatures the envelope file `where` carries (none checked); None when it is not a
+    DSSE envelope of kit's payload type (a file of someone else's standing at its name)."""
+    try:
+        from securesystemslib.dsse import Envelope
+    except ImportError as exc:
+        raise MissingExtraError("signing and checking signatures", "securesystemslib", "sign") from exc
+    try:
+        envelope = Envelope.from_dict(safejson.loads_utf8(read_regular_file(where, "envelope", MAX_ENVELOPE_BYTES)))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError):
+        return None
+    if envelope.payload_type != PAYLOAD_TYPE:
+        return None
+    return {signature.keyid for signature in envelope.signatures.values()}
+
+
 def signing_key_for_tools() -> SigningKey | None:
     """The key kit's own tools sign their statements with (image builds and conversions): the one
     KIT_SIGNING_KEY_PATH names, else kit's own when `kit keys init` made one; None when there is none

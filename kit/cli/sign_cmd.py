@@ -40,8 +40,11 @@ def sign(results: Path, key_file: Path | None, ssh_key: Path | None, force: bool
     key = load_signing_key(key_file, ssh_key)
     done = sign_tree(common.results_folder(results), key, force=force)
     data = {"keyid": key.keyid, "signed": [str(p) for p in done.signed], "already_signed": [str(p) for p in done.already],
-            "refused": {str(p): r for p, r in done.refused.items()}, "not_counted": done.not_counted}
+            "refused": {str(p): r for p, r in done.refused.items()}, "not_counted": done.not_counted,
+            "kept_aside": {str(p): str(q) for p, q in done.kept_aside.items()}}
     lines = [visible(f"NOT SIGNED  {p}: {'; '.join(r)}") for p, r in done.refused.items()]
+    lines += [visible(f"kept aside  {q}: it stood at the envelope's name of {p} and was no envelope")
+              for p, q in done.kept_aside.items()]
     lines.append(f"{len(done.signed)} signed with key {key.keyid[:16]}..., {len(done.already)} already signed "
                  f"(--force signs again), {len(done.refused)} not signed")
     if done.not_counted:

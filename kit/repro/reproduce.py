@@ -3,6 +3,7 @@ pair there (or take a rerun made elsewhere), compare, and write the verdict file
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,6 +70,9 @@ def reproduce(result: Path, options: RerunOptions, tolerance: Tolerance, output:
 
             check_applies(options.deliberate, recorded, result)
         if against is not None:
+            if same_file(against, result):
+                raise ConfigError(f"{against}: --against names the result itself, which agrees with itself",
+                                  fix="give another checkpoint of the same pair (one a site or a rerun wrote)")
             rerun, resolved = rerun_elsewhere(recorded, against)
         else:
             rerun, resolved = rerun_here(result, recorded, options, say)
@@ -154,3 +158,11 @@ def rerun_elsewhere(recorded: dict[str, Any], other: Path) -> tuple[dict[str, An
     return rerun, ResolvedImage(job.get(keys.JOB_RUNTIME) or "unknown", str(other), new_img.get(keys.IMAGE_DIGEST),
                                 new_img.get(keys.IMAGE_ARTIFACT_SHA256),
                                 rec_img.get(keys.IMAGE_DIGEST) == new_img.get(keys.IMAGE_DIGEST), note)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (a link, a hard link or another spelling of it)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False

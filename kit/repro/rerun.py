@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from kit.config.names import ENV_NAME
-from kit.errors import ConfigError, ImageError
+from kit.errors import ConfigError, ImageError, RerunError
 from kit.files import write_text_atomic
-from kit.repro.resolve import ResolvedImage, recorded_run
+from kit.repro.resolve import ResolvedImage, load_result, recorded_run
 from kit.results import keys
 from kit.results.store import checkpoint_path
 
@@ -82,7 +82,14 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
     """Run the pair again (as `run`, roster keys, when given: a deliberate rerun's); returns the new
     checkpoint and the worker's output. `extra_env` (the user's engine settings) wins over the recorded ones."""
     meta = result[keys.METADATA]
-    workdir = Path(workdir).resolve()
+    # the folder the worker may write is one kit's own private folder holds: a container that runs as another
+    # user (uid 1000 in the Apptainer helper) must be let write it, and no other user of this machine may
+    # reach it (to swap the rerun's checkpoint, or its roster, before it is judged)
+    private = Path(workdir).resolve()
+    private.mkdir(parents=True, exist_ok=True)
+    private.chmod(0o700)
+    workdir = private / "rerun"
+    workdir.mkdir(exist_ok=True)
     out = workdir / "results"
     roster = workdir / "roster.toml"
     write_text_atomic(roster, roster_for(result, Path(benchmark_root).resolve(), batch_size=batch_size, run=run))
@@ -118,7 +125,11 @@ def rerun_pair(result: dict[str, Any], image: ResolvedImage, benchmark_root: Pat
     if not path.exists():
         raise ConfigError(f"the rerun wrote no checkpoint (exit {status}): {failure_summary(log)}",
                           fix=f"see the worker's whole log, {keep_log(log)}; check --weights and --benchmark")
-    return json.loads(path.read_text(encoding="utf-8")), log
+    try:   # held to what the result itself was held to (its log, its verdicts, its bytes as logged)
+        return load_result(path), log
+    except ConfigError as exc:
+        raise RerunError(f"the rerun's checkpoint does not hold: {exc.message}",
+                         fix=f"see the worker's whole log, {keep_log(log)}") from None
 
 
 _ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Exit)|ERROR\b|(?:kit: )?error:)[^\n]*", re.M)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.errors import ConfigError
+from kit.errors import ConfigError, KitError
 
 SKIPPED_SUFFIXES = (".tmp", ".part", ".lock", ".claim", ".pyc")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}\Z")
@@ -107,15 +107,27 @@ def publish(repo_id: str, plan: PublishPlan, api: Any, *, private: bool = False,
     from huggingface_hub import CommitOperationAdd
 
     check_repo_id(repo_id)
-    api.create_repo(repo_id=repo_id, repo_type="dataset", private=private, exist_ok=True)
+
     def source(rel: str) -> Any:
         if rel in plan.written:
             return plan.written[rel]
         return str(plan.images.get(rel) or plan.release / rel)
 
     operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=source(rel)) for rel in plan.files]
-    info = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations,
-                             commit_message=message or f"Publish {plan.release.name} ({len(operations)} files) with kit")
+    try:
+        api.create_repo(repo_id=repo_id, repo_type="dataset", private=private, exist_ok=True)
+        info = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations,
+                                 commit_message=message or f"Publish {plan.release.name} ({len(operations)} files) "
+                                                           "with kit")
+    except KitError:
+        raise
+    except Exception as exc:   # noqa: BLE001 - the Hub's client and its HTTP library raise many kinds: one line
+        where = getattr(api, "endpoint", None) or "the Hugging Face Hub"
+        said = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise KitError(f"publishing {repo_id} to {where} failed, nothing was published by kit past this point: "
+                       f"{type(exc).__name__}: {said}",
+                       fix="check the network, HF_ENDPOINT and HF_HUB_OFFLINE (it must be unset to publish), and "
+                           "the token's write access; then publish again (the upload is one commit)") from None
     return str(getattr(info, "commit_url", None) or info)
 
 

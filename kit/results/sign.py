@@ -12,8 +12,8 @@ from kit.files import name_part
 from kit.results.attest import AFTER_THE_FACT, sign_result, signature_reasons
 from kit.results.checkpoint import validate_sealed
 from kit.results.keys import PairState
-from kit.signing import SigningKey
-from kit.results.store import ENVELOPE_SUFFIX, envelope_path, iter_checkpoint_files, left_out_note
+from kit.signing import SigningKey, envelope_signers
+from kit.results.store import ENVELOPE_SUFFIX, envelope_path, iter_checkpoint_files, keep_aside, left_out_note
 
 
 @dataclass
@@ -24,6 +24,7 @@ class SignOutcome:
     already: list[Path] = field(default_factory=list)
     refused: dict[Path, list[str]] = field(default_factory=dict)
     not_counted: str | None = None   # the archive and deeper files not signed (kit.results.store.left_out_note)
+    kept_aside: dict[Path, Path] = field(default_factory=dict)   # a file at an envelope's name that was none
 
 
 def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOutcome:
@@ -49,6 +50,13 @@ def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOut
             out.refused[path] = [f"{envelope.name} is not a regular file (a folder, link or pipe stands there): "
                                  "move it away, then sign again"]
             continue
+        if envelope.is_file() and force:   # signed again: over this key's own envelope only
+            signers = envelope_signers(envelope)
+            if signers is not None and signers - {key.keyid}:
+                out.refused[path] = [f"{envelope.name} carries the signature of another key "
+                                     f"({', '.join(k[:16] for k in sorted(signers - {key.keyid}))}), which --force "
+                                     "does not replace", "move the file away, then sign again"]
+                continue
         if envelope.is_file() and not force:
             stale = signature_reasons(path, None)   # its statement still names these bytes, and its log's?
             if stale:
@@ -60,6 +68,8 @@ def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOut
         if state.state != PairState.COMPLETE or state.data is None:
             out.refused[path] = state.reasons or [state.state]
             continue
+        if envelope.is_file() and envelope_signers(envelope) is None:   # a damaged envelope, or someone's file
+            out.kept_aside[path] = keep_aside(envelope, "not-an-envelope")
         sign_result(path, state.data, key, when=AFTER_THE_FACT)
         out.signed.append(path)
     return out

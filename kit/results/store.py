@@ -93,6 +93,18 @@ def set_aside(checkpoint: Path) -> Path | None:
     return target
 
 
+def keep_aside(path: Path, label: str) -> Path:
+    """Move the file at `path` into its folder's .superseded/, time-stamped and marked `label` ("not-a-log"):
+    what kit replaces that it did not write is kept, never lost; its new place."""
+    path = Path(path)
+    keep = path.parent / SUPERSEDED_DIR
+    keep.mkdir(exist_ok=True)
+    stem, dot, suffix = path.name.partition(".")
+    target = keep / f"{stem}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}.{label}{dot}{suffix}"
+    os.replace(path, target)
+    return target
+
+
 def keep_foreign_log(log: Path) -> Path | None:
     """Before a job's log replaces what is at `log`: a regular file there that is no :::MLLOG log (a user's
     own notes under that name) is moved into .superseded/ (time-stamped) rather than lost; its new place,
@@ -107,11 +119,7 @@ def keep_foreign_log(log: Path) -> Path | None:
         return None
     if not head or head.lstrip().startswith(b":::MLLOG"):
         return None
-    keep = log.parent / SUPERSEDED_DIR
-    keep.mkdir(exist_ok=True)
-    target = keep / f"{log.stem}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}.not-a-log{log.suffix}"
-    os.replace(log, target)
-    return target
+    return keep_aside(log, "not-a-log")
 
 
 # The folder of a results tree that holds the system descriptions jobs write (RESULTS/systems/).

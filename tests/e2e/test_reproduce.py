@@ -106,6 +106,8 @@ def test_against_an_existing_rerun(work, demo_env):
     assert r.returncode == 0 and r.stdout.startswith("REPRODUCED"), r.stdout + r.stderr
     r = kit("reproduce", RESULT, "--against", "results/fr/kit-demo__tiny-llama.json", cwd=d, env=env)
     assert r.returncode == 2 and "language 'fr' is not the result's 'en'" in r.stderr
+    r = kit("reproduce", RESULT, "--against", f"./{RESULT}", cwd=d, env=env)   # itself, spelled otherwise
+    assert r.returncode == 2 and "--against names the result itself" in r.stderr, r.stderr
 
 
 def test_a_result_outside_its_workspace_needs_the_benchmark_named(work, demo_env, tmp_path_factory):

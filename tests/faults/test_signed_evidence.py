@@ -141,6 +141,14 @@ def test_an_openssh_ed25519_key_signs_and_its_public_key_is_trusted(sweep):
     # the file says which form it is, whichever option names it
     r = kit("sign", "results", "--key", str(private), "--force", "--json", cwd=sweep, env=env)
     assert r.returncode == 0 and len(json.loads(r.stdout)["data"]["signed"]) == 2, r.stdout + r.stderr
+    other = sweep / "id_other"   # --force signs again with this key, never over another key's signature
+    other.write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()))
+    other.chmod(0o600)
+    before = (sweep / ENVELOPE).read_bytes()
+    r = kit("sign", "results", "--ssh-key", str(other), "--force", cwd=sweep, env=env)
+    assert r.returncode == 1 and "0 signed" in r.stdout and "carries the signature of another key" in r.stdout
+    assert (sweep / ENVELOPE).read_bytes() == before
     r = kit("keys", "export", "--ssh-key", str(public), cwd=sweep, env=env)
     (sweep / "ssh.pub.json").write_text(r.stdout)
     assert verify_line(sweep, "ssh.pub.json", env)[0] == 0
@@ -278,6 +286,8 @@ def test_sign_leaves_only_an_envelope_that_still_names_the_files_it_sits_beside(
     r = kit("sign", "results", "--force", cwd=sweep, env=env)
     assert r.returncode == 0 and "2 signed" in r.stdout, r.stdout
     assert verify_line(sweep, "alice.pub.json", env)[0] == 0
+    (kept,) = (de_envelope.parent / ".superseded").glob("*.not-an-envelope.intoto.jsonl")   # not lost: kept aside
+    assert kept.read_text() == "garbage\n" and f"kept aside  {kept.relative_to(sweep)}" in r.stdout
     de_envelope.unlink()
     de_envelope.mkdir()
     for extra in ((), ("--force",)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,63 @@ def test_a_staged_folder_replaces_the_old_one_and_leaves_nothing_aside(tmp_path)
     fresh.mkdir()
     replace_folder(fresh, tmp_path / "first")      # nothing there before
     assert (tmp_path / "first").is_dir() and not fresh.exists()
+
+
+def test_the_swap_is_one_step_where_the_system_has_one_and_the_old_folder_comes_back_where_it_has_not(
+        tmp_path, monkeypatch):
+    """With renameat2's exchange the destination is never missing; without it (another system, a file system
+    that cannot), a new folder that cannot be renamed in puts the old one back, and the error is raised."""
+    import errno
+
+    from kit import files
+
+    dest, staged = tmp_path / "out", tmp_path / "staged"
+    (dest / "a").mkdir(parents=True)
+    staged.mkdir()
+    (staged / "b").write_text("new", encoding="utf-8")
+    assert files.exchange_paths(staged, dest) and (dest / "b").is_file() and (staged / "a").is_dir()
+    assert files.exchange_paths(staged, dest) and (dest / "a").is_dir()   # and back
+    monkeypatch.setattr(files, "exchange_paths", lambda a, b: False)
+    real_rename = files.os.rename
+
+    def failing(src, dst):
+        if Path(src) == staged:
+            raise OSError(errno.EIO, "Input/output error", str(src))
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(files.os, "rename", failing)
+    with pytest.raises(OSError, match="Input/output error"):
+        replace_folder(staged, dest)
+    assert (dest / "a").is_dir() and sorted(p.name for p in tmp_path.iterdir()) == ["out", "staged"]
+
+
+def test_the_folders_a_killed_writer_left_are_swept_by_the_next_write_and_a_set_aside_output_put_back(tmp_path):
+    from kit import files
+
+    dest = tmp_path / "report"
+    dest.mkdir()
+    dead = _dead_pid()
+    host = files.leftover_prefix(dest).split(".")[2].rsplit("-", 1)[0]
+    stale = tmp_path / f".report.{host}-{dead}.abcd1234.kit-staging"
+    alive = tmp_path / f".report.{host}-{os.getpid()}.efgh5678.kit-staging"   # a running writer's: kept
+    other = tmp_path / f".report.otherhost-{dead}.ijkl9012.kit-staging"       # another host's: unknown, kept
+    for folder in (stale, alive, other):
+        folder.mkdir()
+    files.sweep_leftovers(dest)
+    assert not stale.exists() and alive.exists() and other.exists()
+    dest.rmdir()   # the writer died between setting the old output aside and renaming the new one in
+    aside = tmp_path / f".report.{host}-{dead}.0000.kit-old"
+    (aside / "index.html").parent.mkdir()
+    (aside / "index.html").write_text("the last report", encoding="utf-8")
+    files.sweep_leftovers(dest)
+    assert (dest / "index.html").read_text(encoding="utf-8") == "the last report" and not aside.exists()
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and was reaped)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
 
 
 def test_a_write_that_is_not_durable_syncs_nothing_and_make_durable_syncs_every_file_and_folder(tmp_path, monkeypatch):

@@ -118,3 +118,21 @@ def test_a_folder_the_user_made_inside_an_output_is_never_removed_with_it(tmp_pa
         check_output(earlier, "release", force=True)
     (earlier / "my-notes").rmdir()
     check_output(earlier, "release", force=True)
+
+
+@pytest.mark.parametrize("entry", ["../outside.txt", "/etc/passwd", "a/../../x", "a//b", "a\\\\b"])
+def test_an_inventory_naming_a_file_outside_its_folder_is_no_inventory(tmp_path, entry):
+    """Edited to name a file outside (or one no writer names so), an inventory makes its folder no kit
+    output: nothing it names is hashed, carried into the next output or replaced."""
+    from kit.errors import ConfigError
+    from kit.outputs import check_output
+
+    earlier = tmp_path / "earlier"
+    with write_output(earlier, "export") as out:
+        _stage(out.stage, NAMES)
+    data = json.loads((earlier / INVENTORY).read_text(encoding="utf-8"))
+    data["files"][entry] = "0" * 64
+    (earlier / INVENTORY).write_text(json.dumps(data), encoding="utf-8")
+    assert read_inventory(earlier) is None
+    with pytest.raises(ConfigError, match="holds files kit did not write"):
+        check_output(earlier, "export", force=True)

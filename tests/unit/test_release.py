@@ -63,7 +63,7 @@ def test_invalid_checkpoint_stops_the_release_and_writes_nothing(sweep):
     path = sweep.results / "en" / "kit-demo__tiny-llama.json"
     path.write_text(path.read_text()[:50])
     r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
-    assert r.exit_code == 2 and str(Path("results/en/kit-demo__tiny-llama.json")) in r.stderr and "fix:" in r.stderr
+    assert r.exit_code == 1 and str(Path("results/en/kit-demo__tiny-llama.json")) in r.stderr and "fix:" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in sweep.root.iterdir()) == ["data", "results", "roster.toml"]
 
@@ -81,7 +81,9 @@ def test_a_linked_checkpoint_or_log_stops_the_release_and_writes_nothing(sweep, 
     r = run_kit("release", "results", "-o", "release", cwd=sweep.root)
     # a linked log is no evidence (kit.results.evidence); a linked checkpoint is refused by the release itself
     why = "not a regular file" if name.endswith(".mllog") else "symlink:"
-    assert r.exit_code == 2 and why in r.stderr and name in r.stderr and "fix:" in r.stderr, r.stderr
+    # an invalid checkpoint (a finding) exits 1, a linked one the release refuses to copy is bad input
+    assert r.exit_code == (1 if name.endswith(".mllog") else 2) and why in r.stderr and name in r.stderr \
+        and "fix:" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in sweep.root.iterdir()) == ["data", "results", "roster.toml", "secret.txt"]
 
@@ -212,6 +214,32 @@ def test_publish_uploads_to_a_hub_server(release, monkeypatch):
     assert sorted(commit.files) == sorted(data["files"])
     assert all(commit.files[rel] == (release / rel).read_bytes() for rel in commit.files)
     assert data["commit_url"].startswith(endpoint)
+
+
+@pytest.mark.parametrize("offline", [True, False], ids=["HF_HUB_OFFLINE", "nothing listening"])
+def test_a_hub_that_cannot_be_reached_is_one_line_not_a_traceback(release, monkeypatch, offline):
+    """The real HfApi, offline or pointed at a port nothing listens on: one line naming where and what to
+    check, exit 1 (an upload step failed), no traceback."""
+    import socket
+
+    from hubserver import go_online
+
+    go_online(monkeypatch)
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        import huggingface_hub.constants as constants
+
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with socket.socket() as s:   # a port just freed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = release.parent / "token-file"
+    token.write_text("hf_test")
+    token.chmod(0o600)
+    r = run_kit("publish", "me/lrb", str(release), "--endpoint", f"http://127.0.0.1:{port}", "--token-file", str(token))
+    assert r.exit_code == 1 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"kit: error: publishing me/lrb to http://127.0.0.1:{port} failed") and "HF_HUB_OFFLINE" in line
 
 
 def test_an_lrb_file_comes_into_the_release_as_lrb_wrote_it_in_its_place(sweep):

@@ -78,3 +78,43 @@ def test_the_rerun_gets_the_recorded_engine_settings_in_every_runtime(monkeypatc
         rerun.rerun_pair(result, image, tmp_path, None, tmp_path / "work")
     assert seen["VLLM_CPU_KVCACHE_SPACE"] == "1" and seen["OMP_NUM_THREADS"] == "2"
     assert seen["HF_HUB_OFFLINE"] == "1"   # kit's own offline settings are never overridden
+
+
+def test_the_rerun_writes_where_no_other_user_reaches_and_its_checkpoint_is_held_like_the_result(monkeypatch, tmp_path):
+    """The folder a container of another uid may write (mode 777) lies in kit's private one (700), so no other
+    user of the machine can swap the rerun's roster or checkpoint; and what the rerun wrote is held to the
+    sealed evidence policy the result was (here: a checkpoint without its job's log)."""
+    from conftest_checkpoints import make_checkpoint, predictions_of
+
+    from kit.errors import RerunError
+    from kit.results import keys
+
+    seen = {}
+
+    def fake_run(image, kit_args, binds, env):
+        out = Path(kit_args[kit_args.index("--results") + 1])
+        seen.update(binds=binds, out=out)
+        written = make_checkpoint(out, "org/m", "en", predictions_of([(keys.YES, keys.YES), (keys.NO, keys.NO)]))
+        written.with_suffix(".mllog").unlink()
+        return 0, "done"
+
+    monkeypatch.setattr(rerun, "run_in_image", fake_run)
+    monkeypatch.setattr(rerun, "roster_for", lambda *a, **k: "")
+    result = {"metadata": {"run": "org/m", "model_id": "org/m", "language": "en", "model_revision": "a" * 40},
+              "provenance": {}}
+    image = ResolvedImage("apptainer", "ref", "sha256:" + "1" * 64, None, True, "")
+    work = tmp_path / "work"
+    with pytest.raises(RerunError, match="the rerun's checkpoint does not hold: .*log .*missing"):
+        rerun.rerun_pair(result, image, tmp_path, None, work)
+    assert work.stat().st_mode & 0o777 == 0o700
+    assert seen["out"].parent.parent == work and str(work) not in seen["binds"]   # its inner folder is bound
+    assert seen["out"].stat().st_mode & 0o777 == 0o777
+
+
+def test_a_result_is_not_reproduced_against_itself(tmp_path):
+    from kit.repro.reproduce import same_file
+
+    a = tmp_path / "a.json"
+    a.write_text("{}", encoding="utf-8")
+    (tmp_path / "link.json").symlink_to(a)
+    assert same_file(tmp_path / "link.json", a) and not same_file(tmp_path / "missing.json", a)

@@ -104,7 +104,7 @@ def check_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
         raise ConfigError(f"{dest}: already exists", fix=f"choose a new folder, or pass --force to replace the {kind}")
 
 
-def _check_writable_place(dest: Path, kind: str) -> None:
+def _check_writable_place(dest: Path, kind: str, option: str = "-o") -> None:
     """A ConfigError when the folder an output is built beside (its parent, or the nearest one that exists)
     cannot be written (no permission, a read-only file system): said before the work, not after it."""
     place = Path(os.path.abspath(dest)).parent
@@ -112,17 +112,18 @@ def _check_writable_place(dest: Path, kind: str) -> None:
         place = place.parent
     if not place.is_dir():   # a file where a folder of the path must be
         raise ConfigError(f"{dest}: the {kind} cannot be written: {place} is {what_stands(place)}, not a folder",
-                          fix=f"choose a path for the {kind} (-o) whose folders are folders")
+                          fix=f"choose a path for the {kind} ({option}) whose folders are folders")
     if not os.access(place, os.W_OK | os.X_OK):
         try:
             why = "Read-only file system" if os.statvfs(place).f_flag & os.ST_RDONLY else "Permission denied"
         except OSError:
             why = "Permission denied"
         raise ConfigError(f"{dest}: the {kind} cannot be written: {place} is not writable ({why})",
-                          fix=f"choose a folder you can write for the {kind} (-o)")
+                          fix=f"choose a folder you can write for the {kind} ({option})")
 
 
-def check_output_file(path: Path, kind: str, marker: bytes, *, inputs: Sequence[Path] = ()) -> None:
+def check_output_file(path: Path, kind: str, marker: bytes, *, inputs: Sequence[Path] = (),
+                      option: str = "-o") -> None:
     """A ConfigError unless `path` can take a one-file `kind` output (an HTML page written on its own):
     absent, or a regular file kit wrote as one (`marker` in its first 4 KB), and outside every folder
     in `inputs` (a page written over a checkpoint it reads would destroy it)."""
@@ -135,7 +136,7 @@ def check_output_file(path: Path, kind: str, marker: bytes, *, inputs: Sequence[
     if path.is_symlink():
         raise ConfigError(f"{path}: is a link; kit writes its {kind} as a file of its own",
                           fix="remove the link or choose another file name")
-    _check_writable_place(path, kind)
+    _check_writable_place(path, kind, option)
     if not os.path.lexists(path):
         return
     if not path.is_file():

@@ -73,7 +73,7 @@ def compare(run_a: str, run_b: str, results: Path, results_b: Path | None, resam
         from kit.results.kinds.lrb.compare_html import comparison_page
 
         check_output_file(html_file, "comparison page", generator_meta(_GENERATOR).encode("utf-8"),
-                          inputs=[results, results_b or results])
+                          inputs=[results, results_b or results], option="--html")
         write_text_atomic(html_file, comparison_page(result, generator=_GENERATOR))
         data["html"] = str(html_file)
     # a language or item id from a file holds nothing a terminal would act on (escapes, bidi controls)

@@ -122,7 +122,9 @@ def test_an_inventory_naming_a_file_outside_the_report_is_no_evidence_it_is_unch
     inventory = json.loads((out / INVENTORY).read_text())
     inventory["files"]["../outside.txt"] = hashlib.sha256(b"x").hexdigest()
     (out / INVENTORY).write_text(json.dumps(inventory))
-    assert not _report(results, out).unchanged
+    # an inventory naming a file outside its folder is none: the folder is no longer kit's to replace
+    with pytest.raises(ConfigError, match="holds files kit did not write"):
+        _report(results, out)
     assert outside.read_text() == "x"
 
 

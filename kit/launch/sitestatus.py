@@ -52,7 +52,15 @@ def explain_missing(statuses: list[PairStatus], records: list[SubmissionRecord],
                 from kit.errors import KitError
 
                 why = exc.one_line() if isinstance(exc, KitError) else f"the scheduler's answer could not be read ({exc})"
-                known.update({j: JobStatus(j, JobState.UNKNOWN, reason=why) for j in to_poll})
+                known.update({j: JobStatus(j, JobState.UNKNOWN, reason=why, unasked=True) for j in to_poll})
+    for job, st in list(known.items()):
+        if st.unasked:   # said once per site as it is said for a frontend that cannot be reached
+            known[job] = JobStatus(job, JobState.UNKNOWN, reason=f"{NOT_ASKED}: {st.reason}")
+        elif st.name is not None and not st.name.startswith(JOB_NAME_PREFIX):
+            # the recorded id now names another job (ids reused, another cluster under the site's name):
+            # never shown as kit's, never cancelled
+            known[job] = JobStatus(job, JobState.UNKNOWN, reason=f"the scheduler's job {job} is now another job "
+                                   f"({st.name[:60]!r}), not the kit job this machine submitted")
     for s in missing:
         if s.state == PairState.STALE:
             active = jobs.get(s.pair) and known.get(jobs[s.pair][0])
@@ -77,6 +85,10 @@ def explain_missing(statuses: list[PairStatus], records: list[SubmissionRecord],
 
 # the reason of every pair of a site whose checkpoints could not be read (its frontend unreachable)
 NOT_READ = "checkpoints not read"
+# the reason of a pair whose job the site's scheduler could not be asked about (unreachable, erring)
+NOT_ASKED = "the scheduler could not be asked"
+# every job kit submits is named so (kit.launch.siteplan): an id the scheduler names otherwise is not kit's
+JOB_NAME_PREFIX = "kit-"
 
 
 def site_pair_status(project, site: ResolvedSite, runs, languages) -> list[PairStatus]:
@@ -158,8 +170,16 @@ def statuses_at_sites(project, sites: list[ResolvedSite], runs, languages) -> tu
 
 
 def unread_reasons(statuses: list[PairStatus]) -> list[str]:
-    """Why one site's checkpoints could not be read (its frontend unreachable), each once; [] when read."""
-    return sorted({r for st in statuses for r in st.reasons if r.startswith(NOT_READ)})
+    """Why one site's checkpoints could not be read (its frontend unreachable) or its scheduler could not
+    be asked about its jobs, each once; [] when both answered."""
+    found = set()
+    for st in statuses:
+        for reason in st.reasons:
+            if reason.startswith(NOT_READ):
+                found.add(reason)
+            elif NOT_ASKED in reason:   # ("job 500_1 unknown: the scheduler could not be asked: ...")
+                found.add(reason[reason.index(NOT_ASKED):])
+    return sorted(found)
 
 
 def said_if_absent(site: ResolvedSite) -> None:

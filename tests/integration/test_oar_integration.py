@@ -128,11 +128,12 @@ def test_a_non_zero_exit_ends_terminated_and_kit_reads_exit_3_from_the_wait_stat
     assert (statuses[job].state, statuses[job].exit_code) == (JobState.FAILED, 3)
 
 
-def test_oardel_ends_in_error_and_kit_says_failed_deleted(scenarios):
+def test_oardel_ends_in_error_and_kit_says_cancelled_deleted(scenarios):
+    """A user's plain oardel is a cancel, as Slurm's scancel reads (not a failure of the job's own)."""
     ids, statuses, records, _ = scenarios
     job = ids["deleted"][0]
     assert records[job]["state"] == "Error"
-    assert statuses[job].state == JobState.FAILED and "oardel" in statuses[job].reason
+    assert statuses[job].state == JobState.CANCELLED and "oardel" in statuses[job].reason
 
 
 def test_a_walltime_kill_ends_in_error_and_kit_says_timeout(scenarios):

@@ -301,8 +301,10 @@ def test_run_submits_an_array_and_status_explains_every_pair_by_its_array_job(pr
              "102": ({"state": "Error", "events": [{"type": "WALLTIME", "description": "sarko"}]}, "timeout")}
     for job, (info, want) in [*cases.items(), ("101", ({"state": "Hold"}, "queued")),
                               ("101", ({"state": "Terminated", "exit_code": 768}, "failed")),
+                              # the recorded id now names another user's job: never shown as kit's
+                              ("101", ({"state": "Running", "name": "alice-finetune", "owner": "alice"}, "unknown")),
                               ("101", ({"state": "Error", "events": [{"type": "FRAG_JOB_REQUEST",
-                                                                      "description": "User kit requested"}]}, "failed"))]:
+                                                                      "description": "User kit requested"}]}, "cancelled"))]:
         fake.state = {**fake.state, "jobs": {**fake.state.get("jobs", {}), job: info}}
         s = kit("status", "--site", "ci", "--json", cwd=root, env=env)
         assert s.returncode == 0, s.stderr
@@ -314,7 +316,7 @@ def test_run_submits_an_array_and_status_explains_every_pair_by_its_array_job(pr
         assert by[("org/model-b", "de")]["state"] == "unclaimed"
     assert "exited 3" in json.dumps(data) or "oardel" in json.dumps(data)
     table = kit("status", "--site", "ci", cwd=root, env=env).stdout
-    assert "6 pairs: 1 complete, 1 failed, 1 timeout, 3 unclaimed" in table and "[ci]" in table
+    assert "6 pairs: 1 cancelled, 1 complete, 1 timeout, 3 unclaimed" in table and "[ci]" in table
 
 
 @pytest.mark.slow   # seconds of subprocesses or of waiting out the cache's racy window: kept out of the 5-minute fast tier

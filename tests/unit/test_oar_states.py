@@ -69,11 +69,12 @@ def test_error_after_the_walltime_is_timeout_even_though_sarko_also_frags_it():
     assert st.state == JobState.TIMEOUT and "walltime" in st.reason
 
 
-def test_error_after_oardel_is_failed_and_says_who_deleted_it():
+def test_error_after_oardel_is_cancelled_and_says_who_deleted_it():
+    """A plain oardel is a cancel by a user, as Slurm's scancel is read (CANCELLED by N)."""
     events = [{"type": "FRAG_JOB_REQUEST", "description": "User kit requested to frag the job 10"},
               {"type": "SEND_KILL_JOB", "description": "[Leon] Send the kill signal to oarexec"}]
     st = job_status("10", {"state": "Error", "exit_code": None, "events": events})
-    assert st.state == JobState.FAILED
+    assert st.state == JobState.CANCELLED
     assert "oardel" in st.reason and "User kit" in st.reason
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from kit.launch import frontend as frontend_mod
 from kit.launch.cancel import jobs_to_cancel
 from kit.launch.request import JobRequest
 from kit.launch.schedulers import slurm_query
+from kit.launch.schedulers.base import JobStatus
 from kit.launch.schedulers.slurm import SlurmScheduler, gpu_option, slurm_time
 from kit.plan import Pair
 from kit.results.status import PairStatus
@@ -383,3 +385,46 @@ def test_requests_that_cannot_be_honoured_are_refused(kw, words):
 def test_a_sized_constraint_that_cannot_go_into_an_sbatch_line_is_refused_when_rendered():
     with pytest.raises(ConfigError, match="cannot go into an #SBATCH line"):
         SlurmScheduler(site()).prelude(request(constraint="a100; rm -rf"), "/k/logs")
+
+
+def test_a_pending_array_record_of_sacct_is_read_for_the_ids_asked_only():
+    """sacct names a pending array by its task ranges, maybe millions: only the tasks asked for are looked
+    up (it was spelled out task by task: minutes and a gigabyte for Slurm's largest array)."""
+    got = slurm_query.parse_sacct("500_[1-99999999]|PENDING|0:0\n", wanted={"500_7", "500_0", "501_7", "5"})
+    assert set(got) == {"500_7"} and got["500_7"].state == "pending"
+    with pytest.raises(ValueError, match="more than"):
+        slurm_query.parse_sacct("500_[1-99999999]|PENDING|0:0\n")
+
+
+def test_a_recorded_job_id_that_now_names_another_job_is_never_kit_s(tmp_path):
+    """squeue reports the id kit recorded under another name (ids reused, another cluster under the site's
+    name): the pair's job is unknown, said so, and kit cancel leaves it alone."""
+    from kit.launch.sitestatus import explain_missing
+    from kit.launch.tracking import SubmissionRecord
+
+    class Answering:
+        def poll(self, job_ids):
+            return {"500_1": JobStatus("500_1", "running", name="alice-finetune"),
+                    "500_0": JobStatus("500_0", "running", name="kit-c-org-m-1a2b3c")}
+
+    record = SubmissionRecord("c", "slurm", ["500_0", "500_1"], [0, 1], 2, [["org/m", "de"], ["org/m", "en"]],
+                              "plan.json", "job.sh", ["sbatch"])
+    statuses = [PairStatus(Pair("org/m", lang), "pending", tmp_path) for lang in ("de", "en")]
+    done = explain_missing(statuses, [record], Answering())
+    by = {s.pair.language: s for s in done}
+    assert by["de"].state == "running" and by["en"].state == "unknown"
+    assert "500_1 is now another job ('alice-finetune'), not the kit job" in by["en"].reasons[0]
+    assert list(jobs_to_cancel("c", done).jobs) == ["500_0"]
+
+
+def test_a_scheduler_that_cannot_be_asked_is_said_once_for_the_site_not_taken_for_no_jobs(fake):
+    from kit.launch.sitestatus import NOT_ASKED, explain_missing, unread_reasons
+    from kit.launch.tracking import SubmissionRecord
+
+    fake(squeue={"jobs": [], "errors": [{"description": "Unable to contact slurm controller"}]}, sacct_dbd=None,
+         sacct_c="")
+    record = SubmissionRecord("c", "slurm", ["500"], [0], 1, [["org/m", "de"]], "plan.json", "job.sh", ["sbatch"])
+    done = explain_missing([PairStatus(Pair("org/m", "de"), "pending", Path("x"))], [record], SlurmScheduler(site()))
+    assert done[0].state == "unknown"
+    (said,) = unread_reasons(done)
+    assert said.startswith(NOT_ASKED) and "Unable to contact slurm controller" in said

@@ -63,6 +63,8 @@ class JobStatus:
     state: str
     exit_code: int | None = None
     reason: str = ""
+    name: str | None = None   # the job's name as the scheduler reports it (None: not reported)
+    unasked: bool = False     # the scheduler itself gave no answer (unreachable, an error, no readable reply)
 
 
 class Scheduler:

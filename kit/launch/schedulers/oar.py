@@ -93,6 +93,11 @@ def exit_status(raw: object) -> int | None:
     return status >> 8 if status & 0x7F == 0 else 128 + (status & 0x7F)
 
 
+def _name(info: object) -> str | None:
+    """A job record's name as oarstat reports it (None: the record names none)."""
+    return str(info["name"]) if isinstance(info, dict) and info.get("name") else None
+
+
 def job_status(job_id: str, info: dict) -> JobStatus:
     """Normalize one `oarstat -f -J` job record (state, exit_code, events) into a JobStatus."""
     state = str(info.get("state", ""))
@@ -115,7 +120,7 @@ def job_status(job_id: str, info: dict) -> JobStatus:
             return JobStatus(job_id, JobState.TIMEOUT, code, "OAR Error: walltime reached")
         if DELETE_EVENT in types:
             who = next(e.get("description", "") for e in events if e.get("type") == DELETE_EVENT)
-            return JobStatus(job_id, JobState.FAILED, code, f"OAR Error: deleted with oardel ({who})")
+            return JobStatus(job_id, JobState.CANCELLED, code, f"OAR Error: deleted with oardel ({who})")
         told = [e.get("description", "") for e in events if not str(e.get("type", "")).startswith("SWITCH_INTO")]
         return JobStatus(job_id, JobState.FAILED, code, "OAR Error" + (f": {told[-1]}" if told else ""))
     return JobStatus(job_id, OAR_STATES[state], code, f"OAR {state}")
@@ -236,8 +241,9 @@ class OarScheduler(Scheduler):
             chunk = [str(j) for j in job_ids[i:i + 100]]
             records, why = self._records(chunk)
             for j in chunk:
-                out[j] = (job_status(j, records[j]) if j in records else
-                          JobStatus(j, JobState.UNKNOWN, reason=why or "oarstat does not know this job (purged, or another OAR)"))
+                out[j] = (replace(job_status(j, records[j]), name=_name(records[j])) if j in records
+                          else JobStatus(j, JobState.UNKNOWN, reason=why or "oarstat does not know this job (purged, "
+                                         "or another OAR)", unasked=bool(why)))
         return out
 
     def live_jobs(self) -> dict[str, LiveJob]:

@@ -177,7 +177,9 @@ class SlurmScheduler(Scheduler):
             except (SubmitError, ValueError) as exc:
                 problems.append(f"sacct: {exc}")
         why = "; ".join(problems) or "neither squeue nor sacct reports this job"
-        return {j: found.get(j) or JobStatus(j, JobState.UNKNOWN, reason=why) for j in job_ids}
+        # squeue could not answer: a job it did not report may be live, and the scheduler was not asked
+        unasked = any(p.startswith("squeue") for p in problems)
+        return {j: found.get(j) or JobStatus(j, JobState.UNKNOWN, reason=why, unasked=unasked) for j in job_ids}
 
     def live_jobs(self) -> dict[str, LiveJob]:
         """Your pending and running kit jobs (named kit-...) and their array tasks (`<id>_<task>`, tasks 0-based),
@@ -198,12 +200,12 @@ class SlurmScheduler(Scheduler):
         dbd = self._ask(["sacct", "--parsable2", "--noheader", "-X", "-j", ",".join(job_ids), "-o", SACCT_FIELDS],
                         check=False)
         if dbd.returncode == 0:
-            return parse_sacct(dbd.stdout)
+            return parse_sacct(dbd.stdout, wanted=set(job_ids))
         plain = plain_ids(job_ids)
         found = {}
         if plain:
             found = parse_sacct(self._ask(["sacct", "-c", "--parsable2", "--noheader", "-j", ",".join(plain),
-                                           "-o", SACCT_FIELDS]).stdout)
+                                           "-o", SACCT_FIELDS]).stdout, wanted=set(job_ids))
         lost = (f"array task left the queue and this site has no slurmdbd: `sacct -c` (jobcomp) records "
                 f"array tasks under raw job ids only ({(dbd.stderr or dbd.stdout).strip()[:120]}); read the job log")
         return {j: found.get(j) or JobStatus(j, JobState.UNKNOWN, reason=lost) for j in job_ids if j in found or "_" in j}

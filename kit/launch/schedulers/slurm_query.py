@@ -148,8 +148,9 @@ def parse_squeue_json(text: str, wanted: Collection[str] | None = None) -> dict[
         reason = str(job.get("state_reason") or "")
         reason = "" if reason == "None" else reason
         text_reason = _explain(state, reason, f"exit code {code}" if code else "", detail)
+        name = str(job["name"]) if job.get("name") else None
         for job_id in _ids(job, wanted):
-            out[job_id] = JobStatus(job_id, normalize(state), code, text_reason)
+            out[job_id] = JobStatus(job_id, normalize(state), code, text_reason, name=name)
     return out
 
 
@@ -197,14 +198,14 @@ def parse_squeue_names(text: str, name_prefix: str = "") -> dict[str, tuple[str,
     parse_squeue_json(text, wanted=())   # the answer's shape and errors checked, no ids spelled out
     out = {}
     for job in json.loads(text)["jobs"]:
-        name = str(job.get("name") or "")
+        name = str(job["name"]) if job.get("name") else None
         if name.startswith(name_prefix):
             state = normalize(base_state(job.get("job_state")))
             out.update((job_id, (name, state)) for job_id in _ids(job))
     return out
 
 
-def parse_sacct(text: str) -> dict[str, JobStatus]:
+def parse_sacct(text: str, wanted: Collection[str] | None = None) -> dict[str, JobStatus]:
     """Rows of `sacct --parsable2 --noheader -o JobID,State,ExitCode` (slurmdbd or `-c`).
 
     Step rows ('12.batch') are skipped; 'JobState.CANCELLED by 0' reads as JobState.CANCELLED; ExitCode is
@@ -215,8 +216,11 @@ def parse_sacct(text: str) -> dict[str, JobStatus]:
         if len(fields) < 3:
             continue
         pending = re.fullmatch(r"(\d+)_\[(.+)\]", fields[0])   # a pending array record: 12_[2-5]
-        if pending:
-            ids = [f"{pending.group(1)}_{t}" for t in expand_task_string(pending.group(2))]
+        if pending and wanted is not None:   # only the tasks asked for: a record may span millions
+            ids = [j for j in wanted if j.partition("_")[0] == pending.group(1) and j.partition("_")[2].isdigit()
+                   and in_task_string(pending.group(2), int(j.partition("_")[2]))]
+        elif pending:
+            ids = [f"{pending.group(1)}_{t}" for t in expand_task_string(pending.group(2), MAX_EXPANDED_TASKS)]
         elif re.fullmatch(r"\d+(_\d+)?", fields[0]):
             ids = [fields[0]]
         else:

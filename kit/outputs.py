@@ -188,7 +188,8 @@ def _not_owned(dest: Path, files: dict[str, str]) -> Iterator[tuple[str, str]]:
             if path.is_symlink():
                 yield rel, "a link"
             elif path.is_dir():
-                if rel not in folders:
+                # an empty one: a folder holding anything is judged by what it holds
+                if rel not in folders and _empty_folder(path):
                     yield rel, "a folder kit did not write"
                 continue
             elif not path.is_file():
@@ -200,6 +201,15 @@ def _not_owned(dest: Path, files: dict[str, str]) -> Iterator[tuple[str, str]]:
         dirs[:] = [d for d in dirs if not Path(top, d).is_symlink()]
     for exc in unreadable:
         yield Path(exc.filename or dest).relative_to(dest).as_posix(), f"a folder that cannot be read ({exc.strerror})"
+
+
+def _empty_folder(path: Path) -> bool:
+    """Whether a folder holds nothing (one that cannot be listed is said by the walk that reaches it)."""
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def read_inventory(folder: Path) -> tuple[str, dict[str, str]] | None:

@@ -69,7 +69,7 @@ def sign_tree(results: Path, key: SigningKey, *, force: bool = False) -> SignOut
             out.refused[path] = state.reasons or [state.state]
             continue
         if envelope.is_file() and envelope_signers(envelope) is None:   # a damaged envelope, or someone's file
-            out.kept_aside[path] = keep_aside(envelope, "not-an-envelope")
+            out.kept_aside[path] = keep_aside(envelope, "not-an-envelope", ENVELOPE_SUFFIX)
         sign_result(path, state.data, key, when=AFTER_THE_FACT)
         out.signed.append(path)
     return out

@@ -93,14 +93,16 @@ def set_aside(checkpoint: Path) -> Path | None:
     return target
 
 
-def keep_aside(path: Path, label: str) -> Path:
-    """Move the file at `path` into its folder's .superseded/, time-stamped and marked `label` ("not-a-log"):
-    what kit replaces that it did not write is kept, never lost; its new place."""
+def keep_aside(path: Path, label: str, suffix: str | None = None) -> Path:
+    """Move the file at `path` into its folder's .superseded/, time-stamped and marked `label` ("not-a-log")
+    before its `suffix` (its last one by default; ".intoto.jsonl" for an envelope, since a run's name holds
+    dots of its own): what kit replaces that it did not write is kept, never lost; its new place."""
     path = Path(path)
+    suffix = path.suffix if suffix is None else suffix
+    stem = path.name[:-len(suffix)] if suffix and path.name.endswith(suffix) else path.name
     keep = path.parent / SUPERSEDED_DIR
     keep.mkdir(exist_ok=True)
-    stem, dot, suffix = path.name.partition(".")
-    target = keep / f"{stem}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}.{label}{dot}{suffix}"
+    target = keep / f"{stem}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}.{label}{suffix}"
     os.replace(path, target)
     return target
 

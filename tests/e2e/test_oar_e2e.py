@@ -188,7 +188,7 @@ def test_a_filter_no_resource_satisfies_is_kits_clear_error_not_a_hang(ws):
     assert time.monotonic() - t0 < 30
 
 
-def test_oardel_of_one_array_job_shows_failed_and_a_rerun_completes_only_the_missing_pair(ws):
+def test_oardel_of_one_array_job_shows_cancelled_and_a_rerun_completes_only_the_missing_pair(ws):
     t0 = time.monotonic()
     r = ws.kit("run", "--site", "ci-oar-slow", "--model", RERANKER, "--array", "3", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -203,8 +203,8 @@ def test_oardel_of_one_array_job_shows_failed_and_a_rerun_completes_only_the_mis
     as_kit(["oardel", jobs[0]], Path("/home/kit"))
     data = wait_settled(ws, "ci-oar-slow", RERANKER)
     by = {p["language"]: p for p in data["pairs"]}
-    assert data["counts"] == {"complete": 2, "failed": 1}, data
-    assert (by["de"]["state"], by["de"]["job"]) == ("failed", jobs[0])      # shard 0 = array index 1 = de
+    assert data["counts"] == {"complete": 2, "cancelled": 1}, data   # a user's oardel, as a scancel reads
+    assert (by["de"]["state"], by["de"]["job"]) == ("cancelled", jobs[0])      # shard 0 = array index 1 = de
     assert "oardel" in by["de"]["reasons"][0]
     kept = {lang: (ws.root / "results-slow" / lang / "kit-demo__tiny-reranker.json").read_bytes() for lang in ("en", "fr")}
     r = ws.kit("run", "--site", "ci-oar-slow", "--model", RERANKER, "--array", "3", "--json")

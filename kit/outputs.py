@@ -22,6 +22,7 @@ Standard library and kit.files only: this sits at the bottom of the import graph
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -304,6 +305,9 @@ def write_output(dest: Path, kind: str, *, force: bool = False, force_needed: bo
     finally:
         if stage is not None and stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+        elif stage is None:   # stopped (a signal) between making the staging folder and holding its name
+            for own in dest.parent.glob(f"{glob.escape(leftover_prefix(dest))}*.kit-staging"):
+                shutil.rmtree(own, ignore_errors=True)
 
 
 def _an_input(exc: OSError, stage: Path | None, dest: Path) -> bool:

@@ -166,8 +166,13 @@ def test_a_killed_task_is_reported_then_resubmitted_alone(workspace):
     assert st["en"]["state"] == "cancelled" and st["en"]["job"] == victim, st["en"]
     assert st["de"]["state"] == "complete" and st["fr"]["state"] == "complete"
 
-    # no scheduler answer: unknown, with the reason, not a crash
-    st = status(workspace, "ci-slurm-kill", env={**_env(), "PATH": f"{Path(sys.executable).parent}:/nonexistent"})
+    # no scheduler answer: unknown, with the reason, not a crash; said for the site, status `error`, exit 1
+    r = kit(workspace, "status", "--site", "ci-slurm-kill", "--model", MODEL, "--json",
+            env={**_env(), "PATH": f"{Path(sys.executable).parent}:/nonexistent"})
+    envelope = json.loads(r.stdout)
+    assert r.returncode == 1 and envelope["status"] == "error", r.stdout + r.stderr
+    assert any("the scheduler could not be asked" in e and "squeue" in e for e in envelope["errors"]), envelope
+    st = {p["language"]: p for p in envelope["data"]["pairs"]}
     assert st["en"]["state"] == "unknown" and "squeue" in " ".join(st["en"]["reasons"]), st["en"]
 
     rerun = kit(workspace, "run", "--site", "ci-slurm-kill", "--model", MODEL, "--array", "3", "--json")

@@ -89,7 +89,10 @@ def test_prompt_plus_budget_over_n_ctx_is_refused(llamacpp_python, hub):
 def test_wrong_quantization_or_file_is_refused(llamacpp_python, hub):
     r = _probe(llamacpp_python, hub, "x", quantization="Q4_K_M")
     assert r.returncode == 2 and "tiny-llama-f32.gguf is F32, not Q4_K_M" in r.stderr
-    r = _probe(llamacpp_python, hub, "x", gguf_file="../other.gguf")
+    r = _probe(llamacpp_python, hub, "x", gguf_file="../other.gguf")   # refused as the roster is read, one line
+    assert r.returncode == 2 and "options.gguf_file = '../other.gguf' is not a .gguf file's path inside the model's " \
+        "snapshot" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = _probe(llamacpp_python, hub, "x", gguf_file="other.gguf")   # a good path the snapshot lacks: the worker's
     assert r.returncode == 2 and "is not a .gguf file of snapshot" in r.stderr
 
 

@@ -124,10 +124,18 @@ def test_a_stop_signal_to_a_report_cleans_up_says_so_and_exits_128_plus_n(tmp_pa
         for language in ("de", "en", "fr", "it", "nl"):
             make_checkpoint(results, f"org/m{n:02d}", language, predictions_of(PAIRS * 5))
     env = {**os.environ, "KIT_NO_CACHE": "1"}
+    # started as from a terminal: SIGHUP at its default (under nohup, as CI runs, kit keeps it ignored)
     proc = subprocess.Popen([*KIT, "report", str(results), "-o", str(tmp_path / "out")], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)   # started, reading
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    end = time.monotonic() + 120   # until it writes: its staging folder is there
+    while not [p for p in tmp_path.iterdir() if p.name.endswith(".kit-staging")]:
+        assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+        time.sleep(0.01)
+    # stopped, signalled, resumed: the signal lands while the report is being written, however fast the machine
+    proc.send_signal(signal.SIGSTOP)
     proc.send_signal(sig)
+    proc.send_signal(signal.SIGCONT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig, (proc.returncode, err)
     assert err.strip().splitlines()[-1] == f"kit: stopped by {signal.Signals(sig).name}" and "Traceback" not in err

@@ -210,7 +210,7 @@ def test_another_kit_or_stream_asks_another_question(tmp_path, settled, monkeypa
 @pytest.mark.slow
 def test_a_real_kit_replays_and_a_closed_stdout_runs_the_command(tmp_path):
     """The command as a user runs it (its own process, the real racy window): the third ask is replayed;
-    with stdout closed the command runs and ends as a fresh one does."""
+    with stdout closed no kept answer is printed into nothing: one line says so, exit 2 (kit.cli.main)."""
     import subprocess
     import sys
     import time
@@ -225,7 +225,8 @@ def test_a_real_kit_replays_and_a_closed_stdout_runs_the_command(tmp_path):
     assert "kit.results.tree" not in runs[2].stderr   # replayed: the results layer never loaded
     closed = subprocess.run(f"{sys.executable} -m kit status results >&-", shell=True, cwd=sweep.root, env=env,
                             capture_output=True, text=True, timeout=120)
-    assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr
+    assert closed.returncode == 2 and "Traceback" not in closed.stderr, closed.stderr
+    assert closed.stderr.startswith("kit: error: standard output is closed")
 
 
 def test_a_path_through_a_linked_folder_and_up_holds_the_files_read(tmp_path, settled, trees):

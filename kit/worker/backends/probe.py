@@ -24,12 +24,19 @@ def probe(args: argparse.Namespace) -> dict:
     from kit.weights.snapshot import resolve_snapshot
     from kit.worker.backends.base import get_backend
 
-    run = Run.model_validate({
-        "model": args.model, "revision": args.revision, "backend": args.backend,
-        **({"task": args.task} if args.task else {}),   # unset: the backend's own task, as in a roster
-        "dtype": args.dtype, "batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
-        "seed": args.seed, "options": json.loads(args.options),
-    }, context={"allow_unpinned": args.revision is None})
+    from pydantic import ValidationError
+
+    from kit.config.loading import config_error_from
+
+    try:   # the run as a roster would hold it: refused as a roster's [[run]] is, in one line
+        run = Run.model_validate({
+            "model": args.model, "revision": args.revision, "backend": args.backend,
+            **({"task": args.task} if args.task else {}),   # unset: the backend's own task, as in a roster
+            "dtype": args.dtype, "batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
+            "seed": args.seed, "options": json.loads(args.options),
+        }, context={"allow_unpinned": args.revision is None})
+    except ValidationError as exc:
+        raise config_error_from(exc, Path("--options"), None, Run) from None
     backend = get_backend(engine_for(run.backend))(run, resolve_snapshot(run.model_id, run.revision, args.cache_dir))
     backend.load()
     try:

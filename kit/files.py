@@ -397,16 +397,19 @@ def leftover_prefix(dest: Path) -> str:
     """The start of the name of every folder kit makes beside `dest` while it writes it (its staging folder, the
     old folder set aside): the destination's name, this host and this process, so that a later write of the
     same destination can tell the leftovers of a process that died (SIGKILL, a power cut) from a running one's."""
-    host = re.sub(r"[^A-Za-z0-9_-]", "_", os.uname().nodename)[:40] or "host"
-    return f".{dest.name}.{host}-{os.getpid()}."
+    return f".{dest.name}.{_host()}-{os.getpid()}."
+
+
+def _host() -> str:
+    """This host's name as a leftover's name holds it (letters, digits, _ and - only)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", os.uname().nodename)[:40] or "host"
 
 
 def sweep_leftovers(dest: Path) -> None:
     """Remove what a writer of `dest` on this host that is no longer running left beside it: its staging
     folder, or the old folder it had set aside once the new one is in place; an old folder set aside with
     no folder at `dest` is put back (it is the last output written)."""
-    host = re.sub(r"[^A-Za-z0-9_-]", "_", os.uname().nodename)[:40] or "host"
-    pattern = re.compile(rf"\.{re.escape(dest.name)}\.{re.escape(host)}-(\d+)\..*\.kit-(staging|old)\Z")
+    pattern = re.compile(rf"\.{re.escape(dest.name)}\.{re.escape(_host())}-(\d+)\..*\.kit-(staging|old)\Z")
     try:
         names = os.listdir(dest.parent)
     except OSError:

@@ -118,6 +118,6 @@ def test_a_local_job_is_stopped_at_its_walltime_as_a_scheduler_stops_it(tmp_path
     said = capsys.readouterr().err
     assert "finished" not in said and "the job reached its walltime (1 s): sent SIGTERM" in said
     if traps:
-        assert code == 143 and marker.exists() and "SIGKILL" not in said and took < 3
+        assert code == 143 and marker.exists() and "SIGKILL" not in said and took < 8   # (unstopped: 10 s)
     else:
-        assert code == -signal.SIGKILL and "sent SIGKILL" in said and 1.5 <= took < 4
+        assert code == -signal.SIGKILL and "sent SIGKILL" in said and 1.5 <= took < 9

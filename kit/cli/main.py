@@ -211,10 +211,32 @@ class _StopHandlers:
             signal.signal(signum, handler)   # type: ignore[arg-type]
 
 
+# kit's own stop handlers while they are installed (signal number -> handler), for _default_in_child,
+# which is registered once per process
+_INSTALLED: dict[int, object] = {}
+_CHILD_HOOK: list[bool] = []
+
+
+def _default_in_child() -> None:
+    """In a process just forked from kit's (a pool's worker, the plot process): the stop signals' default
+    action again. A handler written in Python runs only between bytecodes: a signal that comes just before
+    the worker blocks in C (a pool's worker waiting for its next task when the pool terminates it) would
+    be held for a handler that never runs, and the pool would wait for that worker forever."""
+    for signum, handler in _INSTALLED.items():
+        try:
+            if signal.getsignal(signum) is handler:
+                signal.signal(signum, signal.SIG_DFL)
+        except ValueError:   # (forked from a thread of a process that is not Python's main one)
+            pass
+
+
 def _stop_signals_as_interrupts() -> _StopHandlers:
     """SIGTERM and SIGHUP raise Stopped in kit's own process (a command that runs jobs installs its own
     handlers over these); a process forked from it (a pool's worker) takes the default action, as before."""
     main_pid = os.getpid()
+    if not _CHILD_HOOK:
+        os.register_at_fork(after_in_child=_default_in_child)
+        _CHILD_HOOK.append(True)
 
     def stop(signum: int, _frame: object) -> None:
         if os.getpid() != main_pid:   # a forked helper: end as the signal ends it
@@ -228,6 +250,7 @@ def _stop_signals_as_interrupts() -> _StopHandlers:
         try:
             if signal.getsignal(signum) is signal.SIG_DFL:   # (one ignored, as nohup does SIGHUP, stays so)
                 previous[signum] = signal.signal(signum, stop)
+                _INSTALLED[signum] = stop
         except ValueError:   # not the main thread
             break
     return _StopHandlers(previous)

@@ -142,3 +142,34 @@ def test_a_stop_signal_to_a_report_cleans_up_says_so_and_exits_128_plus_n(tmp_pa
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if "staging" in p.name] and not list(results.glob(".*staging*"))
     shutil.rmtree(results)
+
+
+def test_a_process_forked_from_kit_takes_the_stop_signals_default_action():
+    """A pool's worker must not inherit kit's Python-level SIGTERM handler: the pool terminates an idle
+    worker blocked in C waiting for its next task, and a Python handler tripped just before that wait
+    never runs, so the pool (and kit) waited for that worker forever."""
+    from kit.cli.main import _stop_signals_as_interrupts
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    for s in before:
+        signal.signal(s, signal.SIG_DFL)
+    stops = _stop_signals_as_interrupts()
+    try:
+        assert callable(signal.getsignal(signal.SIGTERM)) and callable(signal.getsignal(signal.SIGHUP))
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:   # the child reports its handlers and ends at once
+            try:
+                os.write(write, b"".join(b"D" if signal.getsignal(s) is signal.SIG_DFL else b"P" for s in before))
+            finally:
+                os._exit(0)
+        os.close(write)
+        seen = os.read(read, 16)
+        os.close(read)
+        os.waitpid(pid, 0)
+        assert seen == b"DD"
+        assert callable(signal.getsignal(signal.SIGTERM))   # kit's own process keeps its handlers
+    finally:
+        stops.restore()
+        for s, handler in before.items():
+            signal.signal(s, handler)

@@ -22,7 +22,7 @@ from kit.results.checkpoint import validate_checkpoint, validate_each_with_outco
 from kit.results.keys import PairState
 from kit.results.kinds.lrb.compare import compare_runs
 from kit.results.kinds.lrb.neighbours import compare_outcomes, neighbour_comparisons
-from kit.results.kinds.lrb.paired import (CELL_INDEX, item_outcomes, joint_of_outcomes, normal_differences,
+from kit.results.kinds.lrb.paired import (CELL_INDEX, item_outcomes, joint_counts, joint_of_outcomes, normal_differences,
                                           paired_language, seed)
 from kit.results.metrics import confusion_cell
 from kit.results.report import collect_checkpoints, write_report
@@ -219,3 +219,40 @@ def test_compare_holds_each_file_to_the_benchmark_and_counts_no_language_two_fil
     shutil.copy(results / "de" / "org__b.mllog", results / "org__b.mllog")
     r = kit("compare", "org/a", "org/b", "--results", str(results), "--benchmark", str(bench_dir), cwd=tmp_path)
     assert r.returncode == 2 and "two files count for it" in r.stderr and "org__b.json and" in r.stderr, r.stderr
+
+
+def test_joint_counts_of_digit_strings_match_counting_item_by_item():
+    import random
+
+    rng = random.Random(7)
+    for length in (0, 1, 2, 300, 1000):
+        for _ in range(5):
+            a = "".join(rng.choice("01234") for _ in range(length))
+            b = "".join(rng.choice("01234") for _ in range(length))
+            assert joint_of_outcomes(a, b) == joint_counts(map(int, a), map(int, b))
+    # every joint cell at once, the highest (4, 4) at the last byte, where a carry would show
+    every = [(x, y) for x in range(5) for y in range(5)]
+    a, b = "".join(str(x) for x, _ in every), "".join(str(y) for _, y in every)
+    assert joint_of_outcomes(a, b) == [1] * 25
+    assert joint_of_outcomes("44" * 200, "44" * 200)[24] == 400
+
+
+def test_outcomes_of_runs_sharing_their_items_are_each_their_own():
+    """The typed read's outcomes keep each language's item order and digest once: a second run of the
+    same items (a hit) still gets its own cells, and other items or labels their own digest."""
+    import random
+
+    from kit.results.kinds.lrb.paired import outcomes_of_columns, outcomes_of_text_columns
+
+    rng = random.Random(3)
+    ids = tuple(f"{rng.getrandbits(40):010x}" for _ in range(50))
+    expected = [rng.choice((YES, NO)) for _ in ids]
+    for _ in range(3):
+        predicted = [rng.choice((YES, NO, "unparsed", None)) for _ in ids]
+        assert outcomes_of_text_columns(ids, expected, predicted) == outcomes_of_columns(ids, expected, predicted)
+    flipped = [NO if e == YES else YES for e in expected]
+    assert outcomes_of_text_columns(ids, flipped, expected) == outcomes_of_columns(ids, flipped, expected)
+    assert outcomes_of_text_columns(ids, flipped, expected)[0] != outcomes_of_text_columns(ids, expected, expected)[0]
+    shared = ("b", "a", "a")   # a shared id: ordered by its labels too
+    assert outcomes_of_text_columns(shared, [YES, NO, YES], [NO, NO, YES]) == \
+        outcomes_of_columns(shared, [YES, NO, YES], [NO, NO, YES])

@@ -44,6 +44,8 @@ def seed(*parts: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "big")
 
 
+_DIGITS = b"01234"
+_DIGIT_VALUES = bytes.maketrans(_DIGITS, bytes(range(5)))
 _CELL_DIGIT = {(keys.YES, keys.YES): "0", (keys.NO, keys.YES): "1", (keys.NO, keys.NO): "2", (keys.YES, keys.NO): "3"}
 
 
@@ -62,16 +64,50 @@ def item_outcomes(predictions: Sequence[Any]) -> tuple[str, str] | None:
 def outcomes_of_columns(ids: Sequence[Any], expected: Sequence[Any], predicted: Sequence[Any]) -> tuple[str, str]:
     """item_outcomes of items given as their id, expected and predicted columns (a TypeError when the
     items cannot be ordered: ids of several types, or a shared id whose labels do not compare)."""
+    pick = _id_order(ids)
+    if pick is not None:   # the usual case: ordered by id alone, in C
+        ids, expected, predicted = pick(ids), pick(expected), pick(predicted)
+    elif len(ids) > 1:
+        items = sorted(zip(ids, expected, predicted))
+        ids, expected, predicted = (list(column) for column in zip(*items)) if items else ([], [], [])
+    return _items_digest(ids, expected), _cell_digits(expected, predicted)
+
+
+def outcomes_of_text_columns(ids: tuple[str, ...], expected: Sequence[str], predicted: Sequence[Any]) -> tuple[str, str]:
+    """outcomes_of_columns of items whose ids and expected labels are all text (a typed read's columns):
+    the items' order and digest found once per process for each set of items and labels, which every
+    run of a language shares (a report reads fifty or more runs of each)."""
+    key = (ids, tuple(expected))
+    known = _TEXT_ORDERS.get(key)
+    if known is None:
+        pick = _id_order(ids)
+        if pick is None:   # a shared id: ordered by its labels too, as outcomes_of_columns does
+            return outcomes_of_columns(ids, expected, predicted)
+        if len(_TEXT_ORDERS) >= _TEXT_ORDERS_KEPT:
+            _TEXT_ORDERS.clear()
+        known = _TEXT_ORDERS[key] = (pick, _items_digest(pick(ids), pick(expected)))
+    pick, digest = known
+    return digest, _cell_digits(pick(expected), pick(predicted))
+
+
+_TEXT_ORDERS: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Any, str]] = {}
+_TEXT_ORDERS_KEPT = 64   # languages' item sets held at once; a worker reads its languages one after another
+
+
+def _id_order(ids: Sequence[Any]) -> Any:
+    """An itemgetter putting a column of these items in id order, when there are two or more and the ids
+    are unique; else None."""
     try:
         unique = len(set(ids)) == len(ids)
     except TypeError:   # an unhashable id
         unique = False
-    if unique and len(ids) > 1:   # the usual case: ordered by id alone, in C
-        pick = itemgetter(*sorted(range(len(ids)), key=ids.__getitem__))
-        ids, expected, predicted = pick(ids), pick(expected), pick(predicted)
-    else:
-        items = sorted(zip(ids, expected, predicted))
-        ids, expected, predicted = (list(column) for column in zip(*items)) if items else ([], [], [])
+    if not unique or len(ids) < 2:
+        return None
+    return itemgetter(*sorted(range(len(ids)), key=ids.__getitem__))
+
+
+def _items_digest(ids: Sequence[Any], expected: Sequence[Any]) -> str:
+    """The sha256 of "id<TAB>expected" lines of items in id order (item_outcomes)."""
     try:
         lines = "\n".join(map("\t".join, zip(ids, expected)))
     except TypeError:   # an id or label that is not text
@@ -80,15 +116,24 @@ def outcomes_of_columns(ids: Sequence[Any], expected: Sequence[Any], predicted: 
         # a tab or newline inside an id or label would make two lists of items read as one: those are
         # digested as JSON instead (lrb's ids are hex, so every real file keeps the lines above)
         lines = "json:" + json.dumps([[str(i), str(e)] for i, e in zip(ids, expected)], ensure_ascii=False)
-    digest = hashlib.sha256(lines.encode("utf-8", "surrogatepass"))
-    # (expected, predicted) -> cell; anything else (null, unparsed) is unparsed, as confusion_cell has it
-    cells = "".join(map(_CELL_DIGIT.get, zip(expected, predicted), repeat("4")))
-    return digest.hexdigest(), cells
+    return hashlib.sha256(lines.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _cell_digits(expected: Sequence[Any], predicted: Sequence[Any]) -> str:
+    """Each item's confusion cell as a digit: (expected, predicted) -> cell; anything else (null,
+    unparsed) is unparsed, as confusion_cell has it."""
+    return "".join(map(_CELL_DIGIT.get, zip(expected, predicted), repeat("4")))
 
 
 def joint_of_outcomes(cells_a: str, cells_b: str) -> list[int]:
-    """The 25 joint cell counts of two digit strings of item_outcomes that share one digest (the few
-    distinct digit pairs counted in C, then placed)."""
+    """The 25 joint cell counts of two digit strings of item_outcomes that share one digest."""
+    a, b = cells_a.encode("ascii", "replace"), cells_b.encode("ascii", "replace")
+    if len(a) == len(b) and not a.translate(None, _DIGITS) and not b.translate(None, _DIGITS):
+        # each item's joint cell 5 * A + B as one byte of a big number (no byte carries: 5 * 4 + 4 < 256),
+        # so that the 25 counts are 25 byte counts in C (a report compares thousands of pairs of runs)
+        joint = (int.from_bytes(a.translate(_DIGIT_VALUES), "big") * 5
+                 + int.from_bytes(b.translate(_DIGIT_VALUES), "big")).to_bytes(len(a), "big")
+        return [joint.count(cell) for cell in range(25)]
     counts = [0] * 25
     for pair, n in Counter(map(add, cells_a, cells_b)).items():
         counts[5 * int(pair[0]) + int(pair[1])] += n

@@ -188,6 +188,6 @@ class LrbTyped(TypedCheckpoint):
 
     def outcomes(self) -> tuple[str, str] | None:
         """TypedCheckpoint.outcomes (kit.results.kinds.lrb.paired.item_outcomes)."""
-        from kit.results.kinds.lrb.paired import outcomes_of_columns
+        from kit.results.kinds.lrb.paired import outcomes_of_text_columns
 
-        return outcomes_of_columns(self.ids, self.expected, self.predicted)
+        return outcomes_of_text_columns(self.ids, self.expected, self.predicted)

@@ -146,8 +146,18 @@ def disk_error(exc: OSError, *, kept: str = "") -> ConfigError | None:
     if exc.errno not in DISK_ERRNOS:
         return None
     where = f"{exc.filename}: " if exc.filename else ""
-    return ConfigError(f"{where}{os.strerror(exc.errno)}" + (f"; {kept}" if kept else ""),
-                       fix=_DISK_FIXES.get(exc.errno, "free space, or write to a folder on a disk you can write"))
+    fix = _DISK_FIXES.get(exc.errno, "free space, or write to a folder on a disk you can write")
+    if exc.errno == errno.ENOENT and isinstance(exc.filename, (str, os.PathLike)) and _folder_is_there(exc.filename):
+        fix = "check the path: its folder is there, the file (or what a link points at) is not"
+    return ConfigError(f"{where}{os.strerror(exc.errno)}" + (f"; {kept}" if kept else ""), fix=fix)
+
+
+def _folder_is_there(path: str | os.PathLike[str]) -> bool:
+    """Whether the folder a missing path would be in exists."""
+    try:
+        return os.path.isdir(os.path.dirname(os.path.abspath(path)))
+    except (OSError, ValueError):
+        return False
 
 
 # how a library written in Rust or C (safetensors, tokenizers) words an OS error in its own exception

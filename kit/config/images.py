@@ -168,6 +168,16 @@ class ImageSpec(BaseModel):
         return ImageSpec.model_validate(data)
 
 
+# A variant's name is a Docker tag's (it ends the variant's default tag) and a part of its artifacts' file
+# names (kit-<backend>-<variant>-<id>.sif); a tag is Docker's reference grammar: [host[:port]/]path[:tag].
+VARIANT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+# a first part is a registry's host only with a dot, a port or as localhost (as Docker tells them apart)
+_HOST = rf"(?:(?:localhost|{_LABEL}(?:\.{_LABEL})+)(?::[0-9]+)?/|{_LABEL}:[0-9]+/)?"
+IMAGE_TAG = re.compile(rf"{_HOST}{_PATH_PART}(?:/{_PATH_PART})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?")
+
+
 class ImagesFile(BaseModel):
     """The whole images.toml: one [image.BACKEND] table per backend."""
 
@@ -183,9 +193,17 @@ class ImagesFile(BaseModel):
             if name not in BACKENDS:
                 raise invalid(f"image {name!r} names no backend", fix=f"use one of {', '.join(BACKENDS)}")
             for variant in (None, *spec.variants):
+                where = f"image.{name}" + (f".variants.{variant}" if variant else "")
+                if variant is not None and not VARIANT_NAME.fullmatch(variant):
+                    raise invalid(f"image.{name}: variant name {variant!r} cannot be a tag or a file name",
+                                  fix="name a variant with letters, digits, '_', '.' and '-' (first a letter, "
+                                      "digit or '_'; at most 64), e.g. cpu")
                 built = spec.with_variant(variant)
+                if built.tag is not None and not IMAGE_TAG.fullmatch(built.tag):
+                    raise invalid(f"{where}: tag {built.tag!r} is not a Docker image reference",
+                                  fix="use lower-case NAME[:TAG], e.g. tag = \"kit/vllm:0.33.0-cpu\" (a TAG of "
+                                      "letters, digits, '_', '.' and '-', at most 128)")
                 if built.cuda and built.cuda_code() is None:
-                    where = f"image.{name}" + (f".variants.{variant}" if variant else "")
                     raise invalid(f"{where}: a CUDA image (cuda = {built.cuda!r}) that says no GPU architectures",
                                   fix="set gpu_archs (its torch build's list, TORCH_CUDA_ARCH_LIST form) or "
                                       "CMAKE_CUDA_ARCHITECTURES in build_args: jobs ask for the GPUs it runs on")

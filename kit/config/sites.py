@@ -649,7 +649,8 @@ class SitesFile(BaseModel):
     def _site_names(cls, v: dict[str, Site]) -> dict[str, Site]:
         for key in v:
             if not _SITE_NAME.match(key):
-                raise invalid(f"site name {key!r}", fix="use lower-case letters, digits, '-' and '_'")
+                raise invalid(f"site name {key!r}", fix="begin with a lower-case letter or a digit, then use lower-case "
+                                                          "letters, digits, '-' and '_' (lyon, jean-zay)")
             if len(key) > SITE_NAME_MAX:   # it names job scripts, job records and mirror folders
                 raise invalid(f"site name {key[:24]!r}... is {len(key)} characters long, more than the "
                               f"{SITE_NAME_MAX} kit names files and jobs with", fix="use a shorter name, such as the "

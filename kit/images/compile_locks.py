@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit.errors import ConfigError, ImageError, MissingExtraError
-from kit.images.spec import Target, all_targets
+from kit.images.spec import Target, all_targets, known_images_fix
 
 PLATFORM = "x86_64-manylinux_2_28"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -97,7 +97,7 @@ def lock_jobs(images_file: Path, names: list[str] | None = None, *, upgrade: boo
         unknown = sorted(set(names) - {t.name for t in targets})
         if unknown:
             raise ConfigError(f"{images_file}: no image {', '.join(unknown)}",
-                              fix=f"use one of {', '.join(sorted({t.name for t in targets}))}")
+                              fix=known_images_fix(images_file, {t.name for t in targets}))
         targets = [t for t in targets if t.name in names]
     uv = uv_command()
     seen: dict[str, LockJob] = {}

@@ -80,6 +80,10 @@ def check_ca_bundle(path: Path) -> None:
     if b"-----BEGIN CERTIFICATE-----" not in body:
         raise ConfigError(f"--ca-bundle {path}: holds no PEM certificate", fix="pass a PEM bundle, e.g. "
                           "/etc/ssl/certs/ca-certificates.crt")
+    if b"PRIVATE KEY-----" in body:   # (PKCS#8, RSA, EC, encrypted, OpenSSH): the build would carry it in
+        raise ConfigError(f"--ca-bundle {path}: holds a private key as well as certificates; a build takes no "
+                          "credential in", fix="pass a bundle of CA certificates only, e.g. "
+                          "/etc/ssl/certs/ca-certificates.crt")
 
 
 def write_context(t: Target, out: BinaryIO, *, ca_bundle: Path | None = None, wheels: list[Path] = ()) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,11 +69,19 @@ def load_file(images_file: Path = DEFAULT_IMAGES_FILE) -> ImagesFile:
     return load_images(Path(images_file))
 
 
+def known_images_fix(images_file: Path, names: Iterable[str]) -> str:
+    """The fix for an image name the file does not define: the names it does, or that it defines none."""
+    known = sorted(names)
+    if not known:
+        return f"{images_file} defines no image: add an [image.NAME] table (see containers/images.toml)"
+    return f"use one of {', '.join(known)}"
+
+
 def target(name: str, variant: str | None = None, images_file: Path = DEFAULT_IMAGES_FILE) -> Target:
     """Resolve NAME (and an optional variant) to a Target; unknown names are ConfigErrors."""
     images = load_file(images_file)
     if name not in images.image:
-        raise ConfigError(f"{images_file}: no image {name!r}", fix=f"use one of {', '.join(sorted(images.image))}")
+        raise ConfigError(f"{images_file}: no image {name!r}", fix=known_images_fix(images_file, images.image))
     spec = images.image[name]
     if variant is not None and variant not in spec.variants:
         known = ", ".join(sorted(spec.variants)) or "none"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 import os
 import unicodedata
 from collections import Counter
@@ -364,12 +365,15 @@ def provenance_type_reasons(data: Mapping[str, Any]) -> list[str]:
     object, a digest, runtime or name that is not a string, weight file digests that are not an object of
     strings; one line each (a reader that looks them up never meets another type)."""
     prov = data.get(keys.PROVENANCE)
-    if prov is None or _provenance_well_typed(prov):   # lrb's own files have none; kit's jobs write it so
+    if prov is None:   # lrb's own files have none
         return []
+    reasons = _revision_reasons(data.get(keys.METADATA))
+    if _provenance_well_typed(prov):   # kit's jobs write it so
+        return reasons
     if not isinstance(prov, Mapping):
-        return [f"{keys.PROVENANCE} is a JSON {_json_type(prov)}, not an object"]
-    reasons = [f"{keys.PROVENANCE}.{name} is a JSON {_json_type(prov[name])}, not an object"
-               for name in _PROVENANCE_SECTIONS if prov.get(name) is not None and not isinstance(prov[name], Mapping)]
+        return [*reasons, f"{keys.PROVENANCE} is a JSON {_json_type(prov)}, not an object"]
+    reasons += [f"{keys.PROVENANCE}.{name} is a JSON {_json_type(prov[name])}, not an object"
+                for name in _PROVENANCE_SECTIONS if prov.get(name) is not None and not isinstance(prov[name], Mapping)]
     for name, fields in _PROVENANCE_TEXT:
         section = prov.get(name)
         if not isinstance(section, Mapping):
@@ -383,6 +387,19 @@ def provenance_type_reasons(data: Mapping[str, Any]) -> list[str]:
         reasons.append(f"{keys.PROVENANCE}.{keys.PROV_MODEL}.{keys.WEIGHT_FILES_SHA256} is not an object of "
                        "file digests")
     return reasons
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def _revision_reasons(metadata: Any) -> list[str]:
+    """A kit job's recorded model revision that is not a commit: its worker records the 40-hex commit it
+    loaded, or null when it ran with --allow-unpinned (reproduce and check read it as one)."""
+    revision = metadata.get(keys.MODEL_REVISION) if isinstance(metadata, Mapping) else None
+    if isinstance(revision, str) and _COMMIT.fullmatch(revision) is None:
+        return [f"metadata.{keys.MODEL_REVISION} {clipped(revision)} is not a 40-hex commit, which is what a kit "
+                "job records (or null, run with --allow-unpinned)"]
+    return []
 
 
 def _provenance_well_typed(prov: Any) -> bool:

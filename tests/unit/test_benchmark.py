@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import re
 from pathlib import Path
 
 import pytest
@@ -182,6 +183,16 @@ def test_removed_row_refused_as_row_count(lrb_copy: Path):
 def test_prompt_with_two_placeholders_refused(lrb_copy: Path):
     (lrb_copy / "prompt_generate.txt").write_text("Sentence: {}\nAgain: {}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"prompt_generate\.txt: prompt for task 'generate' has 2"):
+        load_benchmark(lrb_copy)
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("Sentence: {{}}\n", "holds '{{}}'"),                       # str.format's literal braces, not a placeholder
+    ("\ufeffSentence: {}\n", "begins with a byte order mark"),   # it would begin every prompt
+])
+def test_a_prompt_that_would_not_read_as_written_is_refused(lrb_copy: Path, body: str, said: str):
+    (lrb_copy / "prompt_generate.txt").write_text(body, encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"prompt_generate\.txt: .*{re.escape(said)}"):
         load_benchmark(lrb_copy)
 
 

@@ -344,3 +344,32 @@ def test_a_name_with_a_control_or_bidirectional_character_is_invalid(good, name)
     for state in (validate_checkpoint(good), validate_summary(good)):
         assert_invalid(state, "metadata.model_id", "holds a control, bidirectional or invisible character")
         assert all("\x1b" not in r and "\u202e" not in r for r in state.reasons)
+
+
+@pytest.mark.parametrize("revision", ["../../etc", "main", "A" * 40, "0123456789abcdef0123456789abcdef0123456"])
+def test_a_kit_job_whose_recorded_revision_is_no_commit_is_invalid(good, revision):
+    """A kit job records the 40-hex commit it loaded (or null): a file recording anything else is invalid by
+    both readers, not left for reproduce to refuse; lrb's own files (no provenance) are not held to it."""
+    from kit.results.checkpoint import validate_summary
+
+    def edit(d):
+        d[keys.METADATA][keys.MODEL_REVISION] = revision
+        d.setdefault(keys.PROVENANCE, {}).setdefault("model", {})["revision"] = revision
+
+    rewrite(good, edit)
+    for state in (validate_checkpoint(good), validate_summary(good)):
+        assert_invalid(state, "metadata.model_revision", "not a 40-hex commit")
+    rewrite(good, lambda d: d.pop(keys.PROVENANCE))
+    assert "model_revision" not in " ".join(validate_checkpoint(good).reasons)
+
+
+def test_a_kit_job_run_unpinned_records_no_revision_and_stays_valid(good):
+    from kit.results.checkpoint import validate_summary
+
+    def edit(d):
+        d[keys.METADATA][keys.MODEL_REVISION] = None
+        d.setdefault(keys.PROVENANCE, {}).setdefault("model", {})["revision"] = None
+
+    rewrite(good, edit)
+    for state in (validate_checkpoint(good), validate_summary(good)):
+        assert not [r for r in state.reasons if "model_revision" in r], state.reasons

@@ -211,6 +211,33 @@ def test_images_file_refuses_unknown_image(tmp_path):
     assert "'sglang'" in exc.value.one_line() and "images.toml" in exc.value.one_line()
 
 
+@pytest.mark.parametrize("variant, tag, named", [
+    ("UP/../x", None, "variant name 'UP/../x'"),
+    ("v" * 65, None, "variant name"),
+    ("-cpu", None, "variant name '-cpu'"),
+    ("cpu", '"Kit/Vllm:cpu"', "tag 'Kit/Vllm:cpu'"),
+    ("cpu", '"kit/vllm:../x"', "tag 'kit/vllm:../x'"),
+    ("cpu", '"kit/vllm:cpu x"', "tag 'kit/vllm:cpu x'"),
+])
+def test_images_file_refuses_variants_and_tags_docker_and_the_file_system_cannot_take(tmp_path, variant, tag, named):
+    """A variant's name ends its default tag and is part of its artifacts' file names; a tag is a Docker
+    reference: both are checked when the file is read, not after a build of minutes."""
+    p = tmp_path / "images.toml"
+    p.write_text('[image.vllm]\ndockerfile = "D"\nlock = "l"\nbase = "b"\n'
+                 f'[image.vllm.variants."{variant}"]\ncuda = ""\n' + (f"tag = {tag}\n" if tag else ""))
+    with pytest.raises(ConfigError) as exc:
+        load_images(p)
+    line = exc.value.one_line()
+    assert named in line and "images.toml" in line and "fix:" in line and "\n" not in line
+
+
+def test_images_file_takes_registry_tags_and_derives_a_variants_tag(tmp_path):
+    p = tmp_path / "images.toml"
+    p.write_text('[image.vllm]\ndockerfile = "D"\nlock = "l"\nbase = "b"\ntag = "registry.example.org:5000/kit/vllm:1.0"\n'
+                 '[image.vllm.variants.cpu_2]\ncuda = ""\n')
+    assert load_images(p).image["vllm"].with_variant("cpu_2").tag == "registry.example.org:5000/kit/vllm:1.0-cpu_2"
+
+
 def test_a_value_not_of_its_keys_form_gets_a_fix(tmp_path):
     """A pydantic check with no fix of its own (a pattern) still ends in one: every refusal says what to do."""
     from kit.config.loading import config_error_from
@@ -309,6 +336,18 @@ def test_a_results_folder_that_is_a_file_is_named_as_such(tmp_path, where):
         check_writable(folder)
     assert f"{blocker} is a file, not a folder" in err.value.message and "point --results" in err.value.fix
     assert blocker.read_text() == "x"
+
+
+@pytest.mark.parametrize("name", ["-x", "_a", "Lyon", "a.b"])
+def test_a_site_name_kit_cannot_take_is_refused_with_the_rule_it_breaks(tmp_path, name):
+    from kit.config.sites import load_sites
+    from kit.errors import ConfigError
+
+    path = tmp_path / "sites.toml"
+    path.write_text(f'[site."{name}"]\nscheduler = "local"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_sites(path)
+    assert repr(name) in err.value.one_line() and "begin with a lower-case letter or a digit" in err.value.fix
 
 
 def test_a_site_name_too_long_for_kit_s_file_and_job_names_is_refused_naming_it(tmp_path):

@@ -90,14 +90,18 @@ def test_make_image_builds_the_variant_that_was_built_here_unless_told():
 
 
 @pytest.mark.parametrize("bundle,said", [
-    ("/dev/zero", "not a regular file"), ("missing.pem", "does not exist"), ("folder", "is a directory"),
-    ("empty.pem", "holds no PEM certificate"),
+    ("/dev/zero", "not a regular file"), ("gone/missing.pem", "a folder in it does not exist"), ("folder", "is a directory"),
+    ("empty.pem", "holds no PEM certificate"), ("with-key.pem", "holds a private key"),
+    ("missing.pem", "its folder is there, the file"),
 ])
 def test_a_ca_bundle_pip_could_not_read_is_refused_before_any_build(tmp_path, bundle, said):
     """--ca-bundle is checked before a build starts (its downloads take minutes): a device, a folder, a
-    missing file or one with no certificate is one line, exit 2, and no Docker engine is asked."""
+    missing file, one with no certificate or one holding a private key (a build takes no credential in) is
+    one line, exit 2, and no Docker engine is asked."""
     (tmp_path / "folder").mkdir()
     (tmp_path / "empty.pem").write_text("not a certificate\n")
+    (tmp_path / "with-key.pem").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+                                           "-----BEGIN EC PRIVATE KEY-----\nMHc\n-----END EC PRIVATE KEY-----\n")
     path = bundle if bundle.startswith("/") else str(tmp_path / bundle)
     r = kit("images", "build", "gguf", "--variant", "cpu", "--ca-bundle", path,
             "--lock-file", str(tmp_path / "images.lock.json"))
@@ -165,3 +169,20 @@ def test_images_verify_checks_the_forms_the_lock_records_unless_told(tmp_path, a
     line = r.stderr.strip()
     assert r.returncode == 1 and len(line.splitlines()) == 1 and said in line, line
     assert not_said is None or not_said not in line.split("; fix: ")[0], line
+
+
+def test_an_image_name_the_file_does_not_define_names_those_it_does(tmp_path):
+    """An images file with no image says so in its fix, instead of an empty list of names."""
+    from kit.errors import ConfigError
+    from kit.images.spec import target
+
+    folder = tmp_path / "containers"
+    folder.mkdir()
+    (folder / "images.toml").write_text("")
+    with pytest.raises(ConfigError) as exc:
+        target("vllm", images_file=folder / "images.toml")
+    assert "defines no image" in exc.value.fix
+    (folder / "images.toml").write_text('[image.gguf]\ndockerfile = "D"\nlock = "l"\nbase = "b"\n')
+    with pytest.raises(ConfigError) as exc:
+        target("vllm", images_file=folder / "images.toml")
+    assert exc.value.fix == "use one of gguf"

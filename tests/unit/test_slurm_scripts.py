@@ -164,7 +164,8 @@ STUB = "#!/bin/sh\n{ printf '%s\\0' \"$(basename \"$0\")\" \"$@\"; } > \"$KIT_AR
 
 def hostile_script(runtime: str, tmp: Path) -> tuple[str, list[str]]:
     """A Slurm job script whose worker argv, image path and folders carry hostile values."""
-    folder = tmp / "in $(touch PWNED4) 'q\" dir"          # binds may hold anything but ',' and ':'
+    # binds may hold anything but ',' and ':', and for enroot and pyxis no blank
+    folder = tmp / ("in$(touch${IFS}PWNED4)'q\"dir" if runtime in ("enroot", "pyxis") else "in $(touch PWNED4) 'q\" dir")
     folder.mkdir()
     image = folder / "img `touch PWNED5`.sif"
     image.write_text("")
@@ -220,11 +221,21 @@ def test_hostile_model_ids_and_languages_are_refused_with_exit_2(sweep, tmp_path
     assert not list(tmp_path.rglob("PWNED*"))
 
 
-@pytest.mark.parametrize("runtime", ["pyxis", "apptainer"])
-def test_bind_lists_refuse_paths_with_their_separators(runtime):
+@pytest.mark.parametrize("runtime, path", [("pyxis", "/x/a,b"), ("apptainer", "/x/a,b"), ("docker", "/x/a:b"),
+                                           ("enroot", "/x/a:b"), ("enroot", "/x/a b"), ("pyxis", "/x/a b"),
+                                           ("pyxis", "/x/a\tb"), ("enroot", "/x/a\nb")])
+def test_bind_lists_refuse_paths_with_their_separators(runtime, path):
+    """What each runtime's mount list cannot hold: its separators, and for enroot (a mount is two runs of
+    non-blanks around ':') and pyxis (each mount an fstab line) any blank."""
     rt = get_runtime(runtime)(Site(name="c", scheduler="slurm", runtime=runtime))
-    with pytest.raises(ConfigError, match="a,b"):
-        rt.worker_argv(RuntimeContext(("shard",), ("/x/a,b",), (), "/i.img"))
+    with pytest.raises(ConfigError, match="cannot bind the path"):
+        rt.worker_argv(RuntimeContext(("shard",), (path,), (), "/i.img"))
+
+
+@pytest.mark.parametrize("runtime", ["apptainer", "docker"])
+def test_a_blank_in_a_path_is_bound_where_the_runtime_takes_it(runtime):
+    rt = get_runtime(runtime)(Site(name="c", scheduler="slurm", runtime=runtime))
+    assert any("/x/a b" in str(arg) for arg in rt.worker_argv(RuntimeContext(("shard",), ("/x/a b",), (), "/i.img")))
 
 
 def test_pyxis_refuses_a_relative_image_path():

@@ -36,12 +36,15 @@ class RuntimeContext:
 GPU_ENV = ("CUDA_VISIBLE_DEVICES",)
 
 
-def list_paths(paths: tuple[str, ...], runtime: str, sep: str = ",") -> tuple[str, ...]:
-    """The paths, checked for what a runtime's bind/mount list cannot hold (its separators)."""
+def list_paths(paths: tuple[str, ...], runtime: str, sep: str = ",", *, whitespace: bool = False) -> tuple[str, ...]:
+    """The paths, checked for what a runtime's bind/mount list cannot hold: its list separator `sep`, ':'
+    (between a mount's source and target), a newline, and with `whitespace` any blank (a runtime that
+    writes its mounts as fstab lines, or reads them with a pattern of non-blanks)."""
+    held = ", ".join([*([repr(sep)] if sep != ":" else []), "':'", "a newline", *(["a blank"] if whitespace else [])])
     for p in paths:
-        if sep in p or ":" in p or "\n" in p:
-            raise ConfigError(f"the {runtime} runtime cannot bind the path {p!r} (it holds ',' ':' or a newline)",
-                              fix="use folders without ',' or ':' (results, root, scratch, weights, benchmark)")
+        if sep in p or ":" in p or "\n" in p or (whitespace and any(c.isspace() for c in p)):
+            raise ConfigError(f"the {runtime} runtime cannot bind the path {p!r} (its mounts cannot hold {held})",
+                              fix=f"use folders without {held} (results, root, scratch, weights, benchmark)")
     return paths
 
 

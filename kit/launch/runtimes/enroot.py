@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 
 from kit.launch.jobscript import Expand
-from kit.launch.runtimes.base import Runtime, RuntimeContext, artifact_check_lines, register_runtime
+from kit.launch.runtimes.base import Runtime, RuntimeContext, artifact_check_lines, list_paths, register_runtime
 
 
 @register_runtime("enroot")
@@ -23,8 +23,11 @@ class EnrootRuntime(Runtime):
     def worker_argv(self, ctx: RuntimeContext) -> list[str]:
         """The enroot start command line."""
         argv = ["enroot", "start"]
-        # enroot's short SRC:DST form takes no flags: read-only folders are mounted as given
-        for b, _ in ctx.mounts():
+        # enroot's short SRC:DST form takes no flags: read-only folders are mounted as given. enroot reads
+        # a mount as two runs of non-blanks around one ':' and turns each ':' into a blank
+        mounts = ctx.mounts()
+        list_paths(tuple(p for p, _ in mounts), "enroot", sep=":", whitespace=True)
+        for b, _ in mounts:
             argv += ["--mount", f"{b}:{b}"]
         for name in ctx.env_names:
             argv += ["--env", name]

@@ -32,7 +32,7 @@ class PyxisRuntime(Runtime):
         argv = ["srun", f"--container-image={image}"]
         mounts = ctx.mounts()
         if mounts:
-            list_paths(tuple(p for p, _ in mounts), "pyxis")
+            list_paths(tuple(p for p, _ in mounts), "pyxis", whitespace=True)   # (each mount an fstab line)
             argv.append("--container-mounts=" + ",".join(f"{b}:{b}:ro" if ro else f"{b}:{b}" for b, ro in mounts))
         argv.append("--no-container-mount-home")
         if ctx.env_names:

@@ -97,6 +97,13 @@ def read_prompt(path: Path, task: str, named_by: str) -> Prompt:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: prompt file is not UTF-8 text", fix="save the file as UTF-8") from None
+    if text.startswith("\ufeff"):   # kept, it would be the first character of every prompt the model reads
+        raise ConfigError(f"{path}: prompt file begins with a byte order mark (U+FEFF)",
+                          fix="save the file as UTF-8 without a BOM (an editor's \"UTF-8\", not \"UTF-8 with BOM\")")
+    if "{" + PLACEHOLDER + "}" in text:   # Python's str.format reads it as a literal "{}"; kit fills the inner one
+        raise ConfigError(f"{path}: prompt for task {task!r} holds '{{{{}}}}', which would put the sentence "
+                          "inside braces", fix="write the placeholder as a single {} (kit does not use "
+                          "str.format: other braces stay as written)")
     count = text.count(PLACEHOLDER)
     if count != 1:
         raise ConfigError(

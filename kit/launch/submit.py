@@ -35,14 +35,23 @@ def submit_run(plan: RunPlan, *, record: bool = True, now=None, show=lambda line
         frontend.write_text(sp.paths.shards_file(sp.request.name), shards_text(sp.slots, sp.shard_count))
         frontend.write_text(sp.script_path, sp.script_text, mode=0o700)   # it may hold forward_env values
         env = allow_listed_env(os.environ, sp.site.forward_env)
-        sub = sp.scheduler.submit(sp.request, sp.script_path, str(sp.log_dir), env)
-        out.append(sub)
-        if record:
+
+        kept: list[bool] = []
+
+        def keep(sub: Submission, sp=sp, kept=kept) -> None:
+            """This submission's record, written anew in place of the one kept when it started (if any)."""
             append_record(sp.where.state_dir, SubmissionRecord(
                 site=sp.site.name, scheduler=sp.site.scheduler, job_ids=list(sub.job_ids), slots=list(sp.slots),
                 shard_count=sp.shard_count, pairs=[[p.run, p.language] for p in sp.pairs],
                 plan_file=str(sp.plan_path), script=str(sp.script_path), command=list(sub.command),
-                exit_codes=dict(sub.exit_codes)))
+                exit_codes=dict(sub.exit_codes)), update=bool(kept))
+            kept.append(True)
+
+        # a job run here (local) is recorded as it starts, so that status and another kit run see it live
+        sub = sp.scheduler.submit(sp.request, sp.script_path, str(sp.log_dir), env, started=keep if record else None)
+        out.append(sub)
+        if record:
+            keep(sub)
         if sub.stopped_by:   # stopped by a signal (a job run here): no further site is submitted
             break
     return out

@@ -13,7 +13,7 @@ from pathlib import Path
 from kit import safejson
 from kit.errors import SubmitError, warn
 from kit.files import read_regular_file
-from kit.files import write_text_atomic
+from kit.files import write_bytes_atomic
 from kit.plan import Pair
 
 
@@ -54,9 +54,11 @@ def records_file(state_dir: Path, site: str) -> Path:
 LOCK_TIMEOUT_S = 120
 
 
-def append_record(state_dir: Path, record: SubmissionRecord) -> None:
-    """Add a record. Concurrent `kit run`s take turns on a lock file beside the records (each keeps
-    its record), and the file is rewritten atomically so a crash never leaves half a line."""
+def append_record(state_dir: Path, record: SubmissionRecord, *, update: bool = False) -> None:
+    """Add a record; with `update`, put it in the place of this submission's newest record (the same first
+    job id: a job run here is recorded when it starts and again as its tasks end). Concurrent `kit run`s
+    take turns on a lock file beside the records (each keeps its record), and the file is rewritten
+    atomically so a crash never leaves half a line."""
     from filelock import FileLock, Timeout
 
     path = records_file(state_dir, record.site)
@@ -64,13 +66,35 @@ def append_record(state_dir: Path, record: SubmissionRecord) -> None:
     lock = path.with_name(f".{path.name}.lock")
     try:
         with FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
-            old = path.read_text(encoding="utf-8") if path.exists() else ""
-            write_text_atomic(path, old + json.dumps(asdict(record), sort_keys=True) + "\n")
+            old = path.read_bytes().splitlines(keepends=True) if path.exists() else []
+            line = json.dumps(asdict(record), sort_keys=True).encode() + b"\n"
+            at = next((i for i in range(len(old) - 1, -1, -1) if _same_submission(old[i], record)), None) \
+                if update else None
+            if at is not None:
+                old[at] = line
+            else:
+                if old and not old[-1].endswith(b"\n"):   # a file edited by hand: the record starts a line of its own
+                    old[-1] += b"\n"
+                old.append(line)
+            write_bytes_atomic(path, b"".join(old))
     except Timeout:
         raise SubmitError(f"jobs {', '.join(record.job_ids)} were submitted to {record.site}, but their record "
                           f"was not written: {lock} stayed locked for {LOCK_TIMEOUT_S}s",
                           fix=f"find the kit process holding {lock} (fuser {lock}); until the record is "
                               "written, `kit status` shows these pairs as unclaimed") from None
+
+
+def _same_submission(line: bytes, record: SubmissionRecord) -> bool:
+    """Whether a line of the records file is an earlier record of this submission."""
+    first = json.dumps(record.job_ids[0]).encode() if record.job_ids else None
+    if first is None or first not in line:   # most lines are told apart without parsing them
+        return False
+    try:
+        value = json.loads(line)
+    except ValueError:   # (UnicodeDecodeError among them)
+        return False
+    return (isinstance(value, dict) and value.get("site") == record.site and isinstance(value.get("job_ids"), list)
+            and value["job_ids"][:1] == record.job_ids[:1])
 
 
 RECORDS_LIMIT_BYTES = 256 << 20   # years of submissions; a bound on what a bad file can cost

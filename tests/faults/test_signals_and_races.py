@@ -531,7 +531,7 @@ def test_a_job_run_here_that_a_signal_stopped_is_recorded_and_said(tmp_path, mon
                                           f'revision = "{"0" * 40}"\nbackend = "transformers-5.17"\n')
     (tmp_path / "sites.toml").write_text('[site.local]\nscheduler = "local"\nruntime = "host"\n')
 
-    def stopped(self, request, script, log_dir, env):
+    def stopped(self, request, script, log_dir, env, started=None):
         return Submission(self.site.name, ["local-1"], ["bash", str(script)], script, exit_codes={"local-1": 130},
                           stopped_by=signal.SIGINT)
 

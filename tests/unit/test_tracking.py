@@ -50,3 +50,19 @@ def test_a_record_with_a_field_of_the_wrong_type_is_skipped_as_damaged(tmp_path,
     path.write_text(json.dumps(bad) + "\n" + json.dumps(asdict(_record("2"))) + "\n")
     assert [r.job_ids for r in load_records(tmp_path, "local")] == [["2"]]
     assert "line(s) 1 " in capsys.readouterr().err
+
+
+def test_a_submission_recorded_again_takes_the_place_of_its_record_and_a_reused_id_does_not(tmp_path):
+    """A job run here is recorded when it starts and again when it ends: the second record takes the
+    place of the first (a later submission stays the newer one); a new submission whose cluster reused
+    an old id is added, the old record kept."""
+    from kit.launch.tracking import append_record
+
+    append_record(tmp_path, _record("local-1-2-0"))
+    append_record(tmp_path, _record("7"))
+    append_record(tmp_path, SubmissionRecord(**{**asdict(_record("local-1-2-0")), "exit_codes": {"local-1-2-0": 0}}),
+                  update=True)
+    append_record(tmp_path, _record("7"))
+    records = load_records(tmp_path, "local")
+    assert [(r.job_ids, r.exit_codes) for r in records] == [(["local-1-2-0"], {"local-1-2-0": 0}), (["7"], {}),
+                                                            (["7"], {})]

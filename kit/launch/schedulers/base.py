@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -83,7 +84,7 @@ class Scheduler:
 
     def live_jobs(self) -> dict[str, LiveJob]:
         """{job id: LiveJob} of your jobs the scheduler still holds (pending or running); a SubmitError
-        when it cannot say. A scheduler that runs jobs before returning (local) has none."""
+        when it cannot say."""
         return {}
 
     def cancel(self, job_ids: list[str]) -> None:
@@ -102,8 +103,11 @@ class Scheduler:
         """The exact command that submits the script."""
         raise NotImplementedError
 
-    def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str]) -> Submission:
-        """Submit the script; returns the job ids."""
+    def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str],
+               started: Callable[[Submission], None] | None = None) -> Submission:
+        """Submit the script; returns the job ids. A scheduler that runs the job before returning (local)
+        calls `started` with the submission before the job starts and as each of its tasks ends, so that
+        it is recorded while it runs; the others never call it."""
         raise NotImplementedError
 
     def job_script(self, base: JobScript, request: JobRequest, log_dir: str) -> JobScript:

@@ -32,6 +32,7 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -205,7 +206,8 @@ class OarScheduler(Scheduler):
         spec = super().job_script(base, request, log_dir)
         return replace(spec, env={**forwarded_values(self.site, dict(os.environ)), **spec.env})
 
-    def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str]) -> Submission:
+    def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str],
+               started: Callable[[Submission], None] | None = None) -> Submission:
         """Run oarsub on the frontend once (never again after a refusal); returns one id per array job."""
         self.frontend.run(["mkdir", "-p", log_dir], env=env, check=True)
         argv = self.submit_argv(request, script, log_dir)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -143,7 +144,8 @@ class SlurmScheduler(Scheduler):
         site's submit_args come on the command line)."""
         return ["sbatch", "--parsable", *self.site.submit_args, str(script)]
 
-    def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str]) -> Submission:
+    def submit(self, request: JobRequest, script: Path, log_dir: str, env: dict[str, str],
+               started: Callable[[Submission], None] | None = None) -> Submission:
         """Submit; job ids are `<id>` or, for an array, `<id>_<task>` for every task."""
         # Slurm does not create the --output folder; a job whose log cannot open fails silently.
         if self.frontend.is_local:

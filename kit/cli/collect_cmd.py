@@ -28,8 +28,9 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
 
     Refuses invalid checkpoints, duplicate pairs whose files differ (by run name: @variant
     runs never collide; byte-identical copies at two sites count once), pairs outside the
-    plan, missing pairs, and runs whose files mix kit commits or image digests. The tree is
-    staged beside --output and renamed into place.
+    plan, missing pairs, and runs whose files mix kit commits or image digests. The tree
+    (each checkpoint with its log and signed statement) is staged beside --output and renamed
+    into place.
 
     \b
     Example:

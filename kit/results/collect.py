@@ -3,7 +3,8 @@
 Refuses (listing every problem) invalid files, duplicate pairs (keyed by run name, so
 @variant runs never collide) whose files differ, pairs outside the plan, missing pairs, and runs
 whose files mix kit commits or image digests. Byte-identical copies of one checkpoint at several
-sites (a tree synced to two clusters) are one file: the first site's is taken. The merged tree is
+sites (a tree synced to two clusters) are one file: the first site's is taken, with its log and signed
+statement (kit.results.store.travelling_files, as a release takes them). The merged tree is
 written under the output contract (kit.outputs): staged beside the output and renamed into place,
 so an interrupted collect leaves the output absent or complete, and --force replaces only an earlier
 collect output."""
@@ -26,7 +27,7 @@ from kit.results.evidence import evidence_reasons
 from kit.results.identity import Expected
 from kit.results.records import file_run
 from kit.results.store import (SYSTEMS_DIR, checkpoint_path, collection_of, file_language, iter_checkpoint_files,
-                               linked_part, mllog_path, unread_files, why_unread)
+                               linked_part, travelling_files, unread_files, why_unread)
 
 
 @dataclass
@@ -121,7 +122,8 @@ def plan_collect(sources: list[tuple[str, Path]], expected: list[Pair],
 
 
 def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> Path:
-    """Write the chosen files (checkpoint, its :::MLLOG log, the sites' system descriptions) as the
+    """Write the chosen files (each checkpoint with its :::MLLOG log and signed statement, as
+    kit.results.store.travelling_files names them; the sites' system descriptions) as the
     collect output `output`, under the output contract (kit.outputs.write_output): built beside and
     renamed into place, replacing with `force` only an earlier collect output."""
     if plan.problems:
@@ -131,10 +133,8 @@ def install_collect(plan: CollectPlan, output: Path, *, force: bool = False) -> 
         roots: set[Path] = set()
         # the files of the collect output replaced that come out the same are linked in (OutputFolder.earlier)
         for pair, (_, src) in plan.chosen.items():
-            dst = checkpoint_path(out.stage, pair.run, pair.language)
-            copy_new(src, dst, same_as=out.same_as(dst))
-            if mllog_path(src).exists():
-                copy_new(mllog_path(src), mllog_path(dst), same_as=out.same_as(mllog_path(dst)))
+            for source, dst in travelling_files(src, checkpoint_path(out.stage, pair.run, pair.language)):
+                copy_new(source, dst, same_as=out.same_as(dst))
             roots.add(src.parent.parent)
         for root in sorted(roots):
             for desc in sorted((root / SYSTEMS_DIR).glob("*.json")):

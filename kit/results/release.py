@@ -40,7 +40,7 @@ from kit.results.kinds.lrb import LRB
 from kit.results.records import recorded_task
 from kit.results.release_card import VIEWER_FILE, CardPair, CardPrompt, dataset_card
 from kit.results.tables import csv_cell
-from kit.results.store import collection_of, left_out_note, unread_files, why_unread
+from kit.results.store import collection_of, left_out_note, travelling_files, unread_files, why_unread
 from kit.results.snapshot_status import Coverage, coverage, snapshot_status_text, unplanned_statuses
 
 _WORDS = {True: "true", False: "false"}
@@ -327,7 +327,6 @@ def _write_files(out: OutputFolder, results: Path, complete: list[Any]) -> None:
     data, never a spreadsheet formula)."""
     from kit.files import atomic_writer
     from kit.results.kinds.lrb.export import lrb_file
-    from kit.results.store import envelope_path
 
     tmp = out.stage
     # made durable together when the folder is renamed into place (kit.files.replace_folder)
@@ -344,10 +343,8 @@ def _write_files(out: OutputFolder, results: Path, complete: list[Any]) -> None:
                                                           "RESULTS), then release again") from None
             # into the new folder in one step each (no temporary file: the folder is swapped in whole)
             write_bytes_new(tmp / rel, body, same_as=out.same_as(tmp / rel))
-            for source in (s.path, s.path.with_suffix(".mllog"), envelope_path(s.path)):
-                if regular_file_here(source):
-                    copy = tmp / "checkpoints" / s.pair.language / source.name
-                    write_bytes_new(copy, source.read_bytes(), same_as=out.same_as(copy))
+            for source, copy in travelling_files(s.path, tmp / "checkpoints" / s.pair.language / s.path.name):
+                write_bytes_new(copy, source.read_bytes(), same_as=out.same_as(copy))
             # the pair's own cells once; a score and the true/false cells are numbers and words, never formulas
             pair = [csv_cell(v) for v in (s.pair.run, data[keys.METADATA].get(keys.MODEL_ID), s.pair.language)]
             writer.writerows([*pair, csv_cell(item[keys.ITEM_ID]), csv_cell(item[keys.EXPECTED]),

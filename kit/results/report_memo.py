@@ -27,7 +27,7 @@ from typing import Any
 import kit
 from kit.results.cache import RACY_SECONDS, file_identity, package_file_stats
 from kit.results.records import CheckpointRecord
-from kit.results.store import envelope_path, mllog_path
+from kit.results.store import pair_files
 from kit.results.verdicts import VERDICT_GLOB
 
 MEMO_FORMAT = 1
@@ -58,7 +58,7 @@ def report_inputs(records: Sequence[CheckpointRecord], *, results_dir: Path, out
             add([os.fspath(r.path), r.language, r.state, list(r.reasons), list(r.notices), r.truncated_count,
                  list(r.outcomes) if r.outcomes is not None else None, r.collection,
                  [list(f) for f in r.compliance] if r.compliance is not None else None,
-                 [_identity(p, now) for p in (r.path, mllog_path(r.path), envelope_path(r.path))]])
+                 [_identity(p, now) for p in pair_files(r.path)]])
         for folder in verdict_dirs:
             add(["verdicts", os.path.realpath(folder)])
             for path in sorted(Path(folder).glob(VERDICT_GLOB)):

@@ -11,7 +11,7 @@ from typing import Any
 
 from kit.config.names import run_file_stem
 from kit.errors import ConfigError
-from kit.files import child_path, name_part, write_text_atomic
+from kit.files import child_path, name_part, regular_file_here, write_text_atomic
 from kit.results import keys
 from kit.results.json_text import indented_json
 
@@ -69,27 +69,68 @@ def envelope_path(checkpoint: Path) -> Path:
     return checkpoint.with_name(checkpoint.stem + ENVELOPE_SUFFIX)
 
 
+def pair_files(checkpoint: Path) -> tuple[Path, Path, Path]:
+    """A checkpoint's own files by name: the checkpoint, its :::MLLOG log and its signed statement (envelope)."""
+    checkpoint = Path(checkpoint)
+    return checkpoint, mllog_path(checkpoint), envelope_path(checkpoint)
+
+
+def travelling_files(checkpoint: Path, to: Path) -> list[tuple[Path, Path]]:
+    """The files that go with a checkpoint copied to `to` (a release, a collect), each with its place beside
+    `to`: the checkpoint, its log and its signed statement, those of them that stand beside it as regular
+    files (a link, folder or pipe at one of those names is not the site's own file, and travels nowhere). A
+    ConfigError names one that cannot be read, so that no copy goes out without a file it should hold."""
+    out = []
+    for source, place in zip(pair_files(checkpoint), pair_files(to)):
+        if not regular_file_here(source):
+            continue
+        try:
+            with open(source, "rb"):
+                pass
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot be read ({exc.strerror or exc})",
+                              fix="make it readable (or move it away: a result travels without it), then run "
+                                  "the command again") from None
+        out.append((source, place))
+    return out
+
+
 # The hidden folder of a language folder that keeps checkpoints replaced by a rerun (stale, or invalid
 # with --force) with their logs: RESULTS/<language>/.superseded/<stem>.<UTC time>.json
 SUPERSEDED_DIR = ".superseded"
 
 
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def _move_aside(path: Path, target: Path) -> None:
+    """Move the file or link at `path` to `target`; a link stays a link to what it pointed at (its target
+    untouched), its text made relative to its new folder when it was relative."""
+    if not path.is_symlink():
+        os.replace(path, target)
+        return
+    text = os.readlink(path)
+    if not os.path.isabs(text):
+        text = os.path.join(os.path.relpath(path.parent, target.parent), text)
+    os.symlink(text, target)   # the kept link first: a kill between the two leaves both, never neither
+    os.unlink(path)
+
+
 def set_aside(checkpoint: Path) -> Path | None:
     """Move a checkpoint, its log and its signed statement into the language folder's .superseded/ (time-stamped), so
-    that a rerun never destroys a result; the new place, or None when there is no checkpoint."""
+    that a rerun never destroys a result; a link at one of those names is kept there as a link, its target
+    untouched. The checkpoint's new place, or None when no file or link stands at its name."""
     checkpoint = Path(checkpoint)
-    if not checkpoint.is_file() or checkpoint.is_symlink():
+    if not (checkpoint.is_symlink() or checkpoint.is_file()):
         return None
     keep = checkpoint.parent / SUPERSEDED_DIR
     keep.mkdir(exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    target = keep / f"{checkpoint.stem}.{stamp}.json"
-    log, envelope = mllog_path(checkpoint), envelope_path(checkpoint)
-    if log.is_file() and not log.is_symlink():
-        os.replace(log, target.with_suffix(".mllog"))
-    if envelope.is_file() and not envelope.is_symlink():   # its statement goes with it, never to the rerun
-        os.replace(envelope, envelope_path(target))
-    os.replace(checkpoint, target)
+    target = keep / f"{checkpoint.stem}.{_stamp()}.json"
+    # the checkpoint last; its statement goes with it, never to the rerun
+    for part, place in reversed(list(zip(pair_files(checkpoint), pair_files(target)))):
+        if part.is_symlink() or part.is_file():
+            _move_aside(part, place)
     return target
 
 
@@ -102,8 +143,8 @@ def keep_aside(path: Path, label: str, suffix: str | None = None) -> Path:
     stem = path.name[:-len(suffix)] if suffix and path.name.endswith(suffix) else path.name
     keep = path.parent / SUPERSEDED_DIR
     keep.mkdir(exist_ok=True)
-    target = keep / f"{stem}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}.{label}{suffix}"
-    os.replace(path, target)
+    target = keep / f"{stem}.{_stamp()}.{label}{suffix}"
+    _move_aside(path, target)
     return target
 
 

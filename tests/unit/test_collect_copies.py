@@ -3,8 +3,11 @@ same bytes, and a refused duplicate when they differ."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
+
+import pytest
 
 from conftest_checkpoints import make_checkpoint, predictions_of, rewrite, seal
 
@@ -110,3 +113,36 @@ def test_two_sites_system_descriptions_of_one_name_are_one_when_alike_and_refuse
     assert _plan(tmp_path).problems == [
         f"duplicate: systems/node-1.json of a ({tmp_path / 'a' / 'systems' / 'node-1.json'}) and of b "
         f"({tmp_path / 'b' / 'systems' / 'node-1.json'}) differ: one would replace the other"]
+
+
+def test_a_collect_carries_each_checkpoint_s_signed_statement(tmp_path):
+    """Each checkpoint's envelope (<stem>.intoto.jsonl, kit.results.store.envelope_path) goes with it, as in
+    a release; written again, an unchanged one is the earlier file (the same inode)."""
+    from kit.results.collect import install_collect
+    from kit.results.store import envelope_path
+
+    a = make_checkpoint(tmp_path / "a", PAIR.run, PAIR.language, predictions_of([("yes", "yes"), ("no", "no")]))
+    envelope_path(a).write_text('{"payloadType": "application/vnd.in-toto+json"}\n')
+    plan = plan_collect([("a", tmp_path / "a")], [PAIR], lambda pair: None)
+    assert plan.problems == []
+    out = install_collect(plan, tmp_path / "out")
+    copy = envelope_path(out / a.relative_to(tmp_path / "a"))
+    assert copy.read_bytes() == envelope_path(a).read_bytes()
+    inode = os.stat(copy).st_ino
+    install_collect(plan, tmp_path / "out", force=True)
+    assert os.stat(copy).st_ino == inode
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_an_envelope_that_cannot_be_read_stops_the_collect_naming_it(tmp_path):
+    from kit.errors import ConfigError
+    from kit.results.collect import install_collect
+    from kit.results.store import envelope_path
+
+    a = make_checkpoint(tmp_path / "a", PAIR.run, PAIR.language, predictions_of([("yes", "yes"), ("no", "no")]))
+    envelope_path(a).write_text("{}\n")
+    envelope_path(a).chmod(0)
+    plan = plan_collect([("a", tmp_path / "a")], [PAIR], lambda pair: None)
+    with pytest.raises(ConfigError, match="intoto.jsonl: cannot be read"):
+        install_collect(plan, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

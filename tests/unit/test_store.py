@@ -74,3 +74,24 @@ def test_kill_minus_nine_never_leaves_a_partial_file(tmp_path):
     leftovers = [p for p in target.parent.iterdir() if p.name != target.name]
     # temporary files of a killed writer may remain, but are never mistaken for checkpoints
     assert all(p.name.startswith(".") and p.name.endswith(".tmp") for p in leftovers)
+
+
+@pytest.mark.parametrize("absolute", [True, False])
+def test_a_linked_checkpoint_is_set_aside_as_a_link_with_its_log_and_envelope(tmp_path, absolute):
+    """A rerun keeps what stood at a checkpoint's name: a link stays a link to the same file (never
+    followed, its target untouched), and the pair's log and signed statement go with it."""
+    from kit.results.store import envelope_path, mllog_path, set_aside
+
+    target = tmp_path / "elsewhere" / "x.json"
+    target.parent.mkdir()
+    target.write_text("garbage")
+    ckpt = checkpoint_path(tmp_path / "results", "org/m", "de")
+    ckpt.parent.mkdir(parents=True)
+    ckpt.symlink_to(target if absolute else os.path.relpath(target, ckpt.parent))
+    mllog_path(ckpt).write_text(":::MLLOG old\n")
+    envelope_path(ckpt).write_text("old statement\n")
+    kept = set_aside(ckpt)
+    assert kept is not None and kept.parent == ckpt.parent / ".superseded"
+    assert kept.is_symlink() and kept.resolve() == target.resolve() and target.read_text() == "garbage"
+    assert mllog_path(kept).read_text() == ":::MLLOG old\n" and envelope_path(kept).read_text() == "old statement\n"
+    assert not any(os.path.lexists(p) for p in (ckpt, mllog_path(ckpt), envelope_path(ckpt)))

@@ -133,16 +133,29 @@ def test_a_collect_carries_each_checkpoint_s_signed_statement(tmp_path):
     assert os.stat(copy).st_ino == inode
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
 def test_an_envelope_that_cannot_be_read_stops_the_collect_naming_it(tmp_path):
-    from kit.errors import ConfigError
-    from kit.results.collect import install_collect
+    """Run in a process of its own without the capabilities that let root read any file (setpriv), so that
+    the mode holds as it does for a user's kit."""
+    import subprocess
+    import sys
+
     from kit.results.store import envelope_path
 
     a = make_checkpoint(tmp_path / "a", PAIR.run, PAIR.language, predictions_of([("yes", "yes"), ("no", "no")]))
     envelope_path(a).write_text("{}\n")
     envelope_path(a).chmod(0)
-    plan = plan_collect([("a", tmp_path / "a")], [PAIR], lambda pair: None)
-    with pytest.raises(ConfigError, match="intoto.jsonl: cannot be read"):
-        install_collect(plan, tmp_path / "out")
+    script = ("import sys; from pathlib import Path; from kit.errors import ConfigError; from kit.plan import Pair; "
+              "from kit.results.collect import install_collect, plan_collect\n"
+              "root = Path(sys.argv[1]); plan = plan_collect([('a', root / 'a')], [Pair('org/m', 'en')], lambda p: None)\n"
+              "try:\n    install_collect(plan, root / 'out')\nexcept ConfigError as exc:\n    print(exc.one_line())\n")
+    argv = [sys.executable, "-c", script, str(tmp_path)]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) is needed to run as root without reading every file"
+        argv = [setpriv, "--bounding-set=-dac_override,-dac_read_search",
+                "--inh-caps=-dac_override,-dac_read_search", *argv]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "intoto.jsonl: cannot be read" in r.stdout, r.stdout
     assert not (tmp_path / "out").exists()

@@ -74,12 +74,13 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         memo.replay()   # the same question of the same files: the kept answer, and exit
         memo.record()
     from kit.config.project import load_project
-    from kit.results.status import count_states
+    from kit.results.status import count_states, twice_note
     from kit.results.store import MLLOG_SUFFIX, archive_note, left_out_note
     from kit.results.tree import ResultsTree
 
     errors: list[str] = []   # only a site can leave its checkpoints unread
     cached = None             # verdicts taken from kit's cache (a local tree only)
+    twice: list = []          # pairs more than one found file counts for (a scan of lrb's layouts only)
     planned = bool(common.roster_to_use(roster))
     if site_names or all_sites:
         from kit.launch.site import load_named_sites
@@ -102,7 +103,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         memo.name_whole(project.benchmark.root)
     else:
         from kit.results.identity import PlanExpectations
-        from kit.results.status import select_found
+        from kit.results.status import counted_twice, select_found
 
         dataset = common.benchmark_or_roster(benchmark, None)
         with ResultsTree(common.results_folder(results)) as tree:
@@ -111,6 +112,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         memo.name_whole(dataset.root if dataset else None)
         # without a roster, --model and --languages pick among the checkpoints found
         statuses = select_found(statuses, models, common.split_languages(languages), results)
+        twice = counted_twice(statuses)
     counts = count_states(statuses)
     if memo is not None:   # each checkpoint and its log: the cache stats them, opening none
         memo.name((s.path for s in statuses), beside=MLLOG_SUFFIX)
@@ -121,9 +123,11 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         note = f"{results} does not exist: no pair has a checkpoint yet (or the results folder is elsewhere: " \
                "kit status RESULTS)"
     title = f"kit status {', '.join(site_names) or ('all sites' if all_sites else results)}"
+    shown_note = "\n".join(line for line in (note, twice_note(twice)) if line) or None
     render(Outcome("status", lambda: {"results": str(results), "counts": counts, "pairs": [s.as_dict() for s in statuses],
-                                      "from_cache": cached, "not_counted": note},
-                   lambda: _print_tables(title, statuses, counts, every_pair, cached, results, note), errors=errors),
+                                      "from_cache": cached, "not_counted": note, "counted_twice": twice},
+                   lambda: _print_tables(title, statuses, counts, every_pair, cached, results, shown_note),
+                   errors=errors),
            as_json, memo)
 
 

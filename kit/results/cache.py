@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import kit
+from kit.errors import ConfigError
 from kit.results.cache_place import RACY_SECONDS, cache_folder, cache_key, file_identity
 from kit.results.checkpoint import MISSING, CheckpointState
 from kit.results.keys import PairState
@@ -349,7 +350,10 @@ class CheckpointCache:
         if fingerprint is not None:
             return hashlib.sha256(f"file\0{fingerprint}\0{identity}".encode()).hexdigest()
         # else the same benchmark language gives the same ids and answers objects: digest them once
-        ids, answers = expect.item_ids, expect.answers
+        try:
+            ids, answers = expect.item_ids, expect.answers
+        except ConfigError as exc:   # its data cannot be read (the verdict says so): keyed by why
+            return hashlib.sha256(f"unread\0{exc.one_line()}\0{identity}".encode()).hexdigest()
         memo = (id(ids), id(answers))
         known = self._digests.get(memo)
         if known is None or known[0] is not ids or known[1] is not answers:

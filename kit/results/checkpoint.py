@@ -177,14 +177,25 @@ def validate_checkpoint(
                 if stale:
                     return CheckpointState(PairState.STALE, stale, notices, data)
             in_order = None
-            if not shape and expect.item_ids is not None:
-                id_reasons = _item_id_reasons(ids, expect.item_ids)
+            try:
+                expected_ids, answers = (expect.item_ids, expect.answers) if not shape else (None, None)
+            except ConfigError as exc:   # its language's data cannot be read here: this file alone is not held to it
+                reasons.append(unreadable_data_reason(exc))
+                expected_ids = answers = None
+            if expected_ids is not None:
+                id_reasons = _item_id_reasons(ids, expected_ids)
                 reasons += id_reasons
                 if not id_reasons:   # the benchmark's ids, in its order
                     in_order = expect.answers_in_order
-            if not shape and expect.answers is not None:
-                reasons += answer_reasons(predictions, expect.answers, in_order)
+            if answers is not None:
+                reasons += answer_reasons(predictions, answers, in_order)
     return CheckpointState(PairState.INVALID if reasons else PairState.COMPLETE, reasons, notices, data)
+
+
+def unreadable_data_reason(exc: ConfigError) -> str:
+    """Why a checkpoint is not counted when its language's benchmark data cannot be read (a missing or
+    changed language file): the file is then not held to it, and says so, while the others are checked."""
+    return f"cannot be checked against its benchmark: {exc.one_line()}"
 
 
 def validate_summary(
@@ -232,8 +243,12 @@ def _typed_summary(path: Path, run: str | None, language: str | None, expect: Ex
             if expect.identity is not None else []
         if stale:
             state, reasons = PairState.STALE, stale
-        elif not typed.matches(expect):
-            return None
+        else:
+            try:
+                if not typed.matches(expect):
+                    return None
+            except ConfigError:   # its benchmark data cannot be read: the full path says so
+                return None
     return CheckpointState(state, reasons, notices, data, truncated=typed.truncated,
                            outcomes=typed.outcomes() if outcomes else None)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from kit.results.benchmark_rule import validate_held
 from kit.results.checkpoint import ValidateAll, recorded_metadata, validate_each
 from kit.results.identity import Expected, PlanExpectations
 from kit.results.records import file_run
-from kit.results.store import checkpoint_paths, file_language, iter_checkpoint_files
+from kit.results.store import checkpoint_paths, file_language, iter_checkpoint_files, language_folder
 
 
 @dataclass
@@ -77,11 +78,36 @@ def scan_results(results: Path, validate_all: ValidateAll = validate_each,
     root = Path(results)   # one object: the rule finds each folder's language once per tree (by its identity)
     for path, st in zip(paths, validate_held([(path, root) for path in paths], validate_all, benchmark)):
         metadata = (st.data or {}).get(keys.METADATA)
-        if metadata is None and path.stem.count("__") > 1 and st.state in (PairState.COMPLETE, PairState.STALE):
-            metadata = recorded_metadata(path, st)   # org__a__b: only the metadata says which "__" is the "/"
+        # only the metadata says which "__" of org__a__b is the "/", and the language of a file outside a
+        # language folder (at the top, in a batch folder), which counts wherever it lies
+        if metadata is None and st.state in (PairState.COMPLETE, PairState.STALE) \
+                and (path.stem.count("__") > 1 or language_folder(root, path) is None):
+            metadata = recorded_metadata(path, st)
         pair = Pair(file_run(path, metadata), file_language(results, path, metadata))
         out.append(PairStatus(pair, st.state, path, list(st.reasons), list(st.notices)))
     return out
+
+
+def counted_twice(statuses: Iterable[PairStatus]) -> list[dict[str, Any]]:
+    """The pairs that more than one complete or stale file counts for ({run, language, files}): lrb's
+    layouts can hold one pair at the top, in a batch folder and in its language folder, and kit report
+    and kit compare refuse a tree that does."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for s in statuses:
+        if s.state in (PairState.COMPLETE, PairState.STALE) and s.path is not None:
+            found.setdefault((s.pair.run, s.pair.language), []).append(str(s.path))
+    return [{"run": run, "language": language, "files": sorted(files)}
+            for (run, language), files in sorted(found.items()) if len(files) > 1]
+
+
+def twice_note(twice: list[dict[str, Any]]) -> str | None:
+    """counted_twice's pairs in one line (None when there are none)."""
+    if not twice:
+        return None
+    shown = "; ".join(f"{t['run']} {t['language']}: {', '.join(t['files'])}" for t in twice[:3])
+    more = f" and {len(twice) - 3} more" if len(twice) > 3 else ""
+    return (f"{len(twice)} pair(s) counted by more than one file ({shown}{more}): kit report and kit compare "
+            "refuse such a tree; move one file aside, or point the command at one folder (a batch)")
 
 
 def select_found(statuses: list[PairStatus], runs: Iterable[str], languages: Iterable[str] | None,

@@ -128,8 +128,13 @@ def digest_lines(valid: Sequence[CheckpointRecord]) -> list[str]:
     # hold a backtick, a tag or a newline
     lines = [f"- {keys.MANIFEST_SHA256}: " + (", ".join(md_code(m) for m in manifests) or "not recorded")
              + (f" (not recorded by {legacy} legacy lrb file(s))" if manifests and legacy else "")]
+    # one prompt per prompt kind (lrb asks rerankers, zero-shot classifiers and masked LMs with prompts of
+    # their own); a scoring file whose decision rule does not tell its kind may have any, each listed
+    for kind, group in groups(valid, lambda r: r.prompt_kind or ""):
+        digests = sorted({str(r.metadata.get(keys.PROMPT_SHA256)) for r in group})
+        what = f"{md_text(kind)} prompt" if kind else f"{md_text(group[0].task)}, prompt kind not recorded"
+        lines.append(f"- {keys.PROMPT_SHA256} ({what}): {', '.join(md_code(d) for d in digests)}")
     for task, group in groups(valid, lambda r: r.task):
-        lines.append(f"- {keys.PROMPT_SHA256} ({md_text(task)}): {md_code(group[0].metadata.get(keys.PROMPT_SHA256))}")
         if task == keys.TASK_GENERATE:
             how, max_new = decoding(group[0])
             lines.append(f"- decoding ({md_text(task)}): {md_text(how)}, {keys.MAX_NEW_TOKENS}={md_text(max_new)}")

@@ -48,13 +48,16 @@ def test_a_file_where_run_writes_a_folder_is_one_line_and_no_pair_runs(project, 
     assert checkpoints(project / "results") == []
 
 
-def test_records_that_cannot_be_written_after_the_pairs_ran_lose_no_pair(project):
+def test_a_local_job_whose_record_cannot_be_written_does_not_start(project):
+    """A local job is recorded as it starts (so that status and a second run see it live): a record that
+    cannot be written refuses the run in one line before any pair runs, and the run after the fix runs them."""
     (project / ".kit").write_text("not a folder\n")
     r = run(project)
     refused(r, ".kit")
-    assert checkpoints(project / "results") == list(LANGS), "the pairs that ran were lost"
+    assert checkpoints(project / "results") == [], "a job ran that kit could not record"
     (project / ".kit").unlink()
     again = run(project, "--json")
     assert again.returncode == 0, again.stderr
-    data = json.loads(again.stdout)["data"]
+    assert checkpoints(project / "results") == list(LANGS)
+    data = json.loads(run(project, "--json").stdout)["data"]
     assert data["submitted"] == [] and data["pending"] == 0, data

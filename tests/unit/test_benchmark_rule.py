@@ -86,3 +86,28 @@ def test_a_file_of_an_older_version_of_its_language_file_is_stale_in_every_comma
     assert verify.startswith(f"FAIL  {path}: metadata.benchmark_sha256 is 'bbbb")
     assert pair["state"] == "stale" and pair["reasons"][0].startswith("metadata.benchmark_sha256 is 'bbbb")
     assert report["code"] == 2
+
+
+def test_a_language_whose_data_file_is_not_here_fails_its_files_alone(lrb_bench: Path, tmp_path: Path) -> None:
+    """A benchmark copy holding only some of its language files (as the shared one, en/fr/ja of 85): a
+    file of a language whose data is not here cannot be held to it and is not counted, said with the
+    file to copy, and every other file still gets its verdict (status, verify and report alike)."""
+    dataset = load_benchmark(lrb_bench)
+    results = tmp_path / "results"
+    for language in ("en", "de"):
+        ids = dataset.item_ids(language)
+        answers = dataset.expected_answers("en") if language == "en" else {i: "yes" for i in ids}
+        preds = [lrb.prediction(i, answers[i], answers[i], answers[i]) for i in ids]
+        lrb.write(results, lrb.result("org/model", language, preds, benchmark_sha256=dataset.pinned_sha256(language)))
+    env = {"KIT_NO_CACHE": "1"}
+    verify = kit_in_process("verify", str(results), "--benchmark", str(lrb_bench), cwd=tmp_path, env=env)
+    assert verify.returncode == 1 and "1 verified, 1 failed" in verify.stdout
+    [failed] = [line for line in verify.stdout.splitlines() if line.startswith("FAIL")]
+    assert "de/org__model.json: cannot be checked against its benchmark" in failed
+    assert "v3-final-de.csv: not found: the file for language 'de'" in failed and "copy it from" in failed
+    status = kit_in_process("status", str(results), "--benchmark", str(lrb_bench), "--json", cwd=tmp_path, env=env)
+    states = {p["language"]: p["state"] for p in json.loads(status.stdout)["data"]["pairs"]}
+    assert states == {"en": "complete", "de": "invalid"}
+    report = kit_in_process("report", str(results), "--benchmark", str(lrb_bench), "-o", str(tmp_path / "out"),
+                            "--json", cwd=tmp_path, env=env)
+    assert report.returncode == 1 and json.loads(report.stdout)["data"]["pairs"] == 1   # (1: an invalid file listed)

@@ -554,3 +554,46 @@ def test_a_batch_folder_named_like_kit_s_own_folders_is_named_never_dropped_in_s
     assert unread_files(tree) == [theirs[0], theirs[2]]
     alone = runner.invoke(cli, ["status", str(tree / "logs")])
     assert alone.exit_code == 0 and "1 pairs: 1 complete" in alone.output
+
+
+def test_status_counts_a_file_for_the_language_it_records_wherever_it_lies(tmp_path: Path) -> None:
+    """`kit status` keeps no sections of a file it validates: a file at the top or in a batch folder that
+    records its language counts for that language there too (as report and compare count it), and a pair
+    two such files count for is said, since report and compare refuse it."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "results"
+    (root / "low-temp").mkdir(parents=True)
+    for run, place in (("org/top", root), ("org/low-temp", root / "low-temp")):
+        path = _lrb_file(root, run, "g" * 64, language="ja")
+        path.rename(place / path.name)
+    _lrb_file(root, "org/top", "g" * 64, language="ja")   # the same run in its language folder too
+    env = {**os.environ, "KIT_NO_CACHE": "1"}
+    r = subprocess.run([sys.executable, "-m", "kit", "status", str(root), "--json"], capture_output=True, text=True,
+                       env=env, cwd=tmp_path)
+    data = json.loads(r.stdout)["data"]
+    assert sorted((p["run"], p["language"]) for p in data["pairs"]) == [
+        ("org/low-temp", "ja"), ("org/top", "ja"), ("org/top", "ja")]
+    assert data["counted_twice"] == [{"run": "org/top", "language": "ja",
+                                      "files": sorted([str(root / "ja" / "org__top.json"), str(root / "org__top.json")])}]
+    text = subprocess.run([sys.executable, "-m", "kit", "status", str(root)], capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
+    assert "1 pair(s) counted by more than one file (org/top ja:" in text.stdout
+
+
+def test_the_summary_names_each_prompt_kind_s_digest(tmp_path: Path) -> None:
+    """lrb asks a reranker and a zero-shot classifier with prompts of their own: the summary gives each
+    kind's digest (not one for every score run), and every digest of scorers whose kind is not recorded."""
+    root = tmp_path / "results"
+    _lrb_file(root, "org/llm", "g" * 64)
+    _lrb_file(root, "org/reranker", "r" * 64, rule="sigmoid of the native relevance logit at 0.5")
+    _lrb_file(root, "org/gliclass", "z" * 64, rule="zero-shot label probability at 0.5")
+    _lrb_file(root, "org/a", "a" * 64, rule="argmax over the native yes/no scores")
+    _lrb_file(root, "org/b", "c" * 64, rule="argmax over the native yes/no scores")
+    summary = report.write_report(root, tmp_path / "out").files["summary"].read_text(encoding="utf-8")
+    assert f"- prompt_sha256 (generate prompt): `{'g' * 64}`" in summary
+    assert f"- prompt_sha256 (score prompt): `{'r' * 64}`" in summary
+    assert f"- prompt_sha256 (zeroshot prompt): `{'z' * 64}`" in summary
+    assert f"- prompt_sha256 (score, prompt kind not recorded): `{'a' * 64}`, `{'c' * 64}`" in summary

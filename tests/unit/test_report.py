@@ -203,7 +203,7 @@ def test_different_prompt_in_another_task_is_accepted(results: Path, tmp_path: P
     board = _rows(paths.files["leaderboard"])
     assert [row["run"] for row in board] == ["org/scorer", RUN_A, RUN_B]
     assert board[0]["task"] == "score"
-    assert "prompt_sha256 (score): `" + "e" * 64 in paths.files["summary"].read_text(encoding="utf-8")
+    assert "prompt_sha256 (score prompt): `" + "e" * 64 in paths.files["summary"].read_text(encoding="utf-8")
 
 
 def test_a_manifest_changed_by_another_language_s_file_is_reported_with_the_older_ones(results: Path) -> None:

@@ -246,8 +246,8 @@ class Benchmark:
         path = self.language_path(language)
         entry = self.manifest.files[language]
         if not path.is_file():
-            what = "is a folder, not" if path.is_dir() else "not found: no"
-            raise ConfigError(f"{path}: {what} the file for language {language!r}",
+            what = "is a folder, not the file" if path.is_dir() else "not found: the file"
+            raise ConfigError(f"{path}: {what} for language {language!r} (its manifest lists it)",
                               fix=f"copy it from dataset revision {self.manifest.revision}")
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()

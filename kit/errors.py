@@ -135,6 +135,19 @@ class MissingExtraError(KitError):
         )
 
 
+def service_error(exc: BaseException, doing: str, where: str, fix: str, *, after: str = "") -> KitError:
+    """One kit error line for a failure of a remote service's client library (the Hub's, and the HTTP
+    library under it, raise many kinds): what was being done, where, the exception's type and the first
+    200 characters of its message, `after` (what that leaves), and the fix; never a traceback. Offline
+    mode (HF_HUB_OFFLINE) is bad input (exit 2); anything else a failure (exit 1)."""
+    name = type(exc).__name__
+    said = " ".join(str(exc).split())[:200] or name
+    if name == "OfflineModeIsEnabled":
+        return ConfigError(f"{doing} needs the Hub at {where}, and huggingface_hub is in offline mode "
+                           "(HF_HUB_OFFLINE)", fix=f"unset HF_HUB_OFFLINE, then {fix}")
+    return KitError(f"{doing} failed at {where}: {name}: {said}" + (f"; {after}" if after else ""), fix=fix)
+
+
 # errors of the disk or the file system, not of kit: a full, read-only or missing place to write
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG,
                          errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.EEXIST, errno.EMLINK, errno.ENAMETOOLONG})

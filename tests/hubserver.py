@@ -268,3 +268,19 @@ def go_online(monkeypatch) -> None:
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
+def unreachable_hub(monkeypatch, offline: bool) -> str:
+    """The endpoint of a Hub that cannot be reached: a port just freed (nothing listens there), with this
+    process's huggingface_hub online, or in offline mode (HF_HUB_OFFLINE) when `offline`."""
+    import socket
+
+    from huggingface_hub import constants
+
+    go_online(monkeypatch)
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"

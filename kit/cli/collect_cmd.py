@@ -9,7 +9,7 @@ import click
 
 from kit.cli import common
 from kit.cli.outcome import Outcome, render
-from kit.errors import CheckpointError, ConfigError, visible
+from kit.errors import CheckpointError, ConfigError, error_line, visible
 
 
 @click.command()
@@ -59,13 +59,15 @@ def collect(sources: tuple[str, ...], output: Path, force: bool, roster: Path, b
     expected = select_pairs(runs, project.benchmark, common.split_languages(languages))
     left_out = left_out_by_selection(project.roster.run, project.benchmark, expected) if models or languages else ()
     plan = plan_collect(pairs_of_sites, expected, PlanExpectations(project.benchmark, runs), left_out)
-    if plan.problems:
-        if not as_json:
-            for problem in plan.problems:
-                click.echo(f"  {visible(problem)}", err=True)
-            raise CheckpointError(f"collect refused: {len(plan.problems)} problems (listed above); nothing written",
+    if plan.problems:   # a refused merge is a finding: each problem on stderr, and under --json in `data`
+        for problem in plan.problems:
+            click.echo(f"  {visible(problem)}", err=True)
+        refused = CheckpointError(f"collect refused: {len(plan.problems)} problems (listed above); nothing written",
                                   fix="mend or remove those files (a pair two sites hold: keep one of its files)")
-        render(Outcome("collect", {"problems": plan.problems}, errors=plan.problems), as_json)
+        if not as_json:
+            raise refused
+        click.echo(error_line(refused), err=True)
+        render(Outcome("collect", {"problems": plan.problems}, failed=True), as_json)
         return
     out = install_collect(plan, output, force=force)
     by_site: dict[str, int] = {}

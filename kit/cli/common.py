@@ -110,6 +110,17 @@ def print_json(command: str, status: str, data: Any, errors: list[str] | None = 
     except (UnicodeEncodeError, LookupError):
         text = json.dumps(whole, indent=2, sort_keys=True, ensure_ascii=True, default=str)
     sys.stdout.write(text + "\n")
+    _PRINTED[0] = sys.stdout
+
+
+# the stream print_json last wrote an envelope to: a command stopped by a signal after printing its own
+# prints no second one (kit.cli.main); each run of the CLI has its own stream (tests run several in one process)
+_PRINTED: list[Any] = [None]
+
+
+def json_printed() -> bool:
+    """Whether print_json has written an envelope to the current standard output."""
+    return _PRINTED[0] is not None and _PRINTED[0] is sys.stdout
 
 
 def say(message: str) -> None:

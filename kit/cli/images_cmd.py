@@ -22,6 +22,11 @@ out_option = click.option("--out", "out_dir", type=click.Path(path_type=Path), d
 names_arg = click.argument("names", nargs=-1, required=True, metavar="NAME...")
 
 
+def with_images_file(f):
+    """Add --images-file only (a command that reads no lock of built images)."""
+    return files_options[0](f)
+
+
 def with_files(f):
     """Add --images-file and --lock-file."""
     for opt in reversed(files_options):
@@ -73,10 +78,14 @@ def images() -> None:
 @images.command("locks")
 @click.argument("names", nargs=-1, metavar="[NAME...]")
 @click.option("--upgrade", is_flag=True, help="Re-resolve every pin instead of keeping the current ones.")
-@with_files
+@with_images_file
 @common.json_option
-def locks_cmd(names, upgrade, images_file, lock_file, as_json) -> None:
+def locks_cmd(names, upgrade, images_file, as_json) -> None:
     """Regenerate the hashed lock files (uv pip compile --generate-hashes).
+
+    Rewrites each named image's runtime and build-stage locks, the files images.toml names (`lock`,
+    `build_locks`), with every pin's sha256. It resolves pins from the package index, so it needs the
+    network (or an index mirror uv is pointed at); the builds then install from the locks alone.
 
     \b
     Examples:
@@ -167,7 +176,8 @@ def convert_cmd(names, to, force, out_dir, images_file, lock_file, as_json) -> N
 
 @images.command("save")
 @names_arg
-@out_option
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default="build/images", show_default=True,
+              envvar="KIT_IMAGES_DIR", help="Folder the docker archives (.tar) are written to. Env: KIT_IMAGES_DIR.")
 @with_files
 @common.json_option
 def save_cmd(names, out_dir, images_file, lock_file, as_json) -> None:
@@ -252,9 +262,9 @@ def lint_cmd(names, images_file, lock_file, as_json) -> None:
 
 @images.command("defs")
 @click.option("--check", is_flag=True, help="Fail if a definition file differs from its regeneration.")
-@with_files
+@with_images_file
 @common.json_option
-def defs_cmd(check, images_file, lock_file, as_json) -> None:
+def defs_cmd(check, images_file, as_json) -> None:
     """Regenerate apptainer/<NAME>.def from each Dockerfile (spython plus kit's fixes).
 
     \b

@@ -39,13 +39,19 @@ def init(force: bool, folder: Path | None, as_json: bool) -> None:
     """
     from kit.signing import PUBLIC_FILE, init_key, load_signing_key
 
+    import shlex
+
     private = init_key(folder, force=force)
     key = load_signing_key(private)
+    # the folder given names this key everywhere after: without it, export (and sign) take the default's
+    where = f" --dir {shlex.quote(str(folder))}" if folder is not None else ""
     render(Outcome("keys init", {"private_key": str(private), "public_key": str(private.parent / PUBLIC_FILE),
                                  "keyid": key.keyid},
                    (f"signing key made: {private} (mode 600, never printed)",
                     f"keyid {key.keyid}",
-                    "share the public key: kit keys export > my-key.pub.json")), as_json)
+                    f"share the public key: kit keys export{where} > my-key.pub.json"
+                    + (f"; sign with it: kit sign RESULTS --key {shlex.quote(str(private))}" if where else ""))),
+           as_json)
 
 
 @keys.command("export")

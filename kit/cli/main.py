@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 import kit
-from kit.errors import KitError, MissingExtraError, disk_error, error_line, shortened, visible
+from kit.errors import CheckpointError, KitError, MissingExtraError, disk_error, error_line, shortened, visible
 from kit.settings import SETTING_VARIABLES
 
 # command -> "module:attribute"; modules load only when their command runs (fast --help).
@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     # installed distribution when the first model is built (20 ms here, more in an image's venv).
     # Set the variable yourself to load them.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if not _a_terminal(sys.stderr):   # a log or a pipe: the Hub's and transformers' progress bars would fill
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")   # it with carriage returns (jobs set it too)
     if sys.stdout is None:   # started with its standard output closed: what it prints would be lost
         if sys.stderr is not None:
             print("kit: error: standard output is closed, so kit's answer would be lost; fix: give the command "
@@ -134,6 +136,14 @@ def main(argv: list[str] | None = None) -> None:
             # the command held once more for cycles (tens of ms after a tree of 20,000 pairs), and the
             # system takes the memory back anyway. A caller that passes argv (tests) keeps its collector.
             gc.freeze()
+
+
+def _a_terminal(stream: object) -> bool:
+    """Whether a standard stream is a terminal (False when it is closed or cannot say)."""
+    try:
+        return bool(stream is not None and stream.isatty())   # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def _run(args: list[str], verbose: bool) -> None:
@@ -158,9 +168,9 @@ def _run(args: list[str], verbose: bool) -> None:
     except click.exceptions.Abort as exc:
         stopped = exc.__cause__ if isinstance(exc.__cause__, Stopped) else None   # (click's wrapping of it)
         if stopped is not None:
-            click.echo(f"kit: stopped by {signal.Signals(stopped.signum).name}", err=True)
+            _stop_said(args, signal.Signals(stopped.signum).name, f"stopped by {signal.Signals(stopped.signum).name}")
             sys.exit(128 + stopped.signum)
-        click.echo("kit: aborted", err=True)
+        _stop_said(args, "SIGINT", "aborted")
         sys.exit(130)
     except click.exceptions.NoArgsIsHelpError as exc:   # `kit`, `kit images` alone: the help, as --help gives it
         if json_asked(args):
@@ -180,14 +190,28 @@ def _run(args: list[str], verbose: bool) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except Stopped as exc:   # SIGTERM or SIGHUP, as Ctrl-C: what was being written is cleaned up on the way
-        click.echo(f"kit: stopped by {signal.Signals(exc.signum).name}", err=True)
+        _stop_said(args, signal.Signals(exc.signum).name, f"stopped by {signal.Signals(exc.signum).name}")
         sys.exit(128 + exc.signum)
     except KeyboardInterrupt:
-        click.echo("kit: interrupted", err=True)
+        _stop_said(args, "SIGINT", "interrupted")
         sys.exit(130)
     except (BrokenPipeError, OutputClosed):   # the reader of its output went away (`| head`): as a program
         _silence_stdout()                      # killed by SIGPIPE exits
         sys.exit(128 + signal.SIGPIPE)
+
+
+def _stop_said(args: list[str], signame: str, line: str) -> None:
+    """Say that the command was stopped: its line on stderr, and under --json the failed envelope on stdout
+    (with `stopped_by`) unless the command had printed its own, so that a script always reads one document."""
+    if json_asked(args):
+        from kit.cli.common import FAILED, json_printed, print_json
+
+        if not json_printed():
+            try:
+                print_json(command_path(args), FAILED, {"stopped_by": signame}, [line])
+            except (OSError, ValueError):   # (an output gone too: the line below still says it)
+                pass
+    click.echo(f"kit: {line}", err=True)
 
 
 class Stopped(KeyboardInterrupt):
@@ -306,10 +330,12 @@ def _exit_with(exc: KitError, args: list[str]) -> None:
     if variables:
         exc.message = f"{exc.message} (from the environment variable {', '.join(variables)})"
     if json_asked(args):
-        from kit.cli.common import ERROR, print_json
+        from kit.cli.common import ERROR, FAILED, print_json
 
+        # an invalid checkpoint the command refuses is a finding (failed, exit 1), as verify's FAIL is
+        status = FAILED if isinstance(exc, CheckpointError) else ERROR
         try:
-            print_json(command_path(args), ERROR, None, [exc.one_line()])
+            print_json(command_path(args), status, None, [exc.one_line()])
         except OSError:   # the output is what failed (a full disk, a closed pipe): the line below says why
             _silence_stdout()
     click.echo(error_line(exc), err=True)

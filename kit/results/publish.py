@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.errors import ConfigError, KitError
+from kit.errors import ConfigError, KitError, service_error
 
 SKIPPED_SUFFIXES = (".tmp", ".part", ".lock", ".claim", ".pyc")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}\Z")
@@ -123,11 +123,9 @@ def publish(repo_id: str, plan: PublishPlan, api: Any, *, private: bool = False,
         raise
     except Exception as exc:   # noqa: BLE001 - the Hub's client and its HTTP library raise many kinds: one line
         where = getattr(api, "endpoint", None) or "the Hugging Face Hub"
-        said = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise KitError(f"publishing {repo_id} to {where} failed, nothing was published by kit past this point: "
-                       f"{type(exc).__name__}: {said}",
-                       fix="check the network, HF_ENDPOINT and HF_HUB_OFFLINE (it must be unset to publish), and "
-                           "the token's write access; then publish again (the upload is one commit)") from None
+        raise service_error(exc, f"publishing {repo_id}", where, after="nothing was published by kit past this point",
+                            fix="check the network, HF_ENDPOINT and HF_HUB_OFFLINE (it must be unset to publish), "
+                                "and the token's write access; then publish again (the upload is one commit)") from None
     return str(getattr(info, "commit_url", None) or info)
 
 

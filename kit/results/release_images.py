@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kit import safejson
-from kit.errors import ConfigError, ImageError
+from kit.errors import DISK_ERRNOS, ConfigError, ImageError, KitError, service_error
 from kit.files import file_sha256, name_part, read_regular_file
 from kit.images.built import BuiltImage, ImagesLock
 
@@ -233,6 +233,9 @@ def record_pulled(lock: ImagesLock, entry: PublishedImage, lock_path: Path) -> s
     return "artifact added"
 
 
+PULL_AGAIN = "check the network, HF_ENDPOINT and the repo id (and the token for a private one), then pull again"
+
+
 def pull_images(repo_id: str, names: list[str], form: str, out_dir: Path, lock_path: Path, *,
                 revision: str | None = None, endpoint: str | None = None, token: str | None = None,
                 say: Callable[[str], None] = lambda msg: None) -> list[PulledImage]:
@@ -240,17 +243,36 @@ def pull_images(repo_id: str, names: list[str], form: str, out_dir: Path, lock_p
     against the manifest and the card and hashed, and record each SIF/sqsh in the images lock."""
     import os
 
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import constants, hf_hub_download
 
     from kit.images.built import load_lock, update_lock
+
+    if constants.HF_HUB_OFFLINE:   # (its client would only say the file is not in a local cache)
+        raise ConfigError(f"pulling {repo_id} needs the Hub at {endpoint or 'the Hugging Face Hub'}, and "
+                          "huggingface_hub is in offline mode (HF_HUB_OFFLINE)",
+                          fix="unset HF_HUB_OFFLINE, then pull again")
 
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     staging = Path(out_dir) / ".kit-pull"
     get = dict(repo_id=repo_id, repo_type="dataset", revision=revision, endpoint=endpoint, token=token,
                local_dir=staging)
-    manifest = read_manifest(Path(hf_hub_download(filename=MANIFEST, **get)), repo_id)
-    card = read_regular_file(Path(hf_hub_download(filename="README.md", **get)), "a dataset card",
-                             CARD_LIMIT_BYTES).decode("utf-8", errors="replace")
+
+    def download(filename: str) -> Path:
+        try:
+            return Path(hf_hub_download(filename=filename, **get))
+        except KitError:
+            raise
+        except OSError as exc:
+            if exc.errno in DISK_ERRNOS and exc.filename:   # this machine's disk: said as every command says it
+                raise
+            raise service_error(exc, f"pulling {filename} of {repo_id}", endpoint or "the Hugging Face Hub",
+                                fix=PULL_AGAIN) from None
+        except Exception as exc:   # noqa: BLE001 - the Hub's client and its HTTP library raise many kinds: one line
+            raise service_error(exc, f"pulling {filename} of {repo_id}", endpoint or "the Hugging Face Hub",
+                                fix=PULL_AGAIN) from None
+
+    manifest = read_manifest(download(MANIFEST), repo_id)
+    card = read_regular_file(download("README.md"), "a dataset card", CARD_LIMIT_BYTES).decode("utf-8", errors="replace")
     chosen = choose_entries(manifest, names, form, repo_id)
     lock = load_lock(lock_path)
     for entry in chosen:     # every refusal before the first byte of an image
@@ -266,7 +288,7 @@ def pull_images(repo_id: str, names: list[str], form: str, out_dir: Path, lock_p
     pulled = []
     for entry in chosen:
         say(f"downloading {entry.path_in_repo} ({entry.bytes / 1e6:.1f} MB) from {repo_id} ...")
-        got = Path(hf_hub_download(filename=entry.path_in_repo, **get))
+        got = download(entry.path_in_repo)
         sha = file_sha256(got)
         if sha != entry.sha256:
             got.unlink(missing_ok=True)

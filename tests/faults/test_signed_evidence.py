@@ -357,3 +357,19 @@ def test_a_linked_envelope_travels_neither_in_a_collect_nor_in_a_release(sweep):
     assert r.returncode == 0, r.stdout + r.stderr
     assert not os.path.lexists(sweep / "release2" / "checkpoints" / "de" / "org__model-a.intoto.jsonl")
     assert elsewhere.is_file()
+
+
+def test_a_key_made_in_a_folder_of_its_own_is_exported_as_its_hint_says(tmp_path):
+    """`kit keys init --dir D` tells how to share that key: the export command it prints (read as a shell
+    reads it, the folder quoted) exports that key, not the default folder's."""
+    import shlex
+
+    env = {"KIT_KEYS_DIR": str(tmp_path / "default")}
+    assert kit("keys", "init", cwd=tmp_path, env=env).returncode == 0
+    made = kit("keys", "init", "--dir", "my $keys", cwd=tmp_path, env=env)
+    [hint] = [line for line in made.stdout.splitlines() if line.startswith("share the public key: ")]
+    argv = shlex.split(hint.removeprefix("share the public key: ").split(" > ")[0].split(";")[0])
+    assert argv == ["kit", "keys", "export", "--dir", "my $keys"]
+    keyid = [line for line in made.stdout.splitlines() if line.startswith("keyid ")][0].split()[1]
+    assert json.loads(kit(*argv[1:], cwd=tmp_path, env=env).stdout)["keyid"] == keyid
+    assert json.loads(kit("keys", "export", cwd=tmp_path, env=env).stdout)["keyid"] != keyid

@@ -151,6 +151,13 @@ def test_collect_refuses_a_stale_site_tree(sweep):
     r = kit("collect", "--from", "a=results", "-o", "release", "--languages", "de,en", cwd=sweep)
     assert r.returncode != 0 and "stale: a:" in r.stdout + r.stderr
     assert not (sweep / "release").exists()
+    # under --json a refused merge is a finding, as verify's FAIL is: failed, exit 1, the problems in data
+    # and on stderr, as without --json
+    r = kit("collect", "--from", "a=results", "-o", "release", "--languages", "de,en", "--json", cwd=sweep)
+    body = json.loads(r.stdout)
+    assert r.returncode == 1 and body["status"] == "failed" and body["errors"] == []
+    assert any("stale: a:" in p for p in body["data"]["problems"]) and "stale: a:" in r.stderr
+    assert "collect refused" in r.stderr and not (sweep / "release").exists()
 
 
 # ------------------------------------------------------------------ 2. edited: the file is not what the job wrote

@@ -173,3 +173,48 @@ def test_a_process_forked_from_kit_takes_the_stop_signals_default_action():
         stops.restore()
         for s, handler in before.items():
             signal.signal(s, handler)
+
+
+@pytest.mark.parametrize(("stop", "code", "said"), [
+    (lambda: __import__("kit.cli.main", fromlist=["Stopped"]).Stopped(signal.SIGTERM), 143, "stopped by SIGTERM"),
+    (KeyboardInterrupt, 130, "aborted"),   # (click turns Ctrl-C into its Abort)
+])
+def test_a_command_stopped_under_json_still_prints_one_envelope(tree, tmp_path, monkeypatch, stop, code, said):
+    """A script reading --json reads one document however the command ends: stopped by a signal (as the
+    signal handler raises it, mid-command), the failed envelope says so; its line still goes to stderr."""
+    from inprocess import kit_in_process
+
+    from kit.results.tree import ResultsTree
+
+    def stopped(*_args, **_kwargs):
+        raise stop()
+
+    monkeypatch.setattr(ResultsTree, "scan", stopped)
+    r = kit_in_process("status", str(tree), "--json", cwd=tmp_path, env={"KIT_NO_CACHE": "1"})
+    assert r.returncode == code and r.stderr.strip() == f"kit: {said}"
+    envelope = json.loads(r.stdout)
+    assert envelope["status"] == "failed" and envelope["errors"] == [said] and envelope["command"] == "status"
+    assert envelope["data"]["stopped_by"] == ("SIGTERM" if code == 143 else "SIGINT")
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["a terminal", "a log"])
+def test_progress_bars_are_off_when_standard_error_is_not_a_terminal(tmp_path, terminal):
+    """A command's stderr sent to a log (kit shard run by hand into a file, a CI job) gets no progress bars,
+    whose carriage returns would fill it; a terminal keeps them; a setting of the user's own wins."""
+    import pty
+
+    probe = ("import os, sys\nfrom kit.cli.main import main\ntry:\n    main(['status', '--help'])\n"
+             "except SystemExit:\n    pass\nprint(os.environ.get('HF_HUB_DISABLE_PROGRESS_BARS'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    leader, follower = pty.openpty() if terminal else (None, None)
+    try:
+        r = subprocess.run([sys.executable, "-c", probe], stdout=subprocess.PIPE, text=True, env=env, timeout=60,
+                           stderr=follower if terminal else subprocess.PIPE)
+    finally:
+        for fd in (leader, follower):
+            if fd is not None:
+                os.close(fd)
+    assert r.stdout.strip().splitlines()[-1] == ("None" if terminal else "1")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                       env={**env, "HF_HUB_DISABLE_PROGRESS_BARS": "0"})
+    assert r.stdout.strip().splitlines()[-1] == "0"

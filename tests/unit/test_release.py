@@ -66,6 +66,10 @@ def test_invalid_checkpoint_stops_the_release_and_writes_nothing(sweep):
     assert r.exit_code == 1 and str(Path("results/en/kit-demo__tiny-llama.json")) in r.stderr and "fix:" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in sweep.root.iterdir()) == ["data", "results", "roster.toml"]
+    # under --json the same finding: failed (as verify's FAIL), exit 1, the line in errors
+    r = run_kit("release", "results", "-o", "release", "--json", cwd=sweep.root)
+    body = json.loads(r.stdout)
+    assert r.exit_code == 1 and body["status"] == "failed" and body["errors"] == [r.stderr.strip()[len("kit: error: "):]]
 
 
 @pytest.mark.parametrize("name", ["kit-demo__tiny-llama.json", "kit-demo__tiny-llama.mllog"])
@@ -219,27 +223,19 @@ def test_publish_uploads_to_a_hub_server(release, monkeypatch):
 @pytest.mark.parametrize("offline", [True, False], ids=["HF_HUB_OFFLINE", "nothing listening"])
 def test_a_hub_that_cannot_be_reached_is_one_line_not_a_traceback(release, monkeypatch, offline):
     """The real HfApi, offline or pointed at a port nothing listens on: one line naming where and what to
-    check, exit 1 (an upload step failed), no traceback."""
-    import socket
+    check, exit 2 offline (a setting) or 1 (an upload step failed), no traceback."""
+    from hubserver import unreachable_hub
 
-    from hubserver import go_online
-
-    go_online(monkeypatch)
-    if offline:
-        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-        import huggingface_hub.constants as constants
-
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    with socket.socket() as s:   # a port just freed: nothing listens there
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    endpoint = unreachable_hub(monkeypatch, offline)
     token = release.parent / "token-file"
     token.write_text("hf_test")
     token.chmod(0o600)
-    r = run_kit("publish", "me/lrb", str(release), "--endpoint", f"http://127.0.0.1:{port}", "--token-file", str(token))
-    assert r.exit_code == 1 and "Traceback" not in r.stderr, r.stderr
+    r = run_kit("publish", "me/lrb", str(release), "--endpoint", endpoint, "--token-file", str(token))
+    # offline mode is a setting to change (exit 2); a Hub that does not answer, an upload step that failed
+    assert r.exit_code == (2 if offline else 1) and "Traceback" not in r.stderr, r.stderr
     (line,) = r.stderr.strip().splitlines()
-    assert line.startswith(f"kit: error: publishing me/lrb to http://127.0.0.1:{port} failed") and "HF_HUB_OFFLINE" in line
+    said = "needs the Hub at" if offline else "failed at"
+    assert line.startswith(f"kit: error: publishing me/lrb {said} {endpoint}") and "HF_HUB_OFFLINE" in line
 
 
 def test_an_lrb_file_comes_into_the_release_as_lrb_wrote_it_in_its_place(sweep):

@@ -193,3 +193,21 @@ def test_a_manifest_that_names_a_path_outside_images_is_refused(published):
     (served / "images/manifest.json").write_text("{not json")
     _refused(kit("images", "pull", "me/lrb", "--out", "pulled", "--endpoint", endpoint, cwd=root), 2,
              "is not an images manifest")
+
+
+@pytest.mark.parametrize("offline", [True, False], ids=["HF_HUB_OFFLINE", "nothing listening"])
+def test_pull_from_a_hub_that_cannot_be_reached_is_one_line_and_an_envelope(tmp_path, monkeypatch, offline):
+    """The real hf_hub_download, offline or pointed at a port nothing listens on: one line naming what was
+    being pulled, where and what to do; under --json the error envelope; no traceback, nothing pulled."""
+    from hubserver import unreachable_hub
+
+    endpoint = unreachable_hub(monkeypatch, offline)
+    r = kit("images", "pull", "me/lrb", "--form", "sif", "--out", "pulled", "--lock-file", "pulled.lock.json",
+            "--endpoint", endpoint, "--json", cwd=tmp_path)
+    assert r.returncode == (2 if offline else 1) and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    said = "me/lrb needs the Hub at" if offline else "images/manifest.json of me/lrb failed at"
+    assert line.startswith(f"kit: error: pulling {said} {endpoint}"), line
+    envelope = json.loads(r.stdout)
+    assert envelope["status"] == "error" and envelope["errors"] == [line.removeprefix("kit: error: ")]
+    assert not (tmp_path / "pulled.lock.json").exists() and (offline is False or not (tmp_path / "pulled").exists())

@@ -112,7 +112,7 @@ def status(results: Path, roster: Path, benchmark: Path | None, models: tuple[st
         memo.name_whole(dataset.root if dataset else None)
         # without a roster, --model and --languages pick among the checkpoints found
         statuses = select_found(statuses, models, common.split_languages(languages), results)
-        twice = counted_twice(statuses)
+        twice = counted_twice(results, statuses)
     counts = count_states(statuses)
     if memo is not None:   # each checkpoint and its log: the cache stats them, opening none
         memo.name((s.path for s in statuses), beside=MLLOG_SUFFIX)

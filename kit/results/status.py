@@ -20,7 +20,8 @@ from kit.results.benchmark_rule import validate_held
 from kit.results.checkpoint import ValidateAll, recorded_metadata, validate_each
 from kit.results.identity import Expected, PlanExpectations
 from kit.results.records import file_run
-from kit.results.store import checkpoint_paths, file_language, iter_checkpoint_files, language_folder
+from kit.results.store import (checkpoint_paths, collection_of, file_language, iter_checkpoint_files,
+                               language_folder)
 
 
 @dataclass
@@ -88,16 +89,17 @@ def scan_results(results: Path, validate_all: ValidateAll = validate_each,
     return out
 
 
-def counted_twice(statuses: Iterable[PairStatus]) -> list[dict[str, Any]]:
-    """The pairs that more than one complete or stale file counts for ({run, language, files}): lrb's
-    layouts can hold one pair at the top, in a batch folder and in its language folder, and kit report
-    and kit compare refuse a tree that does."""
-    found: dict[tuple[str, str], list[str]] = {}
+def counted_twice(results: Path, statuses: Iterable[PairStatus]) -> list[dict[str, Any]]:
+    """The pairs that more than one complete or stale file of one collection counts for ({run, language,
+    files}): lrb's layouts can hold one pair at the top and in its language folder (a batch folder is a
+    collection of its own, with its own leaderboard), and kit report and kit compare refuse a tree that does."""
+    found: dict[tuple[str, str, str], list[str]] = {}
     for s in statuses:
         if s.state in (PairState.COMPLETE, PairState.STALE) and s.path is not None:
-            found.setdefault((s.pair.run, s.pair.language), []).append(str(s.path))
+            key = (collection_of(results, s.path, s.pair.language), s.pair.run, s.pair.language)
+            found.setdefault(key, []).append(str(s.path))
     return [{"run": run, "language": language, "files": sorted(files)}
-            for (run, language), files in sorted(found.items()) if len(files) > 1]
+            for (_, run, language), files in sorted(found.items()) if len(files) > 1]
 
 
 def twice_note(twice: list[dict[str, Any]]) -> str | None:

@@ -113,7 +113,7 @@ def test_collect_lists_a_metadata_that_is_not_an_object_and_a_systems_entry_that
     assert r.returncode == 1 and "section 'metadata' is not a JSON object" in r.stderr, r.stderr
     assert "systems/node.json is not a regular file" in r.stderr and not (sweep / "collected").exists()
     r = kit("collect", "--from", "a=results", "--languages", "de,en", "-o", "collected", "--json", cwd=sweep)
-    assert r.returncode == 1 and len(json.loads(r.stdout)["errors"]) == 3   # and en: missing
+    assert r.returncode == 1 and len(json.loads(r.stdout)["data"]["problems"]) == 3   # and en: missing
     refused(kit("collect", "--from", "a=nowhere", "-o", "collected", cwd=sweep), "nowhere is not a folder",
             "does not exist")
 

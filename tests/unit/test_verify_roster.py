@@ -4,6 +4,8 @@ a warm verify of thousands of cached files is mostly start-up, and they cost a t
 
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 import sys
@@ -38,7 +40,9 @@ def test_the_rosters_benchmark_is_used_even_when_its_runs_are_being_edited(tree)
     csv = next(tree.benchmark.rglob("*.csv"))
     csv.write_text(csv.read_text().replace("field", "fiELD", 1))      # the files are held to that benchmark
     out = runner.invoke(cli, ["verify", "results", "--json"])
-    assert out.exit_code != 0 and "sha256" in str(out.exception), out.output
+    failed = [f for f in json.loads(out.output)["data"] if f["state"] == "invalid"]
+    assert out.exit_code == 1 and failed, out.output
+    assert all(f"/{csv.parent.name}/" in f["path"] and "differs from the manifest" in f["reasons"][0] for f in failed)
 
 
 def test_a_benchmark_key_that_is_not_a_folder_path_is_a_one_line_error(tree):

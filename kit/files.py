@@ -38,16 +38,25 @@ def atomic_writer(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.parent not in _SWEPT:   # once per folder and process: a signing of thousands lists each once
+        _SWEPT.add(path.parent)
+        sweep_temporary_files(path.parent)
+    # named for this host and process (leftover_prefix), so that a later write can tell a dead one's
+    fd, tmp = tempfile.mkstemp(prefix=leftover_prefix(path), suffix=TEMPORARY_SUFFIX, dir=path.parent)
     try:
         # mkstemp makes the file 0600; a results tree is shared with a team and copied by others, so
         # the file gets the mode a plain open() would give it (or keeps the one it had)
         os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
+            try:
+                yield fh
+                fh.flush()
+                if durable:
+                    os.fsync(fh.fileno())
+            except OSError as exc:   # a write's error names no file: this one, so its line says which disk
+                if exc.filename is None and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+                    raise OSError(exc.errno, exc.strerror, str(path)) from exc
+                raise
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -403,6 +412,33 @@ def leftover_prefix(dest: Path) -> str:
 def _host() -> str:
     """This host's name as a leftover's name holds it (letters, digits, _ and - only)."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", os.uname().nodename)[:40] or "host"
+
+
+TEMPORARY_SUFFIX = ".tmp"
+_SWEPT: set[Path] = set()   # folders whose dead writers' temporary files this process has removed
+
+
+def temporary_path(dest: Path, part: str = "") -> Path:
+    """A temporary file beside `dest` that only this process writes (named by leftover_prefix, so that
+    sweep_temporary_files can tell a dead writer's)."""
+    return dest.parent / f"{leftover_prefix(dest)}{part}{TEMPORARY_SUFFIX}"
+
+
+def sweep_temporary_files(folder: Path) -> None:
+    """Remove the temporary files in `folder` of writers on this host that are no longer running (killed
+    between creating one and renaming it into place): each is named by leftover_prefix."""
+    pattern = re.compile(rf"\..+\.{re.escape(_host())}-(\d+)\..*{re.escape(TEMPORARY_SUFFIX)}\Z")
+    try:
+        with os.scandir(folder) as entries:
+            dead = [entry.path for entry in entries if (found := pattern.match(entry.name)) is not None
+                    and entry.is_file(follow_symlinks=False) and not _running(int(found.group(1)))]
+    except OSError:
+        return
+    for path in dead:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def sweep_leftovers(dest: Path) -> None:

@@ -12,8 +12,10 @@ A private key file that the group or others can read is refused, never used.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import Any
 
 from kit import safejson
 from kit.errors import ConfigError, MissingExtraError
-from kit.files import owner_only_file, read_regular_file
+from kit.files import TEMPORARY_SUFFIX, leftover_prefix, owner_only_file, read_regular_file, write_text_atomic
 
 KEY_FILE = "ed25519.pem"
 # the variable naming the key a job or kit's image tools sign with (a site passes it with forward_env)
@@ -66,10 +68,22 @@ def init_key(folder: Path | None = None, *, force: bool = False) -> Path:
     """Make a new Ed25519 key pair in `folder` (key_folder()): the private key mode 600, the public key
     beside it; refused when one is there (unless `force`). The private key's path."""
     _sslib()   # securesystemslib and cryptography, or a MissingExtraError naming the extra
+    import hashlib
+
+    from filelock import FileLock
+
+    folder = Path(folder or key_folder())
+    # one init of a folder at a time on this host: two at once would leave one's private key beside the
+    # other's public file (the lock lies in the temporary folder: the key folder holds the pair alone)
+    name = hashlib.sha256(str(folder.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    with FileLock(str(Path(tempfile.gettempdir()) / f"kit-keys-{name}.lock"), timeout=600):
+        return _init_key(folder, force)
+
+
+def _init_key(folder: Path, force: bool) -> Path:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    folder = Path(folder or key_folder())
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder}: not a folder, so no key can be kept in it", fix="pass a folder with --dir")
     private = folder / KEY_FILE
@@ -84,17 +98,26 @@ def init_key(folder: Path | None = None, *, force: bool = False) -> Path:
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption())
-    tmp = folder / f".{KEY_FILE}.tmp"
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pem)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, private)
-    public = _sslib().SSlibKey.from_crypto(key.public_key())
-    (folder / PUBLIC_FILE).write_text(json.dumps(public_dict(public), indent=2) + "\n", encoding="utf-8")
+    # a temporary file of this process's own (two `keys init --force` at once must not remove each
+    # other's), mode 600 from its creation (mkstemp), renamed into place
+    fd, tmp = tempfile.mkstemp(prefix=leftover_prefix(private), suffix=TEMPORARY_SUFFIX, dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pem)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, private)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    write_public_file(folder, _sslib().SSlibKey.from_crypto(key.public_key()))
     return private
+
+
+def write_public_file(folder: Path, public: Any) -> None:
+    """Write the public key file beside a private key, in one step: the old file or the new one, never a
+    part (`kit keys export` prints the public key of the private key itself, whatever this file holds)."""
+    write_text_atomic(Path(folder) / PUBLIC_FILE, json.dumps(public_dict(public), indent=2) + "\n")
 
 
 def load_signing_key(key: Path | None = None, ssh_key: Path | None = None) -> SigningKey:

@@ -5,6 +5,7 @@ answering from a cache (kit.cli.replay) loads nothing else first."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -41,21 +42,53 @@ def cache_key(folder: Path) -> bytes | None:
     path = folder / KEY_FILE
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(os.urandom(32))
-        st = os.lstat(path)
-        key = read_regular_file(path, "kit's cache key", 64)
+        key = _read_key(path)
+        if key is None:   # none yet, or one cut short (a full disk, a kill while it was written): made whole
+            _make_key(path)
+            key = _read_key(path)
     except (OSError, ValueError, ConfigError):
         return None
-    # a key another user could read or write is no key: such a cache is not trusted
-    if st.st_uid != os.getuid() or st.st_mode & 0o077 or len(key) != 32:
-        return None
     return key
+
+
+def _read_key(path: Path) -> bytes | None:
+    """The key at `path` when it is whole and only this user's (a key another user could read or write is
+    no key: such a cache is not trusted); None when there is none or it is cut short (a ConfigError or
+    OSError for anything else there, then nothing is cached)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    key = read_regular_file(path, "kit's cache key", 64)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise ConfigError(f"{path}: not this user's own key")
+    return key if len(key) == 32 else None
+
+
+def _make_key(path: Path) -> None:
+    """Write a new key beside `path` and put it in place in one step: linked when there is none (the first of
+    several commands starting at once wins, and the others read its key), replacing one cut short."""
+    import tempfile   # (here: a command answered from the cache never makes a key)
+
+    fd, temporary = tempfile.mkstemp(prefix=f".{KEY_FILE}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(32))
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            if _read_key_or_none(path) is None:   # still cut short: no command can be writing it (made whole)
+                os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _read_key_or_none(path: Path) -> bytes | None:
+    try:
+        return _read_key(path)
+    except (OSError, ConfigError):
+        return b"-"   # something else stands there: left as it is (cache_key then reads no key)
 
 
 def file_identity(st: os.stat_result) -> list[int]:

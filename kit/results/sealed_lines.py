@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kit import safejson
+from kit.files import sweep_temporary_files, temporary_path
 
 MAC_PREFIX = b"#hmac-sha256 "
 HEADER_LIMIT = 1 << 16   # a header is a few hundred bytes; a longer first line is another format
@@ -56,7 +57,8 @@ def write_entries(path: Path, key: bytes, header: Mapping[str, Any], changed: Ma
     in `changed` replaced by theirs (merge(old, new) when `merge` is given and an old one is there);
     with `only`, with the entries of `changed` alone. The old lines are copied only when the old file
     is sealed under `key` with this header. OSError when it cannot be written."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    sweep_temporary_files(path.parent)   # a killed writer's (tens of MB for a release's sections)
+    tmp = temporary_path(path, "lines")
     mac = hmac.new(key, digestmod=hashlib.sha256)
     try:
         with open(tmp, "wb") as out:

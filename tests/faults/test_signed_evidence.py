@@ -373,3 +373,22 @@ def test_a_key_made_in_a_folder_of_its_own_is_exported_as_its_hint_says(tmp_path
     keyid = [line for line in made.stdout.splitlines() if line.startswith("keyid ")][0].split()[1]
     assert json.loads(kit(*argv[1:], cwd=tmp_path, env=env).stdout)["keyid"] == keyid
     assert json.loads(kit("keys", "export", cwd=tmp_path, env=env).stdout)["keyid"] != keyid
+
+
+@pytest.mark.slow   # pairs of kit processes started at once: about 10 s
+def test_two_key_inits_at_once_both_end_and_leave_one_whole_pair(tmp_path):
+    """Two `kit keys init --force` into one folder at once (a script run twice): neither removes the
+    other's temporary file (which stopped one with a misleading 'No such file'), and the folder ends with
+    a private key and the public file of that same key."""
+    import subprocess
+
+    folder = tmp_path / "keys"
+    argv = [sys.executable, "-m", "kit", "keys", "init", "--force", "--dir", str(folder)]
+    for _ in range(4):
+        procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+        exported = kit("keys", "export", "--dir", str(folder), cwd=tmp_path)
+        assert json.loads(exported.stdout)["keyid"] == json.loads((folder / "ed25519.pub.json").read_text())["keyid"]
+        assert sorted(p.name for p in folder.iterdir()) == ["ed25519.pem", "ed25519.pub.json"]

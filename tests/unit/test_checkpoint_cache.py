@@ -523,3 +523,41 @@ def test_the_runs_of_one_language_share_one_item_digest_in_memory(tmp_path):
     digests = [st.outcomes[0] for st in states]
     assert len(set(digests)) == 1 and all(d is digests[0] for d in digests)
     assert states[0].outcomes[1] == states[1].outcomes[1]
+
+
+def test_a_cache_key_cut_short_is_made_whole_and_one_anyone_can_read_is_no_key(tmp_path):
+    """A key left empty (a full disk, a kill while it was written) no longer turns kit's cache off for
+    good: the next command makes it whole, in one step; a key others could read stays no key."""
+    from kit.results.cache_place import KEY_FILE, cache_key
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    (folder / KEY_FILE).write_bytes(b"")
+    (folder / KEY_FILE).chmod(0o600)
+    key = cache_key(folder)
+    assert key is not None and len(key) == 32 and (folder / KEY_FILE).read_bytes() == key
+    assert cache_key(folder) == key                                        # kept, not made again
+    assert [p.name for p in folder.iterdir()] == [KEY_FILE]                # no temporary file left
+    (folder / KEY_FILE).chmod(0o644)
+    assert cache_key(folder) is None and (folder / KEY_FILE).read_bytes() == key
+    fresh = tmp_path / "fresh"
+    assert len(cache_key(fresh)) == 32 and oct((fresh / KEY_FILE).stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_cache_file_written_after_a_killed_writer_removes_its_temporary_file(tmp_path):
+    """A save killed mid-way (SIGKILL, the OOM killer) left a partial temporary cache file of tens of MB;
+    the next save of a file in that folder removes it, never a running writer's."""
+    import subprocess
+
+    from kit.files import _host, temporary_path
+    from kit.results.sealed_lines import write_entries
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    target = tmp_path / "abc.sections.json"
+    dead = tmp_path / f".abc.sections.json.{_host()}-{proc.pid}.lines.tmp"
+    dead.write_bytes(b"x" * 1000)
+    running = temporary_path(tmp_path / "other.json", "lines")   # this process: running
+    running.write_bytes(b"y")
+    write_entries(target, b"k" * 32, {"kind": "test"}, {"a": 1})
+    assert target.is_file() and not dead.exists() and running.exists()

@@ -354,3 +354,48 @@ def test_a_library_s_own_words_for_a_full_disk_are_the_disk_error_they_stand_for
     assert disk_error(full).one_line().startswith(f"{tmp_path}: No space left on device")
     assert library_disk_error(SafetensorError("header too large"), tmp_path) is None
     assert library_disk_error(SafetensorError("(os error 4)"), tmp_path) is None   # EINTR: not the disk's
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_killed_writers_temporary_files_are_removed_by_the_next_write_there(tmp_path):
+    """A writer killed between making its temporary file and renaming it (SIGKILL, the OOM killer) leaves
+    it beside the file; the next atomic write into that folder removes it, and never a running writer's
+    or a user's file."""
+    from kit.files import _host, leftover_prefix, sweep_temporary_files, temporary_path
+
+    folder = tmp_path / "fr"
+    folder.mkdir()
+    dead = folder / f".m.intoto.jsonl.{_host()}-{_dead_pid()}.x1y2.tmp"
+    dead.write_text("part of an envelope")
+    mine = temporary_path(folder / "m.json", "lines")
+    mine.write_text("being written")
+    users = folder / ".notes.tmp"
+    users.write_text("a user's")
+    assert leftover_prefix(folder / "m.json") in mine.name
+    write_text_atomic(folder / "m.json", "{}\n")
+    assert not dead.exists() and mine.exists() and users.exists()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([".notes.tmp", mine.name, "m.json"])
+    sweep_temporary_files(folder)   # (this process is running: its own file stays)
+    assert mine.exists()
+
+
+def test_a_full_disk_while_writing_names_the_file(tmp_path):
+    """An error of a write names no file (the disk filled while bytes went to an open file): the one
+    being written is named, so that its line says which folder's disk is full."""
+    import errno
+
+    from kit.files import atomic_writer
+
+    target = tmp_path / "out" / "envelope.jsonl"
+    with pytest.raises(OSError) as err:
+        with atomic_writer(target) as fh:
+            fh.write(b"x")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(target)
+    assert not target.exists() and list(target.parent.iterdir()) == []

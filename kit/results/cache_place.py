@@ -77,18 +77,20 @@ def _make_key(path: Path) -> None:
         try:
             os.link(temporary, path)
         except FileExistsError:
-            if _read_key_or_none(path) is None:   # still cut short: no command can be writing it (made whole)
+            if _cut_short(path):   # no command can be writing it (one makes a key whole before linking it)
                 os.replace(temporary, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
 
 
-def _read_key_or_none(path: Path) -> bytes | None:
+def _cut_short(path: Path) -> bool:
+    """Whether the key at `path` is this user's and cut short; anything else there is left as it is (then
+    cache_key reads no key, and nothing is cached)."""
     try:
-        return _read_key(path)
+        return _read_key(path) is None
     except (OSError, ConfigError):
-        return b"-"   # something else stands there: left as it is (cache_key then reads no key)
+        return False
 
 
 def file_identity(st: os.stat_result) -> list[int]:
